@@ -1,0 +1,234 @@
+// Package admin serves hookjet's HTTP admin API: health, readiness, Prometheus
+// metrics, endpoint status and control, and the dead-letter tools.
+package admin
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hookjet/hookjet/jetstream"
+)
+
+// Backend is what the admin API reads and controls.
+type Backend interface {
+	Ready(ctx context.Context) error
+	Summary(ctx context.Context) (jetstream.Summary, error)
+	Endpoints(ctx context.Context) ([]jetstream.EndpointStatus, error)
+	Endpoint(ctx context.Context, id string) (jetstream.EndpointStatus, error)
+	SetDisabled(ctx context.Context, id string, disabled bool, reason string) error
+	DeadLetters(ctx context.Context, f jetstream.DLQFilter) ([]jetstream.DLQEntry, error)
+	DeadLetterStats(ctx context.Context) ([]jetstream.DLQStat, error)
+	Replay(ctx context.Context, r jetstream.ReplayRequest) (jetstream.ReplayResult, error)
+}
+
+// NewHandler returns the admin API. When token is not empty every route but
+// /healthz and /readyz requires "Authorization: Bearer <token>".
+func NewHandler(b Backend, g prometheus.Gatherer, token string, log *slog.Logger) http.Handler {
+	a := &api{b: b, log: log}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", a.ready)
+	protected := http.NewServeMux()
+	protected.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorLog: nil}))
+	protected.HandleFunc("GET /api/v1/summary", a.summary)
+	protected.HandleFunc("GET /api/v1/endpoints", a.endpoints)
+	protected.HandleFunc("GET /api/v1/endpoints/{id}", a.endpoint)
+	protected.HandleFunc("POST /api/v1/endpoints/{id}/enable", a.setDisabled(false))
+	protected.HandleFunc("POST /api/v1/endpoints/{id}/disable", a.setDisabled(true))
+	protected.HandleFunc("GET /api/v1/dlq", a.dlqList)
+	protected.HandleFunc("GET /api/v1/dlq/stats", a.dlqStats)
+	protected.HandleFunc("POST /api/v1/dlq/replay", a.dlqReplay)
+	protected.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no route "+r.Method+" "+r.URL.Path)
+	})
+	mux.Handle("/", requireToken(token, protected))
+	return mux
+}
+
+type api struct {
+	b   Backend
+	log *slog.Logger
+}
+
+func requireToken(token string, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="hookjet"`)
+			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, jetstream.ErrUnknownEndpoint):
+		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, jetstream.ErrBadRequest):
+		writeError(w, http.StatusBadRequest, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		writeError(w, http.StatusGatewayTimeout, "timed out")
+	default:
+		a.log.Error("admin request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusInternalServerError, err.Error())
+	}
+}
+
+func timeout(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), 30*time.Second)
+}
+
+func (a *api) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	if err := a.b.Ready(ctx); err != nil {
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func (a *api) summary(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := timeout(r)
+	defer cancel()
+	s, err := a.b.Summary(ctx)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+func (a *api) endpoints(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := timeout(r)
+	defer cancel()
+	eps, err := a.b.Endpoints(ctx)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"endpoints": eps})
+}
+
+func (a *api) endpoint(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := timeout(r)
+	defer cancel()
+	ep, err := a.b.Endpoint(ctx, r.PathValue("id"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ep)
+}
+
+func (a *api) setDisabled(disabled bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := timeout(r)
+		defer cancel()
+		id := r.PathValue("id")
+		if err := a.b.SetDisabled(ctx, id, disabled, "disabled by an operator"); err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		ep, err := a.b.Endpoint(ctx, id)
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		ep.Disabled = disabled // the watch may not have delivered the change yet
+		writeJSON(w, http.StatusOK, ep)
+	}
+}
+
+func (a *api) dlqList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	now := time.Now()
+	f := jetstream.DLQFilter{Endpoint: q.Get("endpoint"), Limit: 100}
+	var err error
+	if f.Since, err = jetstream.ParseTime(q.Get("since"), now); err != nil {
+		writeError(w, http.StatusBadRequest, "since: "+err.Error())
+		return
+	}
+	if f.Until, err = jetstream.ParseTime(q.Get("until"), now); err != nil {
+		writeError(w, http.StatusBadRequest, "until: "+err.Error())
+		return
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			writeError(w, http.StatusBadRequest, "limit: must be a number from 1 to 10000")
+			return
+		}
+		f.Limit = n
+	}
+	if v := q.Get("ids"); v != "" {
+		f.IDs = strings.Split(v, ",")
+	}
+	ctx, cancel := timeout(r)
+	defer cancel()
+	entries, err := a.b.DeadLetters(ctx, f)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"entries": entries})
+}
+
+func (a *api) dlqStats(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := timeout(r)
+	defer cancel()
+	stats, err := a.b.DeadLetterStats(ctx)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"endpoints": stats})
+}
+
+func (a *api) dlqReplay(w http.ResponseWriter, r *http.Request) {
+	var req jetstream.ReplayRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "body: "+err.Error())
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Minute)
+	defer cancel()
+	res, err := a.b.Replay(ctx, req)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}

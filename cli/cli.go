@@ -1,0 +1,126 @@
+// Package cli is the hookjet command line: serve, publish, listen, version and
+// the operator commands that talk to the admin API. cmd/hookjet only wires it
+// to the process, so tests run the whole program in-process.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/hookjet/hookjet/config"
+)
+
+// Version is hookjet's version, set at build time with
+// -ldflags "-X github.com/hookjet/hookjet/cli.Version=...".
+var Version = "0.1.0-dev"
+
+// UserAgent is sent with every delivery.
+func UserAgent() string { return "hookjet/" + Version }
+
+// ErrUsage marks command-line mistakes; the process exits with code 2.
+var ErrUsage = errors.New("usage")
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+func (e usageError) Unwrap() error { return ErrUsage }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
+
+// errHelp is returned after --help printed its text: exit 0.
+var errHelp = errors.New("help shown")
+
+// ExitCode maps an error from Run to the exit code, printing it to stderr:
+// 0 ok, 2 usage or configuration error, 1 runtime error.
+func ExitCode(err error, stderr io.Writer) int {
+	switch {
+	case err == nil, errors.Is(err, errHelp):
+		return 0
+	case errors.Is(err, ErrUsage), errors.Is(err, config.ErrInvalid):
+		fmt.Fprintln(stderr, "hookjet:", err)
+		return 2
+	default:
+		fmt.Fprintln(stderr, "hookjet:", err)
+		return 1
+	}
+}
+
+const usage = `hookjet delivers webhooks from NATS JetStream: applications publish events
+to hookjet.events.<type>, hookjet signs them (Standard Webhooks) and POSTs them
+to every endpoint that subscribed, with retries, a circuit breaker per endpoint
+and a dead-letter stream.
+
+Usage:
+  hookjet <command> [flags]
+
+Commands:
+  serve       run hookjet (embedded NATS unless nats.url is set)
+  publish     publish one event
+  listen      run a local receiver that verifies and prints deliveries
+  status      show the delivery summary (admin API)
+  endpoints   show endpoints, breakers and latency (admin API)
+  dlq         list, summarise and replay dead letters (admin API)
+  version     print the version
+
+Run 'hookjet <command> --help' for a command's flags.
+Exit codes: 0 ok, 1 runtime error, 2 usage or configuration error.
+`
+
+// Run runs hookjet with args (without the program name). getenv reads the
+// environment; output goes to stdout and stderr.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return usagef("no command given")
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	case "version", "--version":
+		fmt.Fprintln(stdout, "hookjet", Version)
+		return nil
+	case "serve":
+		return runServe(ctx, rest, getenv, stdout, stderr)
+	case "publish":
+		return runPublish(ctx, rest, getenv, stdout, stderr)
+	case "listen":
+		return runListen(ctx, rest, getenv, stdout, stderr)
+	case "status":
+		return runStatus(ctx, rest, getenv, stdout, stderr)
+	case "endpoints":
+		return runEndpoints(ctx, rest, getenv, stdout, stderr)
+	case "dlq":
+		return runDLQ(ctx, rest, getenv, stdout, stderr)
+	default:
+		fmt.Fprint(stderr, usage)
+		return usagef("unknown command %q", cmd)
+	}
+}
+
+// newFlags returns a flag set whose --help prints summary and the flags.
+func newFlags(name, summary string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", strings.TrimSpace(summary))
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses flags, mapping -h to errHelp and mistakes to usage errors.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return usagef("%s: %v", fs.Name(), err)
+	}
+	return nil
+}

@@ -1,0 +1,323 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/jetstream"
+)
+
+// adminClient talks to a running hookjet's admin API.
+type adminClient struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+// adminFlags adds the flags every operator command shares and returns a
+// function that builds the client after parsing.
+func adminFlags(fs interface {
+	String(name, value, usage string) *string
+}, getenv func(string) string) func() (*adminClient, error) {
+	path := fs.String("config", getenv("HOOKJET_CONFIG"), "config file to read admin.listen and admin.token from")
+	addr := fs.String("admin", "", "admin API address (default: admin.listen from the config)")
+	token := fs.String("token", "", "admin bearer token (default: admin.token from the config or $HOOKJET_ADMIN_TOKEN)")
+	return func() (*adminClient, error) {
+		cfg, err := config.Load(*path, getenv)
+		if err != nil {
+			return nil, err
+		}
+		c := &adminClient{base: cfg.Admin.Listen, token: cfg.Admin.Token.Reveal(), http: &http.Client{Timeout: 5 * time.Minute}}
+		if *addr != "" {
+			c.base = *addr
+		}
+		if *token != "" {
+			c.token = *token
+		}
+		if !strings.Contains(c.base, "://") {
+			c.base = "http://" + c.base
+		}
+		return c, nil
+	}
+}
+
+func (c *adminClient) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("admin API at %s: %w (is hookjet serve running?)", c.base, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("admin API: %w", err)
+	}
+	if resp.StatusCode >= 300 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
+			return fmt.Errorf("admin API: %s (HTTP %d)", e.Error, resp.StatusCode)
+		}
+		return fmt.Errorf("admin API: HTTP %d", resp.StatusCode)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("admin API: decode: %w", err)
+		}
+	}
+	return nil
+}
+
+func printJSON(w io.Writer, raw json.RawMessage) error {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return err
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+const statusHelp = `hookjet status [--json] [--admin ADDR] [--token T] [--config FILE]
+
+Shows how much is waiting, how old the oldest message is, what is in flight,
+and what was delivered or failed in the last hour.`
+
+func runStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := newFlags("status", statusHelp, stderr)
+	client := adminFlags(fs, getenv)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	c, err := client()
+	if err != nil {
+		return err
+	}
+	var raw json.RawMessage
+	if err := c.do(ctx, http.MethodGet, "/api/v1/summary", nil, &raw); err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, raw)
+	}
+	var s jetstream.Summary
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "pending\t%d\n", s.Pending)
+	fmt.Fprintf(tw, "awaiting retry\t%d\n", s.AwaitingRetry)
+	fmt.Fprintf(tw, "in flight\t%d\n", s.InFlight)
+	fmt.Fprintf(tw, "oldest pending\t%s\n", (time.Duration(s.OldestPendingAgeSeconds * float64(time.Second))).Round(time.Second))
+	fmt.Fprintf(tw, "dead letters\t%d\n", s.DeadLetter)
+	fmt.Fprintf(tw, "delivered (last hour)\t%d\n", s.DeliveredLastHour)
+	fmt.Fprintf(tw, "failed attempts (last hour)\t%d\n", s.FailedLastHour)
+	fmt.Fprintf(tw, "endpoints\t%d (%d disabled, %d breakers not closed)\n", s.Endpoints, s.DisabledEndpoints, s.OpenBreakers)
+	return tw.Flush()
+}
+
+const endpointsHelp = `hookjet endpoints [ID] [--json] [--enable ID | --disable ID] [--admin ADDR] [--token T] [--config FILE]
+
+Lists endpoints with their breaker state, latency percentiles (rolling 24h),
+first-attempt success rate, pending messages and dead letters. --enable and
+--disable switch an endpoint on or off for every hookjet process.`
+
+func runEndpoints(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := newFlags("endpoints", endpointsHelp, stderr)
+	client := adminFlags(fs, getenv)
+	asJSON := fs.Bool("json", false, "print JSON")
+	enable := fs.String("enable", "", "re-enable this endpoint")
+	disable := fs.String("disable", "", "disable this endpoint")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	c, err := client()
+	if err != nil {
+		return err
+	}
+	var raw json.RawMessage
+	switch {
+	case *enable != "" && *disable != "":
+		return usagef("endpoints: --enable and --disable exclude each other")
+	case *enable != "":
+		err = c.do(ctx, http.MethodPost, "/api/v1/endpoints/"+url.PathEscape(*enable)+"/enable", nil, &raw)
+	case *disable != "":
+		err = c.do(ctx, http.MethodPost, "/api/v1/endpoints/"+url.PathEscape(*disable)+"/disable", nil, &raw)
+	case fs.NArg() == 1:
+		err = c.do(ctx, http.MethodGet, "/api/v1/endpoints/"+url.PathEscape(fs.Arg(0)), nil, &raw)
+	case fs.NArg() == 0:
+		err = c.do(ctx, http.MethodGet, "/api/v1/endpoints", nil, &raw)
+	default:
+		return usagef("endpoints: at most one endpoint id")
+	}
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, raw)
+	}
+	var list struct {
+		Endpoints []jetstream.EndpointStatus `json:"endpoints"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil || list.Endpoints == nil {
+		var one jetstream.EndpointStatus
+		if err := json.Unmarshal(raw, &one); err != nil {
+			return err
+		}
+		list.Endpoints = []jetstream.EndpointStatus{one}
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tBREAKER\tFAILS\tP50\tP95\tP99\tSAMPLES\t1ST OK\tPENDING\tDLQ\tURL")
+	for _, e := range list.Endpoints {
+		st := "enabled"
+		if e.Disabled {
+			st = "disabled"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1fms\t%.1fms\t%.1fms\t%d\t%.1f%%\t%d\t%d\t%s\n", e.ID, st, e.Breaker.State,
+			e.Breaker.ConsecutiveFailures, e.LatencyMS.P50, e.LatencyMS.P95, e.LatencyMS.P99, e.LatencyMS.Samples,
+			100*e.FirstAttemptSuccessRate, e.Pending, e.DeadLetters, e.URL)
+	}
+	return tw.Flush()
+}
+
+const dlqHelp = `hookjet dlq list|stats|replay [flags]
+
+  list    [--endpoint ID] [--since T] [--until T] [--limit N] [--json]
+  stats   [--json]
+  replay  [--endpoint ID] [--since T] [--until T] [--id EVENT_ID ...] [--dry-run] [--json]
+
+T is an RFC 3339 time or a duration meaning "ago" (e.g. 2h). A replayed dead
+letter goes back to its endpoint only, keeps its webhook-id and starts with
+fresh attempts; it leaves the DLQ once the replay copy is stored.
+Shared flags: --admin ADDR, --token T, --config FILE.`
+
+func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "list" && args[0] != "stats" && args[0] != "replay") {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			fmt.Fprintln(stdout, dlqHelp)
+			return errHelp
+		}
+		fmt.Fprintln(stderr, dlqHelp)
+		return usagef("dlq: want list, stats or replay")
+	}
+	sub := args[0]
+	fs := newFlags("dlq "+sub, dlqHelp, stderr)
+	client := adminFlags(fs, getenv)
+	asJSON := fs.Bool("json", false, "print JSON")
+	endpoint := fs.String("endpoint", "", "only this endpoint")
+	since := fs.String("since", "", "stored at or after (RFC 3339 or duration ago)")
+	until := fs.String("until", "", "stored before (RFC 3339 or duration ago)")
+	limit := fs.Int("limit", 100, "list at most this many")
+	dry := fs.Bool("dry-run", false, "replay: only report how many would be replayed")
+	var ids multiFlag
+	fs.Var(&ids, "id", "replay: this event id (repeatable)")
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	c, err := client()
+	if err != nil {
+		return err
+	}
+	var raw json.RawMessage
+	switch sub {
+	case "list":
+		q := url.Values{}
+		for k, v := range map[string]string{"endpoint": *endpoint, "since": *since, "until": *until} {
+			if v != "" {
+				q.Set(k, v)
+			}
+		}
+		q.Set("limit", fmt.Sprint(*limit))
+		if err := c.do(ctx, http.MethodGet, "/api/v1/dlq?"+q.Encode(), nil, &raw); err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(stdout, raw)
+		}
+		var out struct {
+			Entries []jetstream.DLQEntry `json:"entries"`
+		}
+		if err := json.Unmarshal(raw, &out); err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SEQ\tENDPOINT\tEVENT ID\tTYPE\tREASON\tATTEMPTS\tSTATUS\tLAST ERROR\tLAST ATTEMPT")
+		for _, e := range out.Entries {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.Seq, e.Endpoint, e.EventID, e.EventType, e.Reason, e.Attempts, e.LastStatus, e.LastError, e.LastAttempt)
+		}
+		fmt.Fprintf(tw, "(%d shown)\n", len(out.Entries))
+		return tw.Flush()
+	case "stats":
+		if err := c.do(ctx, http.MethodGet, "/api/v1/dlq/stats", nil, &raw); err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(stdout, raw)
+		}
+		var out struct {
+			Endpoints []jetstream.DLQStat `json:"endpoints"`
+		}
+		if err := json.Unmarshal(raw, &out); err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ENDPOINT\tCOUNT\tREASON\tSTATUS\tMOST COMMON ERROR\tAVG ATTEMPTS\tFIRST\tLAST")
+		for _, s := range out.Endpoints {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.1f\t%s\t%s\n", s.Endpoint, s.Count, s.MostCommonReason, s.MostCommonStatus, s.MostCommonError, s.AverageAttempts, s.First, s.Last)
+		}
+		return tw.Flush()
+	default:
+		req := jetstream.ReplayRequest{Endpoint: *endpoint, Since: *since, Until: *until, IDs: ids, DryRun: *dry}
+		if err := c.do(ctx, http.MethodPost, "/api/v1/dlq/replay", req, &raw); err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(stdout, raw)
+		}
+		var res jetstream.ReplayResult
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return err
+		}
+		if *dry {
+			fmt.Fprintf(stdout, "dry run: %d dead letter(s) match; nothing replayed\n", res.Matched)
+			return nil
+		}
+		fmt.Fprintf(stdout, "matched %d, replayed %d, skipped %d\n", res.Matched, res.Replayed, res.Skipped)
+		for _, e := range res.Errors {
+			fmt.Fprintln(stdout, "  ", e)
+		}
+		if res.Skipped > 0 {
+			return errors.New("some dead letters were not replayed")
+		}
+		return nil
+	}
+}

@@ -1,0 +1,310 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lmittmann/tint"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/breaker"
+	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/dedupe"
+	"github.com/hookjet/hookjet/deliver"
+	"github.com/hookjet/hookjet/jetstream"
+	"github.com/hookjet/hookjet/state"
+)
+
+const serveHelp = `hookjet serve [--config FILE]
+
+Runs hookjet: with no nats.url it starts an embedded nats-server with
+JetStream (data under data_dir, clients on nats.listen); with nats.url it joins
+an existing NATS deployment, sharing the work with other hookjet processes.
+SIGTERM/SIGINT stop it gracefully (exit 0); SIGHUP reloads the endpoints.
+Every config key can be overridden with HOOKJET_<SECTION>_<KEY>.`
+
+func runServe(ctx context.Context, args []string, getenv func(string) string, _, stderr io.Writer) error {
+	fs := newFlags("serve", serveHelp, stderr)
+	path := fs.String("config", getenv("HOOKJET_CONFIG"), "config file (YAML); empty: defaults and environment only")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("serve: unexpected argument %q", fs.Arg(0))
+	}
+	cfg, err := config.Load(*path, getenv)
+	if err != nil {
+		return err
+	}
+	log := NewLogger(cfg.Log, stderr)
+	s, err := Start(ctx, cfg, Options{Log: log})
+	if err != nil {
+		return err
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("shutting down", "grace", cfg.Worker.ShutdownGrace)
+			return s.Shutdown()
+		case <-hup:
+			next, err := config.Load(*path, getenv)
+			if err != nil {
+				log.Error("reload refused; keeping the running endpoints", "err", err)
+				continue
+			}
+			if err := s.Reload(ctx, next); err != nil {
+				log.Error("reload", "err", err)
+				continue
+			}
+			log.Info("reloaded endpoints", "endpoints", len(next.Endpoints))
+		}
+	}
+}
+
+// NewLogger returns the logger cfg asks for: tint text (coloured only on a
+// terminal) or JSON.
+func NewLogger(cfg config.Log, w io.Writer) *slog.Logger {
+	level := slog.LevelInfo
+	_ = level.UnmarshalText([]byte(cfg.Level))
+	if cfg.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+	}
+	return slog.New(tint.NewHandler(w, &tint.Options{Level: level, TimeFormat: time.DateTime, NoColor: !isTerminal(w)}))
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// Options are test seams and knobs of a Server that are not configuration.
+type Options struct {
+	Log *slog.Logger
+	// Registry receives hookjet's metrics; nil: a new registry.
+	Registry *prometheus.Registry
+	// OnDeadLetter is called between storing a dead letter and removing the
+	// original (crash tests).
+	OnDeadLetter func(endpoint, eventID string)
+	// Resolver replaces the DNS resolver used for deliveries.
+	Resolver *net.Resolver
+}
+
+// Server is a running hookjet: NATS (embedded or not), state, dispatcher and
+// admin API. Shutdown stops it in order: stop pulling, finish or return
+// in-flight deliveries within the grace period, flush the ledger (acks) and
+// breaker state, close the state file, drain NATS, stop the embedded server.
+type Server struct {
+	cfg      *config.Config
+	log      *slog.Logger
+	ns       *server.Server
+	nc       *nats.Conn
+	db       interface{ Close() error }
+	disp     *jetstream.Dispatcher
+	admin    *http.Server
+	adminLn  net.Listener
+	registry *prometheus.Registry
+
+	stopLedger, stopBreakers, stopGauges context.CancelFunc
+	ledgerDone, breakersDone, gaugesDone chan struct{}
+	adminDone                            chan struct{}
+	once                                 sync.Once
+}
+
+// Start brings hookjet up and returns once it is delivering and its admin API
+// listens. On error everything already started is stopped again.
+func Start(ctx context.Context, cfg *config.Config, o Options) (s *Server, err error) {
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s = &Server{cfg: cfg, log: log, registry: o.Registry}
+	defer func() {
+		if err != nil {
+			if s.disp != nil {
+				s.disp.Stop(time.Second)
+			}
+			s.abort()
+		}
+	}()
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data_dir: %w", err)
+	}
+	db, err := state.Open(filepath.Join(cfg.DataDir, "state.db"), 2*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	s.db = db
+	if cfg.NATS.URL == "" {
+		if s.ns, err = jetstream.StartEmbedded(cfg.NATS, cfg.DataDir); err != nil {
+			return nil, err
+		}
+	}
+	if s.nc, err = jetstream.Connect(cfg.NATS, s.ns, "hookjet", log); err != nil {
+		return nil, err
+	}
+	js, err := natsjs.New(s.nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := jetstream.EnsureStreams(setupCtx, js, cfg); err != nil {
+		return nil, err
+	}
+
+	if s.registry == nil {
+		s.registry = prometheus.NewRegistry()
+		s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	metrics := jetstream.NewMetrics(s.registry)
+	client := deliver.NewClient(deliver.ClientOptions{
+		Guard:     deliver.NewGuard(cfg.Security.AllowPrivateNetworks, cfg.Security.Prefixes()),
+		HTTPSOnly: cfg.Security.HTTPSOnly,
+		UserAgent: UserAgent(),
+		Resolver:  o.Resolver,
+	})
+	var disp *jetstream.Dispatcher
+	breakers, err := breaker.NewRegistry(db,
+		breaker.WithLogger(log),
+		breaker.WithOnTransition(func(t breaker.Transition) {
+			if disp != nil {
+				disp.OnBreakerTransition(t)
+			}
+		}))
+	if err != nil {
+		return nil, err
+	}
+	ledger, err := dedupe.NewLedger(db, cfg.Dedupe.TTL)
+	if err != nil {
+		return nil, err
+	}
+	s.ledgerDone, s.breakersDone, s.gaugesDone = make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var lctx, bctx, gctx context.Context
+	lctx, s.stopLedger = context.WithCancel(context.WithoutCancel(ctx))
+	bctx, s.stopBreakers = context.WithCancel(context.WithoutCancel(ctx))
+	gctx, s.stopGauges = context.WithCancel(context.WithoutCancel(ctx))
+	go func() { defer close(s.ledgerDone); ledger.Run(lctx) }()
+	go func() { defer close(s.breakersDone); breakers.Run(bctx) }()
+
+	disp, err = jetstream.NewDispatcher(setupCtx, jetstream.Options{
+		NC: s.nc, JS: js, Client: client, Breakers: breakers, Ledger: ledger,
+		Metrics: metrics, Log: log, Config: cfg, OnDeadLetter: o.OnDeadLetter,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.disp = disp
+	if err := disp.Start(setupCtx); err != nil {
+		return nil, err
+	}
+	go func() { defer close(s.gaugesDone); disp.RunGauges(gctx, 5*time.Second) }()
+
+	if s.adminLn, err = net.Listen("tcp", cfg.Admin.Listen); err != nil {
+		return nil, fmt.Errorf("admin.listen: %w", err)
+	}
+	s.admin = &http.Server{
+		Handler:           admin.NewHandler(disp, s.registry, cfg.Admin.Token.Reveal(), log),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	s.adminDone = make(chan struct{})
+	go func() {
+		defer close(s.adminDone)
+		if err := s.admin.Serve(s.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("admin server", "err", err)
+		}
+	}()
+	natsURL := cfg.NATS.URL
+	if s.ns != nil {
+		natsURL = s.ns.ClientURL() + " (embedded)"
+	}
+	log.Info("hookjet serving", "version", Version, "nats", natsURL, "admin", "http://"+s.adminLn.Addr().String(), "endpoints", len(cfg.Endpoints), "data_dir", cfg.DataDir)
+	return s, nil
+}
+
+// AdminAddr is the address the admin API listens on.
+func (s *Server) AdminAddr() string { return s.adminLn.Addr().String() }
+
+// Reload applies cfg's endpoints without dropping work.
+func (s *Server) Reload(ctx context.Context, cfg *config.Config) error {
+	return s.disp.Apply(ctx, cfg)
+}
+
+// Shutdown stops the server in the order documented on Server. It is safe to
+// call more than once.
+func (s *Server) Shutdown() error {
+	var err error
+	s.once.Do(func() { err = s.shutdown() })
+	return err
+}
+
+func (s *Server) shutdown() error {
+	s.disp.Stop(s.cfg.Worker.ShutdownGrace)
+	s.stopGauges()
+	<-s.gaugesDone
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.admin.Shutdown(ctx); err != nil {
+		s.log.Warn("admin shutdown", "err", err)
+	}
+	<-s.adminDone
+	s.abort()
+	s.log.Info("stopped")
+	return nil
+}
+
+// abort stops whatever was started, in reverse order.
+func (s *Server) abort() {
+	if s.stopLedger != nil {
+		s.stopLedger() // flushes and acks what was delivered
+		<-s.ledgerDone
+	}
+	if s.stopBreakers != nil {
+		s.stopBreakers()
+		<-s.breakersDone
+	}
+	if s.stopGauges != nil {
+		s.stopGauges()
+	}
+	if s.adminLn != nil && s.admin == nil {
+		_ = s.adminLn.Close()
+	}
+	if s.nc != nil {
+		if err := s.nc.FlushTimeout(2 * time.Second); err != nil {
+			s.log.Debug("nats flush", "err", err)
+		}
+		s.nc.Close()
+	}
+	if s.db != nil {
+		if err := s.db.Close(); err != nil {
+			s.log.Warn("close state file", "err", err)
+		}
+	}
+	if s.ns != nil {
+		s.ns.Shutdown()
+		s.ns.WaitForShutdown()
+	}
+}

@@ -1,0 +1,18 @@
+// Command hookjet delivers webhooks from NATS JetStream. See `hookjet --help`.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hookjet/hookjet/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := cli.Run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(cli.ExitCode(err, os.Stderr))
+}

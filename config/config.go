@@ -1,0 +1,265 @@
+package config
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Config is hookjet's whole configuration. Build it with [Load] or [Parse];
+// a Config assembled by a program should start from [Default] and be checked
+// with [Config.Validate].
+type Config struct {
+	// DataDir holds the embedded NATS store and state.db. Default "./data".
+	DataDir string `yaml:"data_dir"`
+	// NATS says which NATS deployment to use.
+	NATS NATS `yaml:"nats"`
+	// Streams sets the JetStream stream limits.
+	Streams Streams `yaml:"streams"`
+	// Worker sizes the delivery workers.
+	Worker Worker `yaml:"worker"`
+	// Dedupe configures the idempotency ledger.
+	Dedupe Dedupe `yaml:"dedupe"`
+	// Admin configures the admin HTTP API.
+	Admin Admin `yaml:"admin"`
+	// Log configures logging.
+	Log Log `yaml:"log"`
+	// Security holds the SSRF and resource limits.
+	Security Security `yaml:"security"`
+	// Defaults holds the settings every endpoint inherits.
+	Defaults Settings `yaml:"defaults"`
+	// Endpoints are the webhook receivers, with their settings resolved
+	// (Defaults merged with each endpoint's overrides). Nil means none.
+	Endpoints []Endpoint `yaml:"endpoints"`
+}
+
+// NATS says which NATS deployment hookjet uses. With URL empty hookjet runs an
+// embedded server, and User/Password/Token set the authentication that server
+// requires; with URL set they are the credentials hookjet presents.
+type NATS struct {
+	// URL is a comma-separated list of nats:// or tls:// server URLs.
+	// Empty (the default) starts the embedded server.
+	URL string `yaml:"url"`
+	// Listen is the embedded server's client address. Default
+	// "127.0.0.1:4222". A non-loopback address requires Token or
+	// User and Password.
+	Listen string `yaml:"listen"`
+	// Creds is the path of a .creds file (JWT and nkey seed). Empty means none.
+	Creds string `yaml:"creds"`
+	// NKey is the path of an nkey seed file. Empty means none.
+	NKey string `yaml:"nkey"`
+	// User is the user name; empty means no user/password authentication.
+	User string `yaml:"user"`
+	// Password goes with User.
+	Password Secret `yaml:"password"`
+	// Token is a bearer token; empty means none.
+	Token Secret `yaml:"token"`
+	// TLSCA is the path of a PEM CA bundle to verify the server; empty means
+	// the system roots.
+	TLSCA string `yaml:"tls_ca"`
+	// TLSCert is the path of a PEM client certificate; empty means none.
+	TLSCert string `yaml:"tls_cert"`
+	// TLSKey is the path of the PEM key for TLSCert.
+	TLSKey string `yaml:"tls_key"`
+}
+
+// Streams sets the JetStream stream limits, so that storage never grows
+// without bound.
+type Streams struct {
+	// Replicas is the stream replication factor, 1..5. Default 1; use 3 on a
+	// JetStream cluster.
+	Replicas int `yaml:"replicas"`
+	// DuplicateWindow is how long JetStream remembers Nats-Msg-Id values.
+	// Default 2m; at most MaxAge.
+	DuplicateWindow time.Duration `yaml:"duplicate_window"`
+	// MaxAge is how long an event is kept. Default 168h.
+	MaxAge time.Duration `yaml:"max_age"`
+	// MaxBytes caps the events stream. Default 8 GiB.
+	MaxBytes int64 `yaml:"max_bytes"`
+	// DLQMaxAge is how long a dead letter is kept. Default 720h.
+	DLQMaxAge time.Duration `yaml:"dlq_max_age"`
+	// DLQMaxBytes caps the dead-letter stream. Default 1 GiB.
+	DLQMaxBytes int64 `yaml:"dlq_max_bytes"`
+}
+
+// Worker sizes the delivery workers.
+type Worker struct {
+	// Concurrency is the total number of requests in flight, 1..100000.
+	// Default 256.
+	Concurrency int `yaml:"concurrency"`
+	// ShutdownGrace is how long in-flight deliveries may finish after a
+	// shutdown signal. Default 30s.
+	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
+}
+
+// Dedupe configures the idempotency ledger.
+type Dedupe struct {
+	// TTL is how long event ids are remembered, beyond the stream's
+	// duplicate window. Default 24h.
+	TTL time.Duration `yaml:"ttl"`
+}
+
+// Admin configures the admin HTTP API.
+type Admin struct {
+	// Listen is the API's address. Default "127.0.0.1:8089". A non-loopback
+	// address requires a token.
+	Listen string `yaml:"listen"`
+	// Token is the bearer token the API requires; empty means none (allowed
+	// on loopback only).
+	Token Secret `yaml:"token"`
+	// TokenFile, when set, is a file whose trimmed content becomes Token.
+	// It cannot be combined with token.
+	TokenFile string `yaml:"token_file"`
+}
+
+// Log configures logging.
+type Log struct {
+	// Format is "text" (tint, coloured on a terminal; the default) or "json".
+	Format string `yaml:"format"`
+	// Level is "debug", "info" (the default), "warn" or "error".
+	Level string `yaml:"level"`
+}
+
+// Security holds the SSRF protection and resource limits.
+type Security struct {
+	// AllowPrivateNetworks lets deliveries reach loopback, private,
+	// link-local, CGNAT, multicast and reserved addresses. Default false.
+	AllowPrivateNetworks bool `yaml:"allow_private_networks"`
+	// AllowCIDRs opens only these ranges (CIDR notation) of the otherwise
+	// refused addresses. Empty means none.
+	AllowCIDRs []string `yaml:"allow_cidrs"`
+	// HTTPSOnly refuses endpoint URLs that are not https. Default false.
+	HTTPSOnly bool `yaml:"https_only"`
+	// MaxPayloadBytes caps an event payload, 1 byte..64 MiB. Default 1 MiB.
+	MaxPayloadBytes int `yaml:"max_payload_bytes"`
+	// MaxEndpoints caps the number of endpoints, 1..1000000. Default 10000.
+	MaxEndpoints int `yaml:"max_endpoints"`
+}
+
+// Prefixes returns AllowCIDRs parsed and masked, skipping entries that do not
+// parse (which [Config.Validate] reports).
+func (s Security) Prefixes() []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(s.AllowCIDRs))
+	for _, c := range s.AllowCIDRs {
+		if p, err := netip.ParsePrefix(c); err == nil {
+			out = append(out, p.Masked())
+		}
+	}
+	return out
+}
+
+// Settings are the per-endpoint delivery settings. [Config.Defaults] holds
+// the defaults; each [Endpoint] embeds its resolved settings.
+type Settings struct {
+	// Timeout bounds one HTTP attempt, 1ms..10m. Default 15s.
+	Timeout time.Duration `yaml:"timeout"`
+	// MaxInFlight caps the endpoint's concurrent requests, 1..10000.
+	// Default 16.
+	MaxInFlight int `yaml:"max_in_flight"`
+	// RateLimit is the endpoint's token bucket; zero means unlimited.
+	RateLimit RateLimit `yaml:"rate_limit"`
+	// Retry says how failed attempts are retried.
+	Retry Retry `yaml:"retry"`
+	// Breaker configures the endpoint's circuit breaker.
+	Breaker Breaker `yaml:"breaker"`
+}
+
+// RateLimit is a token bucket.
+type RateLimit struct {
+	// RPS is the sustained requests per second; 0 (the default) means
+	// unlimited.
+	RPS float64 `yaml:"rps"`
+	// Burst is the bucket size. 0 with RPS > 0 becomes max(1, ceil(RPS))
+	// when the configuration is parsed.
+	Burst int `yaml:"burst"`
+}
+
+// Retry says how failed attempts are retried: after a full-jitter backoff of
+// uniform(0, min(Cap, Base·2^attempt)), until MaxAttempts or MaxAge.
+type Retry struct {
+	// Base is the first backoff step. Default 5s.
+	Base time.Duration `yaml:"base"`
+	// Cap bounds one backoff (and a Retry-After wait); at least Base.
+	// Default 1h.
+	Cap time.Duration `yaml:"cap"`
+	// MaxAttempts is the number of attempts before a message is
+	// dead-lettered as exhausted, 1..1000. Default 20.
+	MaxAttempts int `yaml:"max_attempts"`
+	// MaxAge is how long after its first attempt a message is dead-lettered
+	// as expired. Default 24h.
+	MaxAge time.Duration `yaml:"max_age"`
+}
+
+// Breaker configures an endpoint's circuit breaker.
+type Breaker struct {
+	// FailureThreshold is the number of consecutive failures that open the
+	// breaker, 1..10000 (halved for slow endpoints). Default 10.
+	FailureThreshold int `yaml:"failure_threshold"`
+	// Cooldown is how long the breaker stays open first. Default 5m.
+	Cooldown time.Duration `yaml:"cooldown"`
+	// MaxCooldown bounds the doubling cooldown; at least Cooldown.
+	// Default 1h.
+	MaxCooldown time.Duration `yaml:"max_cooldown"`
+	// SlowP95 is the p95 latency above which an endpoint counts as slow.
+	// Default 5s.
+	SlowP95 time.Duration `yaml:"slow_p95"`
+}
+
+// Endpoint is one webhook receiver.
+type Endpoint struct {
+	// ID names the endpoint: [a-z0-9_-]+, at most 64 characters, unique.
+	ID string `yaml:"id"`
+	// URL is the http or https URL deliveries are POSTed to, without
+	// user info.
+	URL string `yaml:"url"`
+	// Secrets are the "whsec_<base64>" signing secrets; each signs every
+	// request, so secrets rotate without downtime. At least one.
+	Secrets []Secret `yaml:"secrets"`
+	// Events are the NATS-style patterns over event types the endpoint
+	// subscribes to, without overlaps. Default [">"] (every event).
+	Events []string `yaml:"events"`
+	// Headers are extra request headers. Their values are secrets too. Nil
+	// means none.
+	Headers map[string]Secret `yaml:"headers"`
+	// InsecureSkipVerify turns off TLS certificate verification. Default false.
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
+	// Settings are the endpoint's resolved settings: Config.Defaults with
+	// this endpoint's overrides applied field by field.
+	Settings `yaml:",inline"`
+}
+
+// Default returns the configuration used when a file sets nothing.
+func Default() Config {
+	return Config{
+		DataDir: "./data",
+		NATS:    NATS{Listen: "127.0.0.1:4222"},
+		Streams: Streams{
+			Replicas:        1,
+			DuplicateWindow: 2 * time.Minute,
+			MaxAge:          168 * time.Hour,
+			MaxBytes:        8 << 30,
+			DLQMaxAge:       720 * time.Hour,
+			DLQMaxBytes:     1 << 30,
+		},
+		Worker:   Worker{Concurrency: 256, ShutdownGrace: 30 * time.Second},
+		Dedupe:   Dedupe{TTL: 24 * time.Hour},
+		Admin:    Admin{Listen: "127.0.0.1:8089"},
+		Log:      Log{Format: "text", Level: "info"},
+		Security: Security{MaxPayloadBytes: 1 << 20, MaxEndpoints: 10000},
+		Defaults: Settings{
+			Timeout:     15 * time.Second,
+			MaxInFlight: 16,
+			Retry: Retry{
+				Base:        5 * time.Second,
+				Cap:         time.Hour,
+				MaxAttempts: 20,
+				MaxAge:      24 * time.Hour,
+			},
+			Breaker: Breaker{
+				FailureThreshold: 10,
+				Cooldown:         5 * time.Minute,
+				MaxCooldown:      time.Hour,
+				SlowP95:          5 * time.Second,
+			},
+		},
+	}
+}

@@ -1,0 +1,118 @@
+package config
+
+import (
+	"errors"
+	"slices"
+	"strings"
+)
+
+// MatchEvent reports whether the NATS-style pattern matches eventType. Tokens
+// are separated by '.'; '*' matches exactly one token and '>', allowed only as
+// the last token, one or more trailing tokens. An invalid pattern or an event
+// type with an empty token matches nothing. MatchEvent does not allocate.
+func MatchEvent(pattern, eventType string) bool {
+	if pattern == "" || eventType == "" {
+		return false
+	}
+	p, s := pattern, eventType
+	for {
+		var pt, st string
+		var pMore, sMore bool
+		pt, p, pMore = strings.Cut(p, ".")
+		st, s, sMore = strings.Cut(s, ".")
+		if st == "" {
+			return false
+		}
+		switch pt {
+		case ">":
+			return !pMore && (!sMore || validTokens(s))
+		case "*":
+		default:
+			if pt != st {
+				return false
+			}
+		}
+		if !pMore || !sMore {
+			return pMore == sMore
+		}
+	}
+}
+
+// validTokens reports whether s is one or more non-empty '.'-separated tokens.
+func validTokens(s string) bool {
+	return s != "" && s[0] != '.' && s[len(s)-1] != '.' && !strings.Contains(s, "..")
+}
+
+// validatePattern checks an event pattern: non-empty tokens without white
+// space, '*' and '>' only as whole tokens, '>' only last.
+func validatePattern(p string) error {
+	if p == "" {
+		return errors.New("empty pattern")
+	}
+	if strings.ContainsFunc(p, func(r rune) bool {
+		return r == ' ' || r == '\t' || r == '\r' || r == '\n' || r == 0 || r == 0x7f || r < ' '
+	}) {
+		return errors.New("pattern contains white space or control characters")
+	}
+	tokens := strings.Split(p, ".")
+	for i, t := range tokens {
+		switch {
+		case t == "":
+			return errors.New("pattern has an empty token")
+		case t == ">" && i != len(tokens)-1:
+			return errors.New(`">" must be the last token`)
+		case t != "*" && t != ">" && strings.ContainsAny(t, "*>"):
+			return errors.New(`"*" and ">" must be whole tokens`)
+		}
+	}
+	return nil
+}
+
+// covers reports whether every event type that valid pattern b matches is
+// also matched by valid pattern a.
+func covers(a, b string) bool {
+	for {
+		var at, bt string
+		var aMore, bMore bool
+		at, a, aMore = strings.Cut(a, ".")
+		bt, b, bMore = strings.Cut(b, ".")
+		switch {
+		case at == ">":
+			return true // b has at least this token left
+		case bt == ">":
+			return false // b matches any number of tokens here, a a fixed one
+		case at != "*" && at != bt:
+			return false
+		}
+		if !aMore || !bMore {
+			return aMore == bMore
+		}
+	}
+}
+
+// normalizeEvents returns patterns without duplicates and without patterns
+// that another valid pattern in the list covers, keeping the order. Invalid
+// patterns are kept for validation to report.
+func normalizeEvents(patterns []string) []string {
+	out := make([]string, 0, len(patterns))
+	for i, p := range patterns {
+		if validatePattern(p) != nil {
+			out = append(out, p)
+			continue
+		}
+		if slices.Contains(patterns[:i], p) {
+			continue // a duplicate
+		}
+		covered := false
+		for _, q := range patterns {
+			if q != p && validatePattern(q) == nil && covers(q, p) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, p)
+		}
+	}
+	return out
+}

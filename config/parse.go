@@ -1,0 +1,583 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Load reads the YAML file at path and returns [Parse] of its content.
+// getenv looks up environment variables (pass os.Getenv); nil means an empty
+// environment.
+func Load(path string, getenv func(string) string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return Parse(data, getenv)
+}
+
+// Parse builds a Config from YAML: [Default] values, overridden by data,
+// overridden by HOOKJET_* environment variables, then endpoints resolved
+// against the defaults, normalised and validated (see the package
+// documentation). getenv looks up environment variables (pass os.Getenv);
+// nil means an empty environment. On error the Config is nil and the error,
+// which wraps [ErrInvalid], lists every problem found.
+func Parse(data []byte, getenv func(string) string) (*Config, error) {
+	return parse(data, getenv, readSecretFile)
+}
+
+// parse is Parse with the reading of "file:" secrets injected.
+func parse(data []byte, getenv func(string) string, readFile func(string) (string, error)) (*Config, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	root, err := parseYAML(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	d := &decoder{
+		getenv:   getenv,
+		readFile: readFile,
+		lines:    make(map[string]int),
+		budget:   nodeBudget(len(data)),
+	}
+	c := Default()
+	if root != nil {
+		d.decode(root, reflect.ValueOf(&c).Elem(), "")
+	}
+	d.applyEnv(reflect.ValueOf(&c).Elem(), "", "HOOKJET")
+	if c.Admin.TokenFile != "" {
+		switch {
+		case !c.Admin.Token.IsZero():
+			d.fail("admin.token_file", errors.New("cannot be combined with admin.token"))
+		default:
+			v, err := readFile(c.Admin.TokenFile)
+			if err != nil {
+				d.fail("admin.token_file", err)
+			} else {
+				c.Admin.Token = NewSecret(v)
+			}
+		}
+	}
+	c.Endpoints = d.endpoints(c.Defaults)
+	normalize(&c)
+
+	errs := d.errs
+	if d.budget < 0 {
+		// The document was cut short; validating the rest would only add noise.
+		return nil, joinErrors(errs, d.lines)
+	}
+	for _, e := range c.validate() {
+		// A value that could not be decoded is left at its default, which may
+		// then fail validation: report only the decoding problem.
+		if !d.failed(e.Key) {
+			errs = append(errs, e)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, joinErrors(errs, d.lines)
+	}
+	return &c, nil
+}
+
+// joinErrors joins errs, adding the line of each key found in lines.
+func joinErrors(errs []*FieldError, lines map[string]int) error {
+	joined := make([]error, len(errs))
+	for i, fe := range errs {
+		if fe.Line == 0 {
+			fe.Line = lines[fe.Key]
+		}
+		joined[i] = fe
+	}
+	return errors.Join(joined...)
+}
+
+// parseYAML returns the top-level node of the single YAML document in data,
+// or nil when data holds no document or only null.
+func parseYAML(data []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("line %d: more than one YAML document", extra.Line)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil, nil
+	}
+	return doc.Content[0], nil
+}
+
+// nodeBudget bounds the YAML nodes a document of size bytes may expand to
+// through aliases and merge keys: generous for legitimate reuse, linear in the
+// input so that an "alias bomb" costs no more than a long file.
+func nodeBudget(size int) int { return 100_000 + 4*size }
+
+// YAML tags of scalars, as returned by yaml.Node.ShortTag.
+const (
+	tagNull  = "!!null"
+	tagBool  = "!!bool"
+	tagInt   = "!!int"
+	tagFloat = "!!float"
+	tagMerge = "!!merge"
+)
+
+var (
+	durationType  = reflect.TypeFor[time.Duration]()
+	secretType    = reflect.TypeFor[Secret]()
+	endpointsType = reflect.TypeFor[[]Endpoint]()
+)
+
+// decoder decodes YAML nodes onto pre-filled Go values, driven by the values'
+// types and yaml tags: keys the file leaves out keep their current value,
+// which is how defaults and field-by-field overrides work. It collects every
+// problem instead of stopping at the first.
+type decoder struct {
+	getenv   func(string) string
+	readFile func(string) (string, error)
+	errs     []*FieldError
+	bad      []string       // keys that failed to decode
+	lines    map[string]int // key path -> line of the key in the file
+	budget   int            // nodes left to visit
+	epNode   *yaml.Node     // the endpoints list, decoded after env overrides
+	merging  []*yaml.Node   // mappings being merged with "<<", to refuse cycles
+}
+
+// fail records a problem with key.
+func (d *decoder) fail(key string, err error) {
+	d.errs = append(d.errs, &FieldError{Key: key, Err: err})
+	d.bad = append(d.bad, key)
+}
+
+// failAt records a problem with key at a line of the file.
+func (d *decoder) failAt(key string, line int, err error) {
+	d.errs = append(d.errs, &FieldError{Key: key, Line: line, Err: err})
+	d.bad = append(d.bad, key)
+}
+
+// failed reports whether key, or a key it is part of, failed to decode.
+func (d *decoder) failed(key string) bool {
+	for _, b := range d.bad {
+		if key == b || strings.HasPrefix(key, b+".") || strings.HasPrefix(key, b+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+// spend takes one node from the budget that bounds how far aliases and merge
+// keys may expand a document, reporting false (and an error, once) when it is
+// exhausted.
+func (d *decoder) spend(key string, line int) bool {
+	if d.budget--; d.budget < 0 {
+		if d.budget == -1 {
+			d.failAt(key, line, errors.New("document too large or too deeply aliased"))
+		}
+		return false
+	}
+	return true
+}
+
+// child returns the path of a mapping key under parent.
+func child(parent, name string) string {
+	if parent == "" {
+		return name
+	}
+	return parent + "." + name
+}
+
+// describe names a node's kind for error messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	default:
+		return "a scalar"
+	}
+}
+
+// decode decodes n onto v; key is v's path for error messages.
+func (d *decoder) decode(n *yaml.Node, v reflect.Value, key string) {
+	if !d.spend(key, n.Line) {
+		return
+	}
+	if n.Kind == yaml.AliasNode {
+		if n.Alias == nil {
+			d.failAt(key, n.Line, errors.New("unknown alias"))
+			return
+		}
+		n = n.Alias
+	}
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == tagNull {
+		return // unset: keep the default
+	}
+	t := v.Type()
+	switch {
+	case t == endpointsType && key == "endpoints":
+		d.epNode = n // decoded by endpoints, against the final defaults
+	case t == secretType || t == durationType || isScalarKind(t.Kind()):
+		if n.Kind != yaml.ScalarNode {
+			d.failAt(key, n.Line, fmt.Errorf("want a single value, got %s", describe(n)))
+			return
+		}
+		if err := d.setScalar(v, n.Value, n.ShortTag()); err != nil {
+			d.failAt(key, n.Line, err)
+		}
+	case t.Kind() == reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			d.failAt(key, n.Line, fmt.Errorf("want a mapping, got %s", describe(n)))
+			return
+		}
+		d.decodeStruct(n, v, key)
+	case t.Kind() == reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			d.failAt(key, n.Line, fmt.Errorf("want a list, got %s", describe(n)))
+			return
+		}
+		s := reflect.MakeSlice(t, len(n.Content), len(n.Content))
+		for i, item := range n.Content {
+			path := key + "[" + strconv.Itoa(i) + "]"
+			d.lines[path] = item.Line
+			d.decode(item, s.Index(i), path)
+		}
+		v.Set(s)
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String:
+		if n.Kind != yaml.MappingNode {
+			d.failAt(key, n.Line, fmt.Errorf("want a mapping, got %s", describe(n)))
+			return
+		}
+		m := reflect.MakeMap(t)
+		d.decodeMap(n, m, key)
+		v.Set(m)
+	default:
+		panic("config: cannot decode into " + t.String()) // a type added to Config without support here
+	}
+}
+
+// isScalarKind reports whether values of kind k decode from one YAML scalar.
+func isScalarKind(k reflect.Kind) bool {
+	switch k {
+	case reflect.String, reflect.Bool,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Float32, reflect.Float64:
+		return true
+	}
+	return false
+}
+
+// field is a settable struct field reachable from a YAML key.
+type field struct {
+	name  string
+	index []int
+}
+
+// fieldsOf lists the YAML keys of struct type t, descending into ",inline"
+// fields. Fields without a yaml tag or tagged "-" are not keys.
+func fieldsOf(t reflect.Type) []field {
+	var out []field
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, ok := f.Tag.Lookup("yaml")
+		if !ok || tag == "-" || !f.IsExported() {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if opts == "inline" {
+			for _, sub := range fieldsOf(f.Type) {
+				out = append(out, field{name: sub.name, index: append([]int{i}, sub.index...)})
+			}
+			continue
+		}
+		out = append(out, field{name: name, index: []int{i}})
+	}
+	return out
+}
+
+// mappingPairs calls fn for every key/value pair of mapping n, first those
+// merged in with "<<" (the earlier of several merged mappings winning), then
+// n's own pairs, so that explicit keys take precedence. It reports duplicate
+// and non-scalar keys.
+func (d *decoder) mappingPairs(n *yaml.Node, key string, fn func(k, v *yaml.Node)) {
+	var own [][2]*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind == yaml.ScalarNode && k.ShortTag() == tagMerge {
+			d.merge(v, key, fn)
+			continue
+		}
+		own = append(own, [2]*yaml.Node{k, v})
+	}
+	seen := make(map[string]int, len(own))
+	for _, p := range own {
+		k, v := p[0], p[1]
+		if !d.spend(key, k.Line) {
+			return
+		}
+		if k.Kind != yaml.ScalarNode {
+			d.failAt(key, k.Line, fmt.Errorf("keys must be scalars, got %s", describe(k)))
+			continue
+		}
+		if line, dup := seen[k.Value]; dup {
+			d.failAt(child(key, k.Value), k.Line, fmt.Errorf("duplicate key, first set on line %d", line))
+			continue
+		}
+		seen[k.Value] = k.Line
+		fn(k, v)
+	}
+}
+
+// merge applies the value of a "<<" key: a mapping, an alias of one, or a list
+// of them.
+func (d *decoder) merge(v *yaml.Node, key string, fn func(k, v *yaml.Node)) {
+	if v.Kind == yaml.AliasNode && v.Alias != nil {
+		v = v.Alias
+	}
+	switch v.Kind {
+	case yaml.MappingNode:
+		d.mergeMapping(v, key, fn)
+	case yaml.SequenceNode:
+		for i := len(v.Content) - 1; i >= 0; i-- {
+			m := v.Content[i]
+			if m.Kind == yaml.AliasNode && m.Alias != nil {
+				m = m.Alias
+			}
+			if m.Kind != yaml.MappingNode {
+				d.failAt(key, m.Line, errors.New("<< merges only mappings"))
+				continue
+			}
+			d.mergeMapping(m, key, fn)
+		}
+	default:
+		d.failAt(key, v.Line, errors.New("<< merges only mappings"))
+	}
+}
+
+// mergeMapping applies the pairs of mapping m merged into key, refusing a
+// mapping that merges itself.
+func (d *decoder) mergeMapping(m *yaml.Node, key string, fn func(k, v *yaml.Node)) {
+	if slices.Contains(d.merging, m) {
+		d.failAt(key, m.Line, errors.New("<< merges a mapping into itself"))
+		return
+	}
+	d.merging = append(d.merging, m)
+	d.mappingPairs(m, key, fn)
+	d.merging = d.merging[:len(d.merging)-1]
+}
+
+// decodeStruct decodes mapping n onto struct v.
+func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, key string) {
+	fields := fieldsOf(v.Type())
+	d.mappingPairs(n, key, func(k, val *yaml.Node) {
+		path := child(key, k.Value)
+		d.lines[path] = k.Line
+		for _, f := range fields {
+			if f.name == k.Value {
+				d.decode(val, v.FieldByIndex(f.index), path)
+				return
+			}
+		}
+		msg := "unknown key"
+		if s := suggest(k.Value, fields); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		d.failAt(path, k.Line, errors.New(msg))
+	})
+}
+
+// decodeMap decodes mapping n into the empty map m.
+func (d *decoder) decodeMap(n *yaml.Node, m reflect.Value, key string) {
+	et := m.Type().Elem()
+	d.mappingPairs(n, key, func(k, val *yaml.Node) {
+		path := child(key, k.Value)
+		d.lines[path] = k.Line
+		e := reflect.New(et).Elem()
+		d.decode(val, e, path)
+		m.SetMapIndex(reflect.ValueOf(k.Value).Convert(m.Type().Key()), e)
+	})
+}
+
+// suggest returns the known key closest to an unknown one, if close enough
+// to be a typo.
+func suggest(name string, fields []field) string {
+	best, bestDist := "", 3
+	for _, f := range fields {
+		if dist := editDistance(name, f.name); dist < bestDist {
+			best, bestDist = f.name, dist
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// setScalar parses s into v. tag is the YAML tag of the scalar, or "" when s
+// comes from an environment variable.
+func (d *decoder) setScalar(v reflect.Value, s, tag string) error {
+	t := v.Type()
+	switch {
+	case t == secretType:
+		sec, err := resolveSecret(s, d.getenv, d.readFile)
+		if err != nil {
+			return err
+		}
+		v.Set(reflect.ValueOf(sec))
+	case t == durationType:
+		dur, err := parseDuration(s)
+		if err != nil {
+			return err
+		}
+		v.SetInt(int64(dur))
+	default:
+		switch t.Kind() {
+		case reflect.String:
+			v.SetString(s)
+		case reflect.Bool:
+			var b bool
+			var err error
+			if tag == "" {
+				b, err = strconv.ParseBool(s)
+			} else if tag != tagBool {
+				err = errors.New("not a boolean")
+			} else {
+				b = strings.EqualFold(s, "true")
+			}
+			if err != nil {
+				return errors.New("want true or false")
+			}
+			v.SetBool(b)
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			base := 10
+			if tag != "" {
+				if tag != tagInt {
+					return errors.New("want an integer")
+				}
+				base = 0 // YAML integers may be written 0x1F, 0o17, 1_000
+			}
+			i, err := strconv.ParseInt(s, base, t.Bits())
+			if err != nil {
+				var ne *strconv.NumError
+				if errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) {
+					return errors.New("integer out of range")
+				}
+				return errors.New("want an integer")
+			}
+			v.SetInt(i)
+		case reflect.Float32, reflect.Float64:
+			if tag != "" && tag != tagInt && tag != tagFloat {
+				return errors.New("want a number")
+			}
+			f, err := strconv.ParseFloat(s, t.Bits())
+			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+				return errors.New("want a finite number")
+			}
+			v.SetFloat(f)
+		case reflect.Slice: // []string from an environment variable
+			var items []string
+			for item := range strings.SplitSeq(s, ",") {
+				if item = strings.TrimSpace(item); item != "" {
+					items = append(items, item)
+				}
+			}
+			v.Set(reflect.ValueOf(items).Convert(t))
+		default:
+			panic("config: cannot parse into " + t.String())
+		}
+	}
+	return nil
+}
+
+// parseDuration parses a Go duration that carries a unit and is not negative.
+func parseDuration(s string) (time.Duration, error) {
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return 0, fmt.Errorf("%q has no unit: use a unit, e.g. 5s", s)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration: use e.g. 500ms, 5s, 2m or 1h30m", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q is negative", s)
+	}
+	return d, nil
+}
+
+// endpoints decodes the endpoints list; each endpoint starts from a copy of
+// defaults and subscribes to every event unless it says otherwise.
+func (d *decoder) endpoints(defaults Settings) []Endpoint {
+	n := d.epNode
+	if n == nil {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.failAt("endpoints", n.Line, fmt.Errorf("want a list, got %s", describe(n)))
+		return nil
+	}
+	eps := make([]Endpoint, len(n.Content))
+	for i, item := range n.Content {
+		path := "endpoints[" + strconv.Itoa(i) + "]"
+		d.lines[path] = item.Line
+		eps[i] = Endpoint{Events: []string{">"}, Settings: defaults}
+		d.decode(item, reflect.ValueOf(&eps[i]).Elem(), path)
+	}
+	return eps
+}
+
+// normalize fills derived values: the default burst of rate limits and the
+// minimal set of event patterns of each endpoint.
+func normalize(c *Config) {
+	c.Defaults.RateLimit = c.Defaults.RateLimit.normalized()
+	for i := range c.Endpoints {
+		e := &c.Endpoints[i]
+		e.RateLimit = e.RateLimit.normalized()
+		e.Events = normalizeEvents(e.Events)
+	}
+}
+
+// normalized returns r with a zero Burst replaced by max(1, ceil(RPS)) when
+// RPS is positive.
+func (r RateLimit) normalized() RateLimit {
+	if r.RPS > 0 && r.Burst == 0 && r.RPS < math.MaxInt32 {
+		r.Burst = max(1, int(math.Ceil(r.RPS)))
+	}
+	return r
+}

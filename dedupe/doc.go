@@ -1,0 +1,26 @@
+// Package dedupe is hookjet's local idempotency and delivery ledger, kept in
+// the state file (bbolt) next to the breaker state.
+//
+// It answers two questions quickly:
+//
+//   - FirstSeen: was this event id already accepted under another stream
+//     sequence? JetStream forgets ids after its duplicate window; the ledger
+//     remembers them for its ttl.
+//   - Delivered: has this endpoint already answered 2xx for this event id?
+//     After a crash between a 2xx and the ack, the redelivered message is
+//     acked without sending it again.
+//
+// Writes are queued in memory and committed by the batcher (Run) in
+// transactions of up to WithBatch's maxSize records: one fsync for many
+// deliveries. MarkDelivered calls back once its record is durable, so a
+// worker acks a message only after the ledger can answer for it.
+//
+// # Storage
+//
+// Three buckets: "dedupe_seen" (event id → version, sequence, time),
+// "dedupe_delivered" (length-prefixed endpoint and event id → version,
+// time) and "dedupe_expiry", a time-ordered index (time, kind, key) that
+// the sweep in Run walks to delete entries older than the ttl in bounded
+// chunks, so storage stays bounded. Entries older than the ttl are ignored
+// by lookups even before the sweep deletes them.
+package dedupe

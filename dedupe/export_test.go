@@ -1,0 +1,9 @@
+package dedupe
+
+// Test hooks.
+
+// SweepInterval is how often Run sweeps.
+const SweepInterval = sweepInterval
+
+// SetSweepChunk sets how many index entries one sweep transaction visits.
+func SetSweepChunk(l *Ledger, n int) { l.sweepChunk = n }

@@ -1,0 +1,154 @@
+package dedupe_test
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookjet/hookjet/dedupe"
+	"github.com/hookjet/hookjet/state"
+	bolt "go.etcd.io/bbolt"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// clock is a manual clock for WithClock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock {
+	return &clock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// fixture is a ledger on a real file with its batcher running.
+type fixture struct {
+	path   string
+	db     *bolt.DB
+	clock  *clock
+	ttl    time.Duration
+	opts   []dedupe.Option
+	ledger *dedupe.Ledger
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newFixture(tb testing.TB, ttl time.Duration, opts ...dedupe.Option) *fixture {
+	tb.Helper()
+	f := &fixture{
+		path:  filepath.Join(tb.TempDir(), "state.db"),
+		clock: newClock(),
+		ttl:   ttl,
+	}
+	f.opts = append([]dedupe.Option{dedupe.WithClock(f.clock.Now)}, opts...)
+	f.start(tb)
+	tb.Cleanup(func() {
+		f.stop()
+		closeDB(tb, f.db)
+	})
+	return f
+}
+
+// start opens the file if needed, creates a ledger and runs its batcher.
+func (f *fixture) start(tb testing.TB) {
+	tb.Helper()
+	if f.db == nil || f.db.Path() == "" {
+		db, err := state.Open(f.path, time.Second)
+		if err != nil {
+			tb.Fatalf("open state: %v", err)
+		}
+		f.db = db
+	}
+	l, err := dedupe.NewLedger(f.db, f.ttl, f.opts...)
+	if err != nil {
+		tb.Fatalf("NewLedger: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f.ledger, f.cancel, f.done = l, cancel, make(chan struct{})
+	go func() {
+		defer close(f.done)
+		l.Run(ctx)
+	}()
+}
+
+// stop shuts the batcher down and waits for it.
+func (f *fixture) stop() {
+	if f.cancel != nil {
+		f.cancel()
+		<-f.done
+		f.cancel = nil
+	}
+}
+
+// restart stops the ledger, closes and reopens the file and starts again.
+func (f *fixture) restart(tb testing.TB) {
+	tb.Helper()
+	f.stop()
+	closeDB(tb, f.db)
+	f.start(tb)
+}
+
+// markDelivered calls MarkDelivered and waits for its callback.
+func (f *fixture) markDelivered(tb testing.TB, endpoint, eventID string) {
+	tb.Helper()
+	errc := make(chan error, 1)
+	f.ledger.MarkDelivered(endpoint, eventID, func(err error) { errc <- err })
+	if err := <-errc; err != nil {
+		tb.Fatalf("MarkDelivered(%q, %q): %v", endpoint, eventID, err)
+	}
+}
+
+// keys returns the keys of bucket in the file, as strings.
+func (f *fixture) keys(tb testing.TB, bucket string) []string {
+	tb.Helper()
+	var keys []string
+	err := f.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(bucket)).ForEach(func(k, _ []byte) error {
+			keys = append(keys, string(bytes.Clone(k)))
+			return nil
+		})
+	})
+	if err != nil {
+		tb.Fatalf("read %s: %v", bucket, err)
+	}
+	return keys
+}
+
+// closeDB checks db's integrity and closes it; closing twice is harmless.
+func closeDB(tb testing.TB, db *bolt.DB) {
+	tb.Helper()
+	if db == nil || db.Path() == "" {
+		return
+	}
+	err := db.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			tb.Errorf("integrity: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Errorf("integrity view: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		tb.Errorf("close: %v", err)
+	}
+}

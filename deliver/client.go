@@ -1,0 +1,448 @@
+package deliver
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/textproto"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of [ClientOptions] and [Request].
+const (
+	// DefaultTimeout is the request timeout when [Request.Timeout] is zero.
+	DefaultTimeout = 15 * time.Second
+	// DefaultMaxResponseBytes is how much of a response body is read when
+	// [ClientOptions.MaxResponseBytes] is zero.
+	DefaultMaxResponseBytes = 64 << 10
+	// DefaultUserAgent is sent when [ClientOptions.UserAgent] is empty.
+	DefaultUserAgent = "hookjet"
+
+	defaultDialTimeout         = 5 * time.Second
+	defaultTLSHandshakeTimeout = 5 * time.Second
+	defaultContentType         = "application/json"
+	maxResponseHeaderBytes     = 64 << 10
+	maxIdleConns               = 16384
+	maxIdleConnsPerHost        = 1024
+	idleConnTimeout            = 90 * time.Second
+	tcpKeepAlive               = 30 * time.Second
+)
+
+// Header names set by [Client.Do]. They are written in the lower case the
+// Standard Webhooks specification uses.
+const (
+	HeaderID        = "webhook-id"
+	HeaderTimestamp = "webhook-timestamp"
+	HeaderSignature = "webhook-signature"
+)
+
+// ClientOptions configures a [Client]. The zero value is a usable client
+// without SSRF protection.
+type ClientOptions struct {
+	// Guard is applied at dial time to every address connected to (for
+	// proxied requests, see Proxy); nil means no SSRF protection.
+	Guard *Guard
+	// HTTPSOnly refuses http:// URLs with [ErrInsecureURL] ([Rejected]).
+	HTTPSOnly bool
+	// UserAgent is the User-Agent header, e.g. "hookjet/0.1.0"; empty means
+	// [DefaultUserAgent].
+	UserAgent string
+	// MaxResponseBytes is how much of each response body is read (and
+	// discarded) before the body is closed; 0 means
+	// [DefaultMaxResponseBytes], negative means none. A body longer than
+	// this costs its connection (it is closed, not reused).
+	MaxResponseBytes int64
+	// MaxConnsPerHost limits connections per host (dialing, active and
+	// idle); 0 means no limit.
+	MaxConnsPerHost int
+	// Resolver resolves host names; nil means net.DefaultResolver. It is a
+	// test seam: production code leaves it nil.
+	Resolver *net.Resolver
+	// WrapTransport, if set, wraps each underlying transport, for example
+	// with promhttp instrumentation. It is called once per transport
+	// (there is one per combination of TLS verification and proxying).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// Proxy, if set, chooses an outbound proxy per request, like
+	// http.Transport's Proxy (e.g. http.ProxyFromEnvironment); nil means no
+	// proxy, whatever the environment says. For a request sent through a
+	// proxy, the dial-time guard cannot see the target (the proxy is what
+	// is dialed, and the proxy itself is always allowed), so the guard is
+	// applied instead to every address the target host resolves to just
+	// before the request. That leaves a DNS-rebinding window between this
+	// check and the proxy's own resolution; deploy without a proxy for the
+	// strongest protection. Requests for which Proxy returns nil are dialed
+	// directly and guarded at dial time.
+	Proxy func(*http.Request) (*url.URL, error)
+	// DialTimeout bounds establishing a TCP connection; 0 means 5s.
+	DialTimeout time.Duration
+	// TLSHandshakeTimeout bounds the TLS handshake; 0 means 5s.
+	TLSHandshakeTimeout time.Duration
+}
+
+// Request is one delivery attempt to make.
+type Request struct {
+	// URL is the endpoint's URL, http:// or https://.
+	URL string
+	// ID is the webhook-id: the event id, identical on every retry.
+	ID string
+	// Body is the payload, sent byte for byte. It must not be modified
+	// while [Client.Do] runs.
+	Body []byte
+	// ContentType is the Content-Type header; empty means application/json.
+	ContentType string
+	// Header holds the endpoint's extra headers (canonical keys). Their
+	// values are secret and never appear in errors or reasons. They cannot
+	// override webhook-id, webhook-timestamp, webhook-signature,
+	// Content-Type, Content-Length, Transfer-Encoding, Host or Connection;
+	// they may override User-Agent. The value slices are sent as they are
+	// (not copied) and must not be modified while [Client.Do] runs.
+	Header http.Header
+	// Signer signs the request; nil (or a Signer without keys) sends no
+	// webhook-signature header.
+	Signer *Signer
+	// Timeout bounds the whole attempt, from dialing to reading the capped
+	// response body; 0 means [DefaultTimeout].
+	Timeout time.Duration
+	// InsecureSkipVerify turns TLS certificate verification off for this
+	// request. Such requests use a separate connection pool.
+	InsecureSkipVerify bool
+}
+
+// Result is the outcome of one attempt made by [Client.Do].
+type Result struct {
+	Outcome
+	// Latency is the time from sending the request to having read the
+	// response headers and the capped body.
+	Latency time.Duration
+	// Sent is when the attempt started; its Unix seconds are the
+	// webhook-timestamp that was signed.
+	Sent time.Time
+}
+
+// Client sends webhook requests over keep-alive connections. It is safe for
+// concurrent use and meant to be shared by all workers of a process.
+//
+// Redirects are never followed (a 3xx is [Permanent]); at most
+// [ClientOptions.MaxResponseBytes] of a response is read.
+type Client struct {
+	guard     *Guard
+	httpsOnly bool
+	maxBody   int64
+	userAgent []string
+	opts      ClientOptions
+	// variants holds one HTTP client per combination of
+	// InsecureSkipVerify (bit 0) and proxying (bit 1), created on first use.
+	variants [4]variant
+}
+
+// variant is a lazily built round tripper and the transport under it.
+type variant struct {
+	once sync.Once
+	rt   http.RoundTripper
+	tr   atomic.Pointer[http.Transport]
+}
+
+// NewClient returns a Client configured by opts.
+func NewClient(opts ClientOptions) *Client {
+	if opts.DialTimeout <= 0 {
+		opts.DialTimeout = defaultDialTimeout
+	}
+	if opts.TLSHandshakeTimeout <= 0 {
+		opts.TLSHandshakeTimeout = defaultTLSHandshakeTimeout
+	}
+	if opts.UserAgent == "" {
+		opts.UserAgent = DefaultUserAgent
+	}
+	maxBody := opts.MaxResponseBytes
+	switch {
+	case maxBody == 0:
+		maxBody = DefaultMaxResponseBytes
+	case maxBody < 0:
+		maxBody = 0
+	}
+	c := &Client{
+		guard:     opts.Guard,
+		httpsOnly: opts.HTTPSOnly,
+		maxBody:   maxBody,
+		userAgent: []string{opts.UserAgent},
+		opts:      opts,
+	}
+	c.roundTripper(false, false) // the common case is built eagerly
+	return c
+}
+
+// CloseIdleConnections closes every idle keep-alive connection.
+func (c *Client) CloseIdleConnections() {
+	for i := range c.variants {
+		if tr := c.variants[i].tr.Load(); tr != nil {
+			tr.CloseIdleConnections()
+		}
+	}
+}
+
+// roundTripper returns the round tripper for a combination of options.
+//
+// Requests go straight to the RoundTripper rather than through an
+// http.Client: a RoundTripper never follows redirects (so a 3xx reaches
+// [Classify] as it is), and it skips http.Client's per-request work meant
+// for redirects and cookies (a copy of every header map, among others).
+func (c *Client) roundTripper(insecure, proxied bool) http.RoundTripper {
+	i := 0
+	if insecure {
+		i |= 1
+	}
+	if proxied {
+		i |= 2
+	}
+	v := &c.variants[i]
+	v.once.Do(func() {
+		tr := c.newTransport(insecure, proxied)
+		var rt http.RoundTripper = tr
+		if c.opts.WrapTransport != nil {
+			rt = c.opts.WrapTransport(rt)
+		}
+		v.rt = rt
+		v.tr.Store(tr)
+	})
+	return v.rt
+}
+
+// newTransport returns a transport tuned for many keep-alive deliveries.
+func (c *Client) newTransport(insecure, proxied bool) *http.Transport {
+	d := &net.Dialer{
+		Timeout:   c.opts.DialTimeout,
+		KeepAlive: tcpKeepAlive,
+		Resolver:  c.opts.Resolver,
+	}
+	if c.guard != nil && !proxied {
+		d.ControlContext = c.guard.control
+	}
+	tr := &http.Transport{
+		DialContext:       d.DialContext,
+		ForceAttemptHTTP2: true,
+		// Connections are reused, never churned: thousands of workers may
+		// deliver to one endpoint.
+		MaxIdleConns:        maxIdleConns,
+		MaxIdleConnsPerHost: maxIdleConnsPerHost,
+		MaxConnsPerHost:     c.opts.MaxConnsPerHost,
+		IdleConnTimeout:     idleConnTimeout,
+		TLSHandshakeTimeout: c.opts.TLSHandshakeTimeout,
+		// The response-header wait is bounded by each request's own
+		// deadline (Request.Timeout), which differs per endpoint.
+		MaxResponseHeaderBytes: maxResponseHeaderBytes,
+		// Bodies are discarded: do not ask for compression.
+		DisableCompression: true,
+		TLSClientConfig: &tls.Config{
+			MinVersion:         tls.VersionTLS12,
+			InsecureSkipVerify: insecure, //nolint:gosec // per-endpoint opt-in
+		},
+	}
+	if proxied {
+		proxy := c.opts.Proxy
+		tr.Proxy = func(req *http.Request) (*url.URL, error) {
+			u, err := proxy(req)
+			if err == nil && u == nil {
+				// The pre-flight check chose the proxied transport; dialing
+				// directly here would bypass the guard.
+				return nil, errNoProxy
+			}
+			return u, err
+		}
+	}
+	return tr
+}
+
+// Do makes one delivery attempt and classifies it. It never returns an
+// error: failures are in the [Outcome], whose Err and Reason contain neither
+// the body, header values nor the URL's query. The attempt is bounded by
+// r.Timeout and by ctx; when ctx is canceled the outcome is [Transient] and
+// [Outcome.Canceled] reports true.
+func (c *Client) Do(ctx context.Context, r *Request) Result {
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	sent := time.Now()
+	res := Result{Sent: sent}
+	resp, err := c.do(ctx, r, sent)
+	if err == nil {
+		var n int64
+		n, err = io.CopyN(io.Discard, resp.Body, c.maxBody)
+		if errors.Is(err, io.EOF) || (err == nil && n == c.maxBody) {
+			err = nil // short body, or the cap was reached
+		}
+		_ = resp.Body.Close() // nothing to do about a failed close of a read body
+	}
+	end := time.Now()
+	res.Latency = end.Sub(sent)
+	if err != nil {
+		if ctx.Err() != nil && parent.Err() == nil {
+			err = &TimeoutError{After: timeout, Err: err}
+		}
+	}
+	res.Outcome = Classify(resp, err, end)
+	return res
+}
+
+// do builds and sends the request.
+func (c *Client) do(ctx context.Context, r *Request, sent time.Time) (*http.Response, error) {
+	req, err := c.newRequest(ctx, r, sent.Unix())
+	if err != nil {
+		return nil, err
+	}
+	proxied := false
+	if c.opts.Proxy != nil {
+		if proxied, err = c.preflight(ctx, req); err != nil {
+			return nil, err
+		}
+	}
+	return c.roundTripper(r.InsecureSkipVerify, proxied).RoundTrip(req)
+}
+
+// newRequest builds the POST request with few allocations.
+func (c *Client) newRequest(ctx context.Context, r *Request, ts int64) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidURL, unwrapURLError(err))
+	}
+	switch req.URL.Scheme {
+	case "https":
+	case "http":
+		if c.httpsOnly {
+			return nil, ErrInsecureURL
+		}
+	default:
+		return nil, fmt.Errorf("%w: scheme must be http or https", ErrInvalidURL)
+	}
+	if req.URL.Host == "" {
+		return nil, fmt.Errorf("%w: no host", ErrInvalidURL)
+	}
+
+	body := r.Body
+	req.ContentLength = int64(len(body))
+	if len(body) > 0 {
+		req.Body = newBodyReader(body)
+		req.GetBody = func() (io.ReadCloser, error) { return newBodyReader(body), nil }
+	} else {
+		req.Body = http.NoBody
+		req.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
+	}
+
+	h := make(http.Header, len(r.Header)+6)
+	for k, v := range r.Header {
+		if !reservedHeader(k) {
+			h[k] = v
+		}
+	}
+	// A stale keep-alive connection may be closed by the receiver just as
+	// a request is written. Receivers dedupe on webhook-id, so the request
+	// is safe to replay: an empty Idempotency-Key entry tells the transport
+	// so without being sent on the wire.
+	if _, ok := h["Idempotency-Key"]; !ok {
+		h["Idempotency-Key"] = []string{}
+	}
+	if _, ok := h["User-Agent"]; !ok {
+		h["User-Agent"] = c.userAgent
+	}
+
+	// One allocation holds the timestamp and the signature.
+	var scratch [128]byte
+	buf := strconv.AppendInt(scratch[:0], ts, 10)
+	nts := len(buf)
+	if r.Signer != nil {
+		buf = r.Signer.AppendSign(buf, r.ID, ts, body)
+	}
+	s := string(buf)
+	vals := make([]string, 4)
+	vals[0], vals[1], vals[2] = r.ID, s[:nts], s[nts:]
+	vals[3] = r.ContentType
+	if vals[3] == "" {
+		vals[3] = defaultContentType
+	}
+	h[HeaderID] = vals[0:1:1]
+	h[HeaderTimestamp] = vals[1:2:2]
+	if len(vals[2]) > 0 {
+		h[HeaderSignature] = vals[2:3:3]
+	}
+	h["Content-Type"] = vals[3:4:4]
+	req.Header = h
+	return req, nil
+}
+
+// reservedHeader reports whether an extra header named k must be dropped
+// because hookjet sets it (or the transport owns it).
+func reservedHeader(k string) bool {
+	switch textproto.CanonicalMIMEHeaderKey(k) {
+	case "Webhook-Id", "Webhook-Timestamp", "Webhook-Signature",
+		"Content-Type", "Content-Length", "Transfer-Encoding", "Host", "Connection":
+		return true
+	}
+	return false
+}
+
+// preflight applies the guard to the target of a request that will go
+// through a proxy, and reports whether it will.
+func (c *Client) preflight(ctx context.Context, req *http.Request) (bool, error) {
+	pu, err := c.opts.Proxy(req)
+	if err != nil {
+		return false, fmt.Errorf("choosing a proxy: %w", err)
+	}
+	if pu == nil || c.guard == nil {
+		return pu != nil, nil
+	}
+	host := req.URL.Hostname()
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return true, c.guard.Check(ip)
+	}
+	res := c.opts.Resolver
+	if res == nil {
+		res = net.DefaultResolver
+	}
+	ips, err := res.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return true, err
+	}
+	for _, ip := range ips {
+		if err := c.guard.Check(ip); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// bodyReader is a request body over a byte slice: one allocation, and the
+// slice is never copied.
+type bodyReader struct{ bytes.Reader }
+
+func newBodyReader(b []byte) *bodyReader {
+	r := new(bodyReader)
+	r.Reset(b)
+	return r
+}
+
+// Close does nothing.
+func (*bodyReader) Close() error { return nil }
+
+
+// unwrapURLError returns the cause of a *url.Error, whose message would
+// otherwise repeat the URL.
+func unwrapURLError(err error) error {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		return ue.Err
+	}
+	return err
+}

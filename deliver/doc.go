@@ -1,0 +1,35 @@
+// Package deliver is the HTTP side of webhook delivery: it signs a payload
+// (Standard Webhooks), sends it to an endpoint over a keep-alive HTTP client
+// guarded against SSRF, and classifies what came back into an [Outcome] that
+// tells the caller whether to acknowledge, retry, slow down or dead-letter.
+//
+// The package is deliberately free of queueing concerns: it knows nothing
+// about NATS, JetStream or local state. A delivery worker calls
+// [Client.Do] once per attempt and decides what to do with the [Result]:
+//
+//   - [Success]: acknowledge.
+//   - [Transient]: retry after [Backoff].
+//   - [RateLimited]: retry after [RateLimitWait] of [Outcome.RetryAfter], and
+//     slow the whole endpoint down.
+//   - [Permanent], [Gone], [Rejected]: dead-letter at once.
+//
+// # Signing
+//
+// [Signer] computes webhook-signature values: for each active secret,
+// "v1," followed by base64(HMAC-SHA256(secret, id + "." + timestamp + "." + body)),
+// space-separated so that secrets rotate without downtime.
+//
+// # SSRF protection
+//
+// A [Guard] refuses loopback, private, link-local, shared (CGNAT), multicast,
+// reserved and documentation addresses, including IPv6 forms that embed an
+// IPv4 address (IPv4-mapped, NAT64, 6to4). The [Client] applies it at dial
+// time to the address actually being connected to, so every resolved address
+// is checked and DNS rebinding has no window. See [ClientOptions.Proxy] for
+// how the guard behaves when an outbound proxy is configured.
+//
+// # Secrets
+//
+// Nothing in this package logs, and neither errors nor [Outcome.Reason]
+// contain request or response bodies, header values or URL query strings.
+package deliver

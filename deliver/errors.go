@@ -1,0 +1,66 @@
+package deliver
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+)
+
+var (
+	// ErrRefused is wrapped by every error a [Guard] returns: the address
+	// is one hookjet does not connect to. Such a delivery is [Rejected].
+	ErrRefused = errors.New("refused")
+
+	// ErrInsecureURL is returned for an http:// URL when
+	// [ClientOptions.HTTPSOnly] is set. Such a delivery is [Rejected].
+	ErrInsecureURL = errors.New("refused: http:// URL while HTTPS is required")
+
+	// ErrInvalidURL is returned for a URL that cannot be parsed or whose
+	// scheme is neither http nor https. Such a delivery is [Rejected].
+	ErrInvalidURL = errors.New("invalid endpoint URL")
+
+	// errNoProxy is returned by the proxied transport when the proxy function
+	// changed its mind between the guard's pre-flight check and the dial.
+	errNoProxy = errors.New("proxy function returned no proxy for a proxied request")
+)
+
+// RefusedError is the error a [Guard] returns for an address it refuses.
+// It wraps [ErrRefused]; match it with errors.As to get the address.
+type RefusedError struct {
+	// Addr is the refused address, as it was presented to the guard.
+	Addr netip.Addr
+	// Kind describes the range Addr falls in, with its article,
+	// e.g. "a private address".
+	Kind string
+}
+
+// Error returns, for example, "refused: 10.0.0.5 is a private address".
+func (e *RefusedError) Error() string {
+	if !e.Addr.IsValid() {
+		return "refused: " + e.Kind
+	}
+	return fmt.Sprintf("refused: %s is %s", e.Addr, e.Kind)
+}
+
+// Unwrap returns [ErrRefused].
+func (e *RefusedError) Unwrap() error { return ErrRefused }
+
+// TimeoutError reports that an attempt hit its own deadline
+// ([Request.Timeout]) before the response was fully read.
+type TimeoutError struct {
+	// After is the request timeout that expired.
+	After time.Duration
+	// Err is the underlying error (usually wrapping context.DeadlineExceeded).
+	Err error
+}
+
+// Error returns, for example, "timeout after 15s".
+func (e *TimeoutError) Error() string { return "timeout after " + e.After.String() }
+
+// Unwrap returns the underlying error.
+func (e *TimeoutError) Unwrap() error { return e.Err }
+
+// Timeout reports true, so that a TimeoutError satisfies net.Error's
+// Timeout method.
+func (e *TimeoutError) Timeout() bool { return true }

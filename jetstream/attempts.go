@@ -1,0 +1,69 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	natsjs "github.com/nats-io/nats.go/jetstream"
+)
+
+// attemptState is what hookjet knows about the attempts of one message for one
+// endpoint. It lives in the KV bucket HOOKJET_ATTEMPTS so that every hookjet
+// process handling a redelivery sees the same count; it is written only when an
+// attempt fails, never on the success path.
+type attemptState struct {
+	V            int       `json:"v"`
+	Attempts     int       `json:"attempts"`
+	First        time.Time `json:"first"`
+	Last         time.Time `json:"last"`
+	Status       int       `json:"status,omitempty"`
+	Error        string    `json:"error,omitempty"`
+	DeadLettered string    `json:"dead_lettered,omitempty"` // reason, once the DLQ copy is stored
+}
+
+func attemptKey(endpoint string, seq uint64) string {
+	return endpoint + "." + strconv.FormatUint(seq, 10)
+}
+
+func (d *Dispatcher) loadAttempts(ctx context.Context, endpoint string, seq uint64) (attemptState, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	e, err := d.attempts.Get(ctx, attemptKey(endpoint, seq))
+	if errors.Is(err, natsjs.ErrKeyNotFound) {
+		return attemptState{}, nil
+	}
+	if err != nil {
+		return attemptState{}, fmt.Errorf("load attempt state: %w", err)
+	}
+	var st attemptState
+	if err := json.Unmarshal(e.Value(), &st); err != nil {
+		return attemptState{}, fmt.Errorf("decode attempt state %s: %w", e.Key(), err)
+	}
+	return st, nil
+}
+
+func (d *Dispatcher) saveAttempts(ctx context.Context, endpoint string, seq uint64, st attemptState) error {
+	st.V = 1
+	b, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("encode attempt state: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := d.attempts.Put(ctx, attemptKey(endpoint, seq), b); err != nil {
+		return fmt.Errorf("save attempt state: %w", err)
+	}
+	return nil
+}
+
+func (d *Dispatcher) forgetAttempts(endpoint string, seq uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := d.attempts.Purge(ctx, attemptKey(endpoint, seq)); err != nil {
+		d.log.Debug("purge attempt state", "endpoint", endpoint, "seq", seq, "err", err)
+	}
+}

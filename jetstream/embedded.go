@@ -1,0 +1,56 @@
+package jetstream
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/hookjet/hookjet/config"
+)
+
+// StartEmbedded starts an in-process nats-server with JetStream file storage
+// under dataDir/nats, listening on cfg.Listen. It returns once the server
+// accepts connections; the caller owns it and stops it with Shutdown and
+// WaitForShutdown.
+func StartEmbedded(cfg config.NATS, dataDir string) (*server.Server, error) {
+	host, portStr, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("nats.listen: %w", err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("nats.listen: bad port %q", portStr)
+	}
+	opts := &server.Options{
+		ServerName: "hookjet",
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   filepath.Join(dataDir, "nats"),
+		NoSigs:     true,
+		NoLog:      true,
+		MaxPayload: 8 << 20,
+	}
+	if cfg.Token.Reveal() != "" {
+		opts.Authorization = cfg.Token.Reveal()
+	}
+	if cfg.User != "" {
+		opts.Username = cfg.User
+		opts.Password = cfg.Password.Reveal()
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats-server: %w", err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		s.Shutdown()
+		s.WaitForShutdown()
+		return nil, fmt.Errorf("embedded nats-server did not become ready on %s", cfg.Listen)
+	}
+	return s, nil
+}

@@ -1,0 +1,89 @@
+package jetstream
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are hookjet's Prometheus series. Endpoint labels only ever take the
+// ids of configured endpoints, so cardinality is bounded by the config.
+type Metrics struct {
+	Attempts        *prometheus.CounterVec   // endpoint, class
+	AttemptDuration *prometheus.HistogramVec // endpoint
+	FirstAttempts   *prometheus.CounterVec   // endpoint, class
+	DeadLetters     *prometheus.CounterVec   // endpoint, reason
+	Deferrals       *prometheus.CounterVec   // endpoint, cause
+	BreakerState    *prometheus.GaugeVec     // endpoint
+	Pending         *prometheus.GaugeVec     // endpoint
+	OldestPending   prometheus.Gauge
+	Duplicates      *prometheus.CounterVec // stage
+	Published       prometheus.Counter
+	MissingID       prometheus.Counter
+	DLQMessages     prometheus.Gauge
+	LatencyP95      *prometheus.GaugeVec // endpoint
+	InFlight        prometheus.Gauge
+}
+
+// NewMetrics creates hookjet's metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookjet_attempts_total", Help: "Delivery attempts by endpoint and outcome class.",
+		}, []string{"endpoint", "class"}),
+		AttemptDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hookjet_attempt_duration_seconds",
+			Help:    "Duration of delivery attempts, from sending the request to reading the capped response.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15, 30},
+		}, []string{"endpoint"}),
+		FirstAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookjet_first_attempts_total", Help: "First delivery attempts by endpoint and outcome class.",
+		}, []string{"endpoint", "class"}),
+		DeadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookjet_dead_letters_total", Help: "Messages moved to HOOKJET_DLQ by endpoint and reason.",
+		}, []string{"endpoint", "reason"}),
+		Deferrals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookjet_deferrals_total", Help: "Messages put back without an attempt, by endpoint and cause.",
+		}, []string{"endpoint", "cause"}),
+		BreakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hookjet_breaker_state", Help: "Circuit breaker state per endpoint: 0 closed, 1 half-open, 2 open.",
+		}, []string{"endpoint"}),
+		Pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hookjet_pending", Help: "Messages waiting for the endpoint, including those awaiting a retry.",
+		}, []string{"endpoint"}),
+		OldestPending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hookjet_oldest_pending_age_seconds", Help: "Age of the oldest message not yet delivered or dead-lettered.",
+		}),
+		Duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookjet_duplicates_total", Help: "Duplicates suppressed, by stage (publish, ledger, delivered).",
+		}, []string{"stage"}),
+		Published: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hookjet_events_published_total", Help: "Messages hookjet itself published (replays, CLI).",
+		}),
+		MissingID: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hookjet_events_without_id_total", Help: "Events published without Nats-Msg-Id; their id was derived from the stream sequence.",
+		}),
+		DLQMessages: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hookjet_dlq_messages", Help: "Messages currently in HOOKJET_DLQ.",
+		}),
+		LatencyP95: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hookjet_latency_p95_seconds", Help: "Rolling 24h p95 attempt latency per endpoint (this process).",
+		}, []string{"endpoint"}),
+		InFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hookjet_in_flight", Help: "Requests in flight in this process.",
+		}),
+	}
+	reg.MustRegister(m.Attempts, m.AttemptDuration, m.FirstAttempts, m.DeadLetters, m.Deferrals,
+		m.BreakerState, m.Pending, m.OldestPending, m.Duplicates, m.Published, m.MissingID,
+		m.DLQMessages, m.LatencyP95, m.InFlight)
+	return m
+}
+
+// forget removes the series of an endpoint that is no longer configured.
+func (m *Metrics) forget(id string) {
+	l := prometheus.Labels{"endpoint": id}
+	m.Attempts.DeletePartialMatch(l)
+	m.AttemptDuration.DeletePartialMatch(l)
+	m.FirstAttempts.DeletePartialMatch(l)
+	m.DeadLetters.DeletePartialMatch(l)
+	m.Deferrals.DeletePartialMatch(l)
+	m.BreakerState.DeletePartialMatch(l)
+	m.Pending.DeletePartialMatch(l)
+	m.LatencyP95.DeletePartialMatch(l)
+}

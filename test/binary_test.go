@@ -1,0 +1,220 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// hookjetBinary builds cmd/hookjet once per test run.
+func hookjetBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "hookjet-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "hookjet")
+		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/hookjet").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// process is a running `hookjet serve`.
+type process struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startBinary(t *testing.T, configPath, adminAddr string, env ...string) *process {
+	t.Helper()
+	cmd := exec.Command(hookjetBinary(t), "serve", "--config", configPath)
+	cmd.Env = append(os.Environ(), env...)
+	p := &process{cmd: cmd, out: &syncBuffer{}, done: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("hookjet output:\n%s", p.out.String())
+		}
+	})
+	checkFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			return nil
+		default:
+		}
+		resp, err := http.Get("http://" + adminAddr + "/readyz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("readyz: %d", resp.StatusCode)
+		}
+		return nil
+	})
+	return p
+}
+
+func (p *process) signal(t *testing.T, sig syscall.Signal) error {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.done:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatalf("hookjet did not exit after %v", sig)
+		return nil
+	}
+}
+
+func writeConfig(t *testing.T, dir, natsListen, adminListen, url, extra string) string {
+	t.Helper()
+	cfg := fmt.Sprintf(`data_dir: %s
+nats:
+  listen: %s
+admin:
+  listen: %s
+log:
+  format: json
+security:
+  allow_private_networks: true
+worker:
+  shutdown_grace: 10s
+defaults:
+  timeout: 2s
+  retry: {base: 50ms, cap: 500ms, max_attempts: 50, max_age: 1h}
+%sendpoints:
+  - id: sink
+    url: %s
+    secrets: [%s, %s]
+`, filepath.Join(dir, "data"), natsListen, adminListen, extra, url, secretA, secretB)
+	path := filepath.Join(dir, "hookjet.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestBinaryServePublishSIGTERM(t *testing.T) {
+	r := newReceiver(t, []string{secretA, secretB}, nil)
+	dir := t.TempDir()
+	natsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	adminAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	p := startBinary(t, writeConfig(t, dir, natsAddr, adminAddr, r.URL, ""), adminAddr)
+
+	nc, err := nats.Connect("nats://" + natsAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := natsjs.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if _, err := js.Publish(t.Context(), "hookjet.events.order.created", fmt.Appendf(nil, `{"i":%d}`, i), natsjs.WithMsgID(fmt.Sprintf("evt_%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+		if r.distinct() != 20 {
+			return fmt.Errorf("received %d of 20", r.distinct())
+		}
+		return nil
+	})
+	if err := p.signal(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, p.out.String())
+	}
+	if strings.Contains(p.out.String(), secretA[6:]) {
+		t.Fatal("the log contains a secret")
+	}
+}
+
+func TestBinaryExitCodes(t *testing.T) {
+	bin := hookjetBinary(t)
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("endpoints:\n  - id: Bad Id\n    url: ftp://x\n    secrets: [nope]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"version", []string{"version"}, 0, "hookjet"},
+		{"help", []string{"serve", "--help"}, 0, "--config"},
+		{"unknown command", []string{"nope"}, 2, "unknown command"},
+		{"bad flag", []string{"serve", "--nope"}, 2, "flag provided but not defined"},
+		{"invalid config", []string{"serve", "--config", bad}, 2, "endpoints[0].url"},
+		{"missing config file", []string{"serve", "--config", filepath.Join(dir, "missing.yaml")}, 2, "missing.yaml"},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, tt.args...)
+			out, _ := cmd.CombinedOutput()
+			code := cmd.ProcessState.ExitCode()
+			if code != tt.code || !strings.Contains(string(out), tt.want) {
+				t.Fatalf("exit %d (want %d), output:\n%s", code, tt.code, out)
+			}
+		})
+	}
+}
+

@@ -1,0 +1,332 @@
+package test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookjet/hookjet/cli"
+	"github.com/hookjet/hookjet/config"
+)
+
+// Two secrets, so every test checks rotation: each request must carry a valid
+// signature for both.
+const (
+	secretA = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	secretB = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
+)
+
+// checkFor polls fn until it returns nil or timeout passes.
+func checkFor(t testing.TB, timeout, interval time.Duration, fn func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = fn(); err == nil {
+			return
+		}
+		time.Sleep(interval)
+	}
+	t.Fatalf("condition not met after %s: %v", timeout, err)
+}
+
+// refSign is the Standard Webhooks algorithm written out independently of
+// hookjet's signing code.
+func refSign(secret, id, ts string, body []byte) string {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil {
+		panic(err)
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(id + "." + ts + "."))
+	mac.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// delivery is one request a receiver got.
+type delivery struct {
+	ID      string
+	Body    []byte
+	Header  http.Header
+	At      time.Time
+	SigErr  error
+	Attempt int // 1-based count of requests with this id at this receiver
+}
+
+// receiver is an httptest server that verifies every request's signatures
+// against the given secrets and answers with script(n, d) where n counts
+// requests with the same webhook-id.
+type receiver struct {
+	*httptest.Server
+	t       testing.TB
+	secrets []string
+	mu      sync.Mutex
+	got     []delivery
+	perID   map[string]int
+	script  func(w http.ResponseWriter, d delivery)
+}
+
+func newReceiver(t testing.TB, secrets []string, script func(w http.ResponseWriter, d delivery)) *receiver {
+	r := &receiver{t: t, secrets: secrets, perID: map[string]int{}, script: script}
+	if r.script == nil {
+		r.script = func(w http.ResponseWriter, _ delivery) { w.WriteHeader(http.StatusNoContent) }
+	}
+	r.Server = httptest.NewServer(http.HandlerFunc(r.serve))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *receiver) verify(h http.Header, body []byte) error {
+	id, ts, sig := h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature")
+	if id == "" || ts == "" || sig == "" {
+		return fmt.Errorf("missing webhook headers: id=%q ts=%q sig=%q", id, ts, sig)
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || time.Since(time.Unix(sec, 0)).Abs() > 5*time.Minute {
+		return fmt.Errorf("bad timestamp %q", ts)
+	}
+	have := strings.Fields(sig)
+	if len(have) != len(r.secrets) {
+		return fmt.Errorf("want %d signatures, got %d", len(r.secrets), len(have))
+	}
+	for i, s := range r.secrets {
+		if want := refSign(s, id, ts, body); have[i] != want {
+			return fmt.Errorf("signature %d: got %q want %q", i, have[i], want)
+		}
+	}
+	return nil
+}
+
+func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		r.t.Errorf("read body: %v", err)
+		return
+	}
+	d := delivery{ID: req.Header.Get("webhook-id"), Body: body, Header: req.Header.Clone(), At: time.Now()}
+	d.SigErr = r.verify(req.Header, body)
+	if d.SigErr != nil {
+		r.t.Errorf("receiver: %v", d.SigErr)
+	}
+	r.mu.Lock()
+	r.perID[d.ID]++
+	d.Attempt = r.perID[d.ID]
+	r.got = append(r.got, d)
+	r.mu.Unlock()
+	r.script(w, d)
+}
+
+func (r *receiver) deliveries() []delivery {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]delivery(nil), r.got...)
+}
+
+func (r *receiver) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.got)
+}
+
+// distinct counts distinct webhook-ids received.
+func (r *receiver) distinct() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.perID)
+}
+
+func (r *receiver) requestsFor(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.perID[id]
+}
+
+// endpointYAML is an endpoint entry for testConfig.
+type endpointYAML struct {
+	ID, URL string
+	Events  []string
+	Extra   string // extra YAML lines for the endpoint, indented by the caller
+}
+
+// testConfig builds and validates a config for an in-process hookjet with
+// fast retries, loopback delivery allowed, everything under dir.
+func testConfig(t testing.TB, dir string, extra string, eps ...endpointYAML) *config.Config {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "data_dir: %s\nnats:\n  listen: 127.0.0.1:%d\nadmin:\n  listen: 127.0.0.1:0\n", dir, freePort(t))
+	b.WriteString("log:\n  level: debug\nsecurity:\n  allow_private_networks: true\nworker:\n  shutdown_grace: 5s\n")
+	b.WriteString("defaults:\n  timeout: 2s\n  retry: {base: 50ms, cap: 200ms, max_attempts: 5, max_age: 1h}\n")
+	b.WriteString(extra)
+	b.WriteString("endpoints:\n")
+	for _, ep := range eps {
+		events := ep.Events
+		if len(events) == 0 {
+			events = []string{">"}
+		}
+		q := make([]string, len(events))
+		for i, e := range events {
+			q[i] = strconv.Quote(e)
+		}
+		fmt.Fprintf(&b, "  - id: %s\n    url: %s\n    secrets: [%s, %s]\n    events: [%s]\n%s", ep.ID, ep.URL, secretA, secretB, strings.Join(q, ", "), ep.Extra)
+	}
+	cfg, err := config.Parse([]byte(b.String()), func(string) string { return "" })
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, b.String())
+	}
+	return cfg
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// hookjet is an in-process hookjet with a client connection to its NATS.
+type hookjet struct {
+	t   testing.TB
+	cfg *config.Config
+	srv *cli.Server
+	nc  *nats.Conn
+	js  natsjs.JetStream
+}
+
+type tLogWriter struct{ t testing.TB }
+
+func (w tLogWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func startHookjet(t testing.TB, cfg *config.Config, o cli.Options) *hookjet {
+	t.Helper()
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(tLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	srv, err := cli.Start(context.Background(), cfg, o)
+	if err != nil {
+		t.Fatalf("start hookjet: %v", err)
+	}
+	h := &hookjet{t: t, cfg: cfg, srv: srv}
+	url := cfg.NATS.URL
+	if url == "" {
+		url = "nats://" + cfg.NATS.Listen
+	}
+	h.nc, err = nats.Connect(url)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	h.js, err = natsjs.New(h.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.stop)
+	return h
+}
+
+func (h *hookjet) stop() {
+	if h.nc != nil {
+		h.nc.Close()
+		h.nc = nil
+	}
+	if h.srv != nil {
+		if err := h.srv.Shutdown(); err != nil {
+			h.t.Errorf("shutdown: %v", err)
+		}
+		h.srv = nil
+	}
+}
+
+// publish publishes one event with Nats-Msg-Id id (none when empty).
+func (h *hookjet) publish(typ, id string, body []byte) *natsjs.PubAck {
+	h.t.Helper()
+	m := nats.NewMsg("hookjet.events." + typ)
+	m.Data = body
+	if id != "" {
+		m.Header.Set("Nats-Msg-Id", id)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ack, err := h.js.PublishMsg(ctx, m)
+	if err != nil {
+		h.t.Fatalf("publish: %v", err)
+	}
+	return ack
+}
+
+// api calls the admin API and decodes the JSON answer into out.
+func (h *hookjet) api(method, path, token string, in, out any) int {
+	h.t.Helper()
+	var body io.Reader
+	if in != nil {
+		b, _ := json.Marshal(in)
+		body = strings.NewReader(string(b))
+	}
+	req, err := http.NewRequest(method, "http://"+h.srv.AdminAddr()+path, body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			h.t.Fatalf("%s %s: decode %q: %v", method, path, raw, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// dlq returns the dead letters as the admin API lists them.
+type dlqEntry struct {
+	Seq        uint64 `json:"seq"`
+	EventID    string `json:"event_id"`
+	EventType  string `json:"event_type"`
+	Endpoint   string `json:"endpoint"`
+	Reason     string `json:"reason"`
+	Attempts   int    `json:"attempts"`
+	LastStatus string `json:"last_status"`
+	LastError  string `json:"last_error"`
+	First      string `json:"first_attempt"`
+	Last       string `json:"last_attempt"`
+}
+
+func (h *hookjet) dlq(query string) []dlqEntry {
+	h.t.Helper()
+	var out struct {
+		Entries []dlqEntry `json:"entries"`
+	}
+	if code := h.api("GET", "/api/v1/dlq"+query, h.cfg.Admin.Token.Reveal(), nil, &out); code != 200 {
+		h.t.Fatalf("dlq: HTTP %d", code)
+	}
+	return out.Entries
+}

@@ -1,0 +1,149 @@
+package test
+
+import (
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookjet/hookjet/cli"
+)
+
+type breakerView struct {
+	State               string `json:"state"`
+	ConsecutiveFailures int    `json:"consecutive_failures"`
+}
+
+type endpointView struct {
+	ID          string      `json:"id"`
+	Disabled    bool        `json:"disabled"`
+	Breaker     breakerView `json:"breaker"`
+	Pending     int         `json:"pending"`
+	DeadLetters int         `json:"dead_letters"`
+	LatencyMS   struct {
+		P50, P95, P99 float64
+		Samples       int64
+	} `json:"latency_ms"`
+}
+
+func (h *hookjet) endpoint(id string) endpointView {
+	h.t.Helper()
+	var e endpointView
+	if code := h.api("GET", "/api/v1/endpoints/"+id, h.cfg.Admin.Token.Reveal(), nil, &e); code != 200 {
+		h.t.Fatalf("endpoint %s: HTTP %d", id, code)
+	}
+	return e
+}
+
+// An endpoint that goes down opens its breaker after the threshold and then
+// gets only probes; its messages wait without being dead-lettered; the breaker
+// stays open across a restart; when the endpoint is back the backlog arrives;
+// a healthy endpoint receives everything meanwhile.
+func TestBreakerIsolatesDeadEndpointAndSurvivesRestart(t *testing.T) {
+	var up atomic.Bool
+	down := newReceiver(t, []string{secretA, secretB}, func(w http.ResponseWriter, _ delivery) {
+		if up.Load() {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	healthy := newReceiver(t, []string{secretA, secretB}, nil)
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, "",
+		endpointYAML{ID: "down", URL: down.URL, Events: []string{"order.*"},
+			Extra: "    retry: {max_attempts: 1000, base: 20ms, cap: 100ms}\n    breaker: {failure_threshold: 3, cooldown: 3s, max_cooldown: 6s}\n"},
+		endpointYAML{ID: "healthy", URL: healthy.URL, Events: []string{"order.*"}},
+	)
+	h := startHookjet(t, cfg, cli.Options{})
+	const n = 50
+	for i := range n {
+		h.publish("order.created", fmt.Sprintf("evt_%d", i), []byte(`{}`))
+	}
+	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if healthy.distinct() != n {
+			return fmt.Errorf("healthy got %d of %d", healthy.distinct(), n)
+		}
+		if s := h.endpoint("down").Breaker.State; s != "open" {
+			return fmt.Errorf("breaker %s", s)
+		}
+		return nil
+	})
+	opened := down.count()
+	if opened < 3 || opened > 3+16 { // threshold, plus what was already in flight
+		t.Fatalf("down endpoint got %d requests before its breaker opened", opened)
+	}
+	// While open: nothing but at most a probe per cooldown, nothing dead-lettered.
+	time.Sleep(1500 * time.Millisecond)
+	if got := down.count(); got > opened+1 {
+		t.Fatalf("open breaker let %d requests through", got-opened)
+	}
+	if dl := h.dlq(""); len(dl) != 0 {
+		t.Fatalf("waiting messages were dead-lettered: %+v", dl)
+	}
+
+	// Restart: the breaker is still open and the endpoint is not hit by a burst.
+	h.stop()
+	before := down.count()
+	h = startHookjet(t, cfg, cli.Options{})
+	if s := h.endpoint("down").Breaker.State; s != "open" {
+		t.Fatalf("after restart breaker is %s", s)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if got := down.count(); got > before+1 {
+		t.Fatalf("after restart the endpoint got %d requests at once", got-before)
+	}
+
+	// Back up: the probe succeeds, the breaker closes and the backlog arrives.
+	up.Store(true)
+	checkFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		if down.distinct() != n {
+			return fmt.Errorf("down endpoint has %d of %d", down.distinct(), n)
+		}
+		return nil
+	})
+	checkFor(t, 5*time.Second, 50*time.Millisecond, func() error {
+		if s := h.endpoint("down").Breaker.State; s != "closed" {
+			return fmt.Errorf("breaker %s", s)
+		}
+		return nil
+	})
+	if dl := h.dlq(""); len(dl) != 0 {
+		t.Fatalf("dead letters: %+v", dl)
+	}
+}
+
+// An event id republished after the stream's duplicate window, and again
+// after a restart, is not delivered again.
+func TestDedupeBeyondDuplicateWindow(t *testing.T) {
+	r := newReceiver(t, []string{secretA, secretB}, nil)
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, "streams:\n  duplicate_window: 1s\n", endpointYAML{ID: "r", URL: r.URL})
+	h := startHookjet(t, cfg, cli.Options{})
+	h.publish("order.created", "evt_once", []byte(`{}`))
+	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if r.count() != 1 {
+			return fmt.Errorf("requests=%d", r.count())
+		}
+		return nil
+	})
+	time.Sleep(1500 * time.Millisecond) // past JetStream's window
+	if ack := h.publish("order.created", "evt_once", []byte(`{}`)); ack.Duplicate {
+		t.Fatal("JetStream still deduped: the test did not get past the window")
+	}
+	h.stop()
+	h = startHookjet(t, cfg, cli.Options{})
+	h.publish("order.created", "evt_once", []byte(`{}`))
+	h.publish("order.created", "evt_marker", []byte(`{}`))
+	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if r.requestsFor("evt_marker") != 1 {
+			return fmt.Errorf("marker not delivered")
+		}
+		return nil
+	})
+	time.Sleep(300 * time.Millisecond)
+	if got := r.requestsFor("evt_once"); got != 1 {
+		t.Fatalf("evt_once delivered %d times", got)
+	}
+}
