@@ -26,15 +26,15 @@ import (
 // Options are the parts a Dispatcher is built from. Every field is required
 // except Log and Now.
 type Options struct {
-	NC         *nats.Conn
-	JS         natsjs.JetStream
-	Client     *deliver.Client
-	Breakers   *breaker.Registry
-	Ledger     *dedupe.Ledger
-	Metrics    *Metrics
-	Log        *slog.Logger
-	Config     *config.Config
-	Now        func() time.Time // nil: time.Now
+	NC           *nats.Conn
+	JS           natsjs.JetStream
+	Client       *deliver.Client
+	Breakers     *breaker.Registry
+	Ledger       *dedupe.Ledger
+	Metrics      *Metrics
+	Log          *slog.Logger
+	Config       *config.Config
+	Now          func() time.Time               // nil: time.Now
 	OnDeadLetter func(endpoint, eventID string) // test seam called after the DLQ copy is stored and before the original is removed; nil: nothing
 }
 

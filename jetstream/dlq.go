@@ -40,14 +40,14 @@ type DLQFilter struct {
 
 // DLQStat summarises one endpoint's dead letters.
 type DLQStat struct {
-	Endpoint          string  `json:"endpoint"`
-	Count             int     `json:"count"`
-	MostCommonReason  string  `json:"most_common_reason"`
-	MostCommonError   string  `json:"most_common_error"`
-	MostCommonStatus  string  `json:"most_common_status"`
-	First             string  `json:"first"`
-	Last              string  `json:"last"`
-	AverageAttempts   float64 `json:"average_attempts"`
+	Endpoint         string  `json:"endpoint"`
+	Count            int     `json:"count"`
+	MostCommonReason string  `json:"most_common_reason"`
+	MostCommonError  string  `json:"most_common_error"`
+	MostCommonStatus string  `json:"most_common_status"`
+	First            string  `json:"first"`
+	Last             string  `json:"last"`
+	AverageAttempts  float64 `json:"average_attempts"`
 }
 
 // ReplayRequest selects dead letters to send again.
@@ -186,7 +186,7 @@ func (d *Dispatcher) DeadLetters(ctx context.Context, f DLQFilter) ([]DLQEntry, 
 func (d *Dispatcher) DeadLetterStats(ctx context.Context) ([]DLQStat, error) {
 	type acc struct {
 		DLQStat
-		attempts               int
+		attempts                int
 		reasons, errs, statuses map[string]int
 	}
 	by := map[string]*acc{}

@@ -124,7 +124,9 @@ func EnsureStreams(ctx context.Context, js natsjs.JetStream, cfg *config.Config)
 func maxDeliver(maxAttempts int) int { return max(100, 5*maxAttempts) }
 
 // ackWait covers the HTTP timeout plus time spent in the client buffer.
-func ackWait(ep config.Endpoint) time.Duration { return max(30*time.Second, 2*ep.Timeout+15*time.Second) }
+func ackWait(ep config.Endpoint) time.Duration {
+	return max(30*time.Second, 2*ep.Timeout+15*time.Second)
+}
 
 // EnsureConsumer creates or updates the durable consumer of one endpoint.
 func EnsureConsumer(ctx context.Context, js natsjs.JetStream, ep config.Endpoint) (natsjs.Consumer, error) {

@@ -217,4 +217,3 @@ func TestBinaryExitCodes(t *testing.T) {
 		})
 	}
 }
-
