@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
 	"github.com/hookjet/hookjet/breaker"
@@ -80,6 +81,10 @@ type worker struct {
 	sem     chan struct{}
 	limiter *rate.Limiter
 	pull    int
+
+	// Series of the success path, looked up once.
+	okAttempts, okFirst prometheus.Counter
+	duration            prometheus.Observer
 
 	holdMu    sync.Mutex
 	holdUntil time.Time
@@ -152,6 +157,9 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 			}
 		}
 	}()
+	if err := d.runSafetyNet(ctx); err != nil {
+		return err
+	}
 	return d.Apply(ctx, d.o.Config)
 }
 
@@ -269,6 +277,10 @@ func (d *Dispatcher) newWorker(ctx context.Context, ep config.Endpoint) (*worker
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
 	}
+	m := d.o.Metrics
+	w.okAttempts = m.Attempts.WithLabelValues(ep.ID, deliver.Success.String())
+	w.okFirst = m.FirstAttempts.WithLabelValues(ep.ID, deliver.Success.String())
+	w.duration = m.AttemptDuration.WithLabelValues(ep.ID)
 	if ep.RateLimit.RPS > 0 {
 		w.limiter = rate.NewLimiter(rate.Limit(ep.RateLimit.RPS), max(1, ep.RateLimit.Burst))
 		// Buffered messages age against AckWait while they wait for tokens:
@@ -496,6 +508,28 @@ func (d *Dispatcher) pump(ctx context.Context, w *worker, it natsjs.MessagesCont
 	}
 }
 
+// msgLog logs about one message, adding its endpoint and event only when a
+// record is actually written: the success path logs nothing and allocates
+// nothing for logging.
+type msgLog struct {
+	l        *slog.Logger
+	endpoint string
+	ev       *event
+}
+
+func (m msgLog) log(level slog.Level, msg string, args ...any) {
+	ctx := context.Background()
+	if !m.l.Enabled(ctx, level) {
+		return
+	}
+	attrs := append([]any{"endpoint", m.endpoint, "event_id", m.ev.id, "event_type", m.ev.typ, "seq", m.ev.seq}, args...)
+	m.l.Log(ctx, level, msg, attrs...)
+}
+
+func (m msgLog) Debug(msg string, args ...any) { m.log(slog.LevelDebug, msg, args...) }
+func (m msgLog) Info(msg string, args ...any)  { m.log(slog.LevelInfo, msg, args...) }
+func (m msgLog) Warn(msg string, args ...any)  { m.log(slog.LevelWarn, msg, args...) }
+
 // event is what hookjet reads off a stream message.
 type event struct {
 	id, typ string
@@ -537,7 +571,7 @@ func (d *Dispatcher) handle(w *worker, msg natsjs.Msg) {
 		return
 	}
 	ev := d.eventOf(msg, meta)
-	log := d.log.With("endpoint", id, "event_id", ev.id, "event_type", ev.typ, "seq", ev.seq)
+	log := msgLog{l: d.log, endpoint: id, ev: &ev}
 
 	if !ev.replay {
 		if _, dup, err := d.o.Ledger.FirstSeen(ev.id, ev.seq); err != nil {
@@ -612,13 +646,20 @@ func (d *Dispatcher) handle(w *worker, msg natsjs.Msg) {
 	st.Last = res.Sent
 	st.Status = res.Status
 	first := st.Attempts == 1
-	class := res.Class.String()
-	m.Attempts.WithLabelValues(id, class).Inc()
-	if first {
-		m.FirstAttempts.WithLabelValues(id, class).Inc()
+	switch {
+	case res.Class == deliver.Success:
+		w.okAttempts.Inc()
+		if first {
+			w.okFirst.Inc()
+		}
+	default:
+		m.Attempts.WithLabelValues(id, res.Class.String()).Inc()
+		if first {
+			m.FirstAttempts.WithLabelValues(id, res.Class.String()).Inc()
+		}
 	}
 	if res.Class != deliver.Rejected {
-		m.AttemptDuration.WithLabelValues(id).Observe(res.Latency.Seconds())
+		w.duration.Observe(res.Latency.Seconds())
 	}
 
 	switch res.Class {
@@ -635,7 +676,6 @@ func (d *Dispatcher) handle(w *worker, msg natsjs.Msg) {
 				d.forgetAttempts(id, ev.seq)
 			}
 		})
-		log.Debug("delivered", "attempt", st.Attempts, "status", res.Status, "latency", res.Latency)
 		return
 	case deliver.Transient:
 		d.o.Breakers.Record(id, breaker.Failure, res.Latency, first)
@@ -665,7 +705,7 @@ func (d *Dispatcher) handle(w *worker, msg natsjs.Msg) {
 	}
 }
 
-func (d *Dispatcher) retry(log *slog.Logger, w *worker, msg natsjs.Msg, ev event, st attemptState, delay time.Duration) {
+func (d *Dispatcher) retry(log msgLog, w *worker, msg natsjs.Msg, ev event, st attemptState, delay time.Duration) {
 	if st.Attempts >= w.ep.Retry.MaxAttempts {
 		d.deadLetter(log, w, msg, ev, st, "exhausted")
 		return
@@ -685,7 +725,7 @@ func (d *Dispatcher) retry(log *slog.Logger, w *worker, msg natsjs.Msg, ev event
 
 // infraDefer returns a message after a failure of hookjet's own (NATS, state):
 // it is not charged to the message's attempts.
-func (d *Dispatcher) infraDefer(log *slog.Logger, w *worker, msg natsjs.Msg, cause error) {
+func (d *Dispatcher) infraDefer(log msgLog, w *worker, msg natsjs.Msg, cause error) {
 	d.o.Metrics.Deferrals.WithLabelValues(w.ep.ID, "infrastructure").Inc()
 	log.Warn("deferred after an internal error", "err", cause)
 	if err := msg.NakWithDelay(2*time.Second + jitter(3*time.Second)); err != nil {
@@ -693,13 +733,13 @@ func (d *Dispatcher) infraDefer(log *slog.Logger, w *worker, msg natsjs.Msg, cau
 	}
 }
 
-func (d *Dispatcher) ack(log *slog.Logger, msg natsjs.Msg) {
+func (d *Dispatcher) ack(log msgLog, msg natsjs.Msg) {
 	if err := msg.Ack(); err != nil {
 		log.Warn("ack", "err", err)
 	}
 }
 
-func (d *Dispatcher) term(log *slog.Logger, msg natsjs.Msg, reason string) {
+func (d *Dispatcher) term(log msgLog, msg natsjs.Msg, reason string) {
 	if err := msg.TermWithReason(reason); err != nil {
 		log.Warn("term", "err", err)
 	}
@@ -709,28 +749,9 @@ func (d *Dispatcher) term(log *slog.Logger, msg natsjs.Msg, reason string) {
 // removing the original. The copy's Nats-Msg-Id is derived from the endpoint
 // and stream sequence, and the attempt state remembers the dead letter, so a
 // crash between the two steps neither loses nor duplicates it.
-func (d *Dispatcher) deadLetter(log *slog.Logger, w *worker, msg natsjs.Msg, ev event, st attemptState, reason string) {
+func (d *Dispatcher) deadLetter(log msgLog, w *worker, msg natsjs.Msg, ev event, st attemptState, reason string) {
 	id := w.ep.ID
-	out := nats.NewMsg(DLQPrefix + id)
-	out.Data = msg.Data()
-	h := out.Header
-	h.Set(HdrMsgID, "dlq-"+id+"-"+strconv.FormatUint(ev.seq, 10))
-	h.Set(HdrEventID, ev.id)
-	h.Set(HdrEventType, ev.typ)
-	h.Set(HdrEndpoint, id)
-	h.Set(HdrReason, reason)
-	h.Set(HdrAttempts, strconv.Itoa(st.Attempts))
-	if st.Status != 0 {
-		h.Set(HdrLastStatus, strconv.Itoa(st.Status))
-	} else {
-		h.Set(HdrLastStatus, "")
-	}
-	h.Set(HdrLastError, st.Error)
-	h.Set(HdrFirstTry, rfc3339(st.First))
-	h.Set(HdrLastTry, rfc3339(st.Last))
-	if ct := msg.Headers().Get(HdrContentType); ct != "" {
-		h.Set(HdrContentType, ct)
-	}
+	out := deadLetterMsg(id, ev, st, reason, msg.Data(), msg.Headers().Get(HdrContentType))
 	ctx, cancel := context.WithTimeout(d.sendCtx, 5*time.Second)
 	defer cancel()
 	if _, err := d.o.JS.PublishMsg(ctx, out); err != nil {
@@ -750,6 +771,32 @@ func (d *Dispatcher) deadLetter(log *slog.Logger, w *worker, msg natsjs.Msg, ev 
 	d.o.Metrics.DeadLetters.WithLabelValues(id, reason).Inc()
 	log.Warn("dead-lettered", "reason", reason, "attempts", st.Attempts, "status", st.Status, "error", st.Error)
 	d.ops("dead_letter", map[string]any{"endpoint": id, "event_id": ev.id, "event_type": ev.typ, "reason": reason, "attempts": st.Attempts})
+}
+
+// deadLetterMsg builds the DLQ copy of a message. Its Nats-Msg-Id depends
+// only on the endpoint and the stream sequence, so storing it twice is
+// deduplicated by HOOKJET_DLQ.
+func deadLetterMsg(endpoint string, ev event, st attemptState, reason string, data []byte, contentType string) *nats.Msg {
+	out := nats.NewMsg(DLQPrefix + endpoint)
+	out.Data = data
+	h := out.Header
+	h.Set(HdrMsgID, "dlq-"+endpoint+"-"+strconv.FormatUint(ev.seq, 10))
+	h.Set(HdrEventID, ev.id)
+	h.Set(HdrEventType, ev.typ)
+	h.Set(HdrEndpoint, endpoint)
+	h.Set(HdrReason, reason)
+	h.Set(HdrAttempts, strconv.Itoa(st.Attempts))
+	h.Set(HdrLastStatus, "")
+	if st.Status != 0 {
+		h.Set(HdrLastStatus, strconv.Itoa(st.Status))
+	}
+	h.Set(HdrLastError, st.Error)
+	h.Set(HdrFirstTry, rfc3339(st.First))
+	h.Set(HdrLastTry, rfc3339(st.Last))
+	if contentType != "" {
+		h.Set(HdrContentType, contentType)
+	}
+	return out
 }
 
 func rfc3339(t time.Time) string {

@@ -20,6 +20,11 @@ const (
 	DLQPrefix      = "hookjet.dlq."
 	OpsStream      = "HOOKJET_OPS"
 	OpsPrefix      = "hookjet.ops."
+	AdvisoryStream = "HOOKJET_ADVISORIES"
+	// MaxDeliveriesSubject is where nats-server announces a message that hit
+	// an endpoint consumer's MaxDeliver.
+	MaxDeliveriesSubject = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + EventsStream + ".>"
+	advisoryConsumer     = "hookjet-max-deliveries"
 	AttemptsBucket = "HOOKJET_ATTEMPTS"
 	EndpointBucket = "HOOKJET_ENDPOINTS"
 	consumerPrefix = "ep-"
@@ -81,6 +86,19 @@ func EnsureStreams(ctx context.Context, js natsjs.JetStream, cfg *config.Config)
 		MaxAge:      s.DLQMaxAge,
 		MaxBytes:    s.DLQMaxBytes,
 		Discard:     natsjs.DiscardNew,
+	}, {
+		// The safety net: MAX_DELIVERIES advisories are published only to
+		// whoever listens at that moment, so a stream keeps them until
+		// hookjet has moved the message they name to the DLQ.
+		Name:        AdvisoryStream,
+		Description: "hookjet: JetStream MaxDeliver advisories for endpoint consumers",
+		Subjects:    []string{MaxDeliveriesSubject},
+		Retention:   natsjs.WorkQueuePolicy,
+		Storage:     natsjs.FileStorage,
+		Replicas:    s.Replicas,
+		MaxAge:      s.MaxAge,
+		MaxBytes:    64 << 20,
+		Discard:     natsjs.DiscardOld,
 	}, {
 		Name:        OpsStream,
 		Description: "hookjet operational events",
