@@ -437,7 +437,6 @@ func newBodyReader(b []byte) *bodyReader {
 // Close does nothing.
 func (*bodyReader) Close() error { return nil }
 
-
 // unwrapURLError returns the cause of a *url.Error, whose message would
 // otherwise repeat the URL.
 func unwrapURLError(err error) error {

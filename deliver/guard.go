@@ -7,7 +7,7 @@ import (
 )
 
 // Guard decides which IP addresses hookjet may connect to (SSRF protection).
-// The zero value is not usable; call [NewGuard]. A Guard is immutable and
+// The zero value behaves like NewGuard(false, nil). A Guard is immutable and
 // safe for concurrent use.
 //
 // By default a Guard refuses every address that is not globally routable

@@ -25,9 +25,9 @@ const (
 	// an endpoint consumer's MaxDeliver.
 	MaxDeliveriesSubject = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + EventsStream + ".>"
 	advisoryConsumer     = "hookjet-max-deliveries"
-	AttemptsBucket = "HOOKJET_ATTEMPTS"
-	EndpointBucket = "HOOKJET_ENDPOINTS"
-	consumerPrefix = "ep-"
+	AttemptsBucket       = "HOOKJET_ATTEMPTS"
+	EndpointBucket       = "HOOKJET_ENDPOINTS"
+	consumerPrefix       = "ep-"
 )
 
 // Headers hookjet reads and writes on NATS messages.
