@@ -345,3 +345,75 @@ func TestSSRFGuardRefusesLoopback(t *testing.T) {
 		t.Fatalf("guarded endpoint received %d requests", r.count())
 	}
 }
+
+func TestReloadAddsChangesAndRemovesEndpoints(t *testing.T) {
+	a := newReceiver(t, []string{secretA, secretB}, nil)
+	b := newReceiver(t, []string{secretA, secretB}, nil)
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, "", endpointYAML{ID: "a", URL: a.URL, Events: []string{"order.*"}})
+	h := startHookjet(t, cfg, cli.Options{})
+	h.publish("order.created", "evt_1", []byte(`{}`))
+	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if a.count() != 1 {
+			return fmt.Errorf("a=%d", a.count())
+		}
+		return nil
+	})
+
+	// Reload: a now also wants lead.*, b is new.
+	next := testConfig(t, dir, "",
+		endpointYAML{ID: "a", URL: a.URL, Events: []string{"order.*", "lead.*"}},
+		endpointYAML{ID: "b", URL: b.URL, Events: []string{"lead.*"}})
+	next.NATS, next.Admin = cfg.NATS, cfg.Admin
+	if err := h.srv.Reload(t.Context(), next); err != nil {
+		t.Fatal(err)
+	}
+	h.publish("lead.created", "evt_2", []byte(`{}`))
+	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if a.requestsFor("evt_2") != 1 || b.requestsFor("evt_2") != 1 {
+			return fmt.Errorf("a=%d b=%d", a.requestsFor("evt_2"), b.requestsFor("evt_2"))
+		}
+		return nil
+	})
+
+	// Reload: a is removed; its consumer goes, b keeps working.
+	last := testConfig(t, dir, "", endpointYAML{ID: "b", URL: b.URL, Events: []string{"lead.*"}})
+	last.NATS, last.Admin = cfg.NATS, cfg.Admin
+	if err := h.srv.Reload(t.Context(), last); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.js.Consumer(t.Context(), "HOOKJET_EVENTS", "ep-a"); err == nil {
+		t.Fatal("consumer of the removed endpoint still exists")
+	}
+	h.publish("lead.created", "evt_3", []byte(`{}`))
+	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if b.requestsFor("evt_3") != 1 {
+			return fmt.Errorf("b did not get evt_3")
+		}
+		return nil
+	})
+	if a.requestsFor("evt_3") != 0 {
+		t.Fatal("removed endpoint still receives")
+	}
+}
+
+func TestRateLimitSpacesRequests(t *testing.T) {
+	r := newReceiver(t, []string{secretA, secretB}, nil)
+	h := startHookjet(t, testConfig(t, t.TempDir(), "", endpointYAML{ID: "slowpoke", URL: r.URL,
+		Extra: "    rate_limit: {rps: 10, burst: 1}\n"}), cli.Options{})
+	const n = 11
+	for i := range n {
+		h.publish("order.created", fmt.Sprintf("evt_%d", i), []byte(`{}`))
+	}
+	checkFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+		if r.count() != n {
+			return fmt.Errorf("requests=%d", r.count())
+		}
+		return nil
+	})
+	got := r.deliveries()
+	// 11 requests at 10/s with a burst of 1 span at least 1 s (10 gaps of 100 ms).
+	if span := got[n-1].At.Sub(got[0].At); span < 950*time.Millisecond {
+		t.Fatalf("11 requests at 10 rps took only %s", span)
+	}
+}

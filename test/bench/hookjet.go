@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookjet/hookjet/cli"
+	"github.com/hookjet/hookjet/config"
+)
+
+// The one signing secret of every endpoint.
+const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// endpointSpec is one endpoint of a scenario's config.
+type endpointSpec struct {
+	url   string
+	event string
+	extra string // extra YAML lines, indented four spaces
+}
+
+// hookjetSpec is what a scenario varies in the config.
+type hookjetSpec struct {
+	endpoints   []endpointSpec
+	maxInFlight int
+	concurrency int
+}
+
+// instance is one in-process hookjet with its own data directory and a
+// publisher connection to its embedded NATS server.
+type instance struct {
+	dir     string
+	srv     *cli.Server
+	nc      *nats.Conn
+	js      natsjs.JetStream
+	logs    *logCounter
+	startup time.Duration
+
+	pubAcked, pubFailed atomic.Int64
+	lastAck             atomic.Int64 // unix ns of the latest PubAck
+}
+
+// configYAML renders the config of one run.
+func configYAML(dir string, natsPort int, s hookjetSpec) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "data_dir: %s\n", dir)
+	fmt.Fprintf(&b, "nats:\n  listen: 127.0.0.1:%d\n", natsPort)
+	b.WriteString("admin:\n  listen: 127.0.0.1:0\n")
+	b.WriteString("log:\n  level: warn\n")
+	b.WriteString("security:\n  allow_private_networks: true\n")
+	fmt.Fprintf(&b, "worker:\n  concurrency: %d\n  shutdown_grace: 2s\n", s.concurrency)
+	fmt.Fprintf(&b, "defaults:\n  max_in_flight: %d\n", s.maxInFlight)
+	b.WriteString("endpoints:\n")
+	for i, ep := range s.endpoints {
+		fmt.Fprintf(&b, "  - id: e%d\n    url: %s\n    secrets: [%s]\n    events: [%q]\n%s", i, ep.url, secret, ep.event, ep.extra)
+	}
+	return b.String()
+}
+
+// startHookjet starts hookjet for spec in a fresh temporary directory and
+// connects a publisher to it.
+func startHookjet(ctx context.Context, spec hookjetSpec, logOut io.Writer) (*instance, error) {
+	dir, err := os.MkdirTemp("", "hookjet-bench-")
+	if err != nil {
+		return nil, err
+	}
+	h := &instance{dir: dir, logs: newLogCounter(logOut, slog.LevelWarn)}
+	ok := false
+	defer func() {
+		if !ok {
+			h.stop()
+		}
+	}()
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.Parse([]byte(configYAML(dir, port, spec)), func(string) string { return "" })
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	start := time.Now()
+	h.srv, err = cli.Start(ctx, cfg, cli.Options{Log: slog.New(h.logs)})
+	if err != nil {
+		return nil, fmt.Errorf("start hookjet: %w", err)
+	}
+	h.startup = time.Since(start)
+	if h.nc, err = nats.Connect(fmt.Sprintf("nats://127.0.0.1:%d", port), nats.Name("bench-publisher")); err != nil {
+		return nil, fmt.Errorf("connect publisher: %w", err)
+	}
+	h.js, err = natsjs.New(h.nc,
+		natsjs.WithPublishAsyncMaxPending(4096),
+		natsjs.WithPublishAsyncAckHandler(func(natsjs.JetStream, *nats.Msg, *natsjs.PubAck) {
+			h.pubAcked.Add(1)
+			h.lastAck.Store(time.Now().UnixNano())
+		}),
+		natsjs.WithPublishAsyncErrHandler(func(natsjs.JetStream, *nats.Msg, error) { h.pubFailed.Add(1) }),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	ok = true
+	return h, nil
+}
+
+// stop closes the publisher, shuts hookjet down and removes its directory.
+// It returns how long the shutdown took.
+func (h *instance) stop() time.Duration {
+	start := time.Now()
+	if h.nc != nil {
+		h.nc.Close()
+	}
+	if h.srv != nil {
+		if err := h.srv.Shutdown(); err != nil {
+			h.logs.note("shutdown: " + err.Error())
+		}
+	}
+	took := time.Since(start)
+	if err := os.RemoveAll(h.dir); err != nil {
+		h.logs.note("remove data dir: " + err.Error())
+	}
+	return took
+}
+
+// publisher publishes the events of a scenario: event n has type
+// bench.e<n % endpoints>, id evt_<n>, and its publish time in the payload.
+type publisher struct {
+	js       natsjs.JetStream
+	subjects []string
+}
+
+func newPublisher(js natsjs.JetStream, endpoints int) *publisher {
+	p := &publisher{js: js, subjects: make([]string, endpoints)}
+	for i := range p.subjects {
+		p.subjects[i] = "hookjet.events." + eventType(i)
+	}
+	return p
+}
+
+// publish sends event n asynchronously; when too many acks are outstanding it
+// waits for them.
+func (p *publisher) publish(n int) error {
+	ep := n % len(p.subjects)
+	m := &nats.Msg{
+		Subject: p.subjects[ep],
+		Header:  nats.Header{"Nats-Msg-Id": []string{eventID(n)}},
+	}
+	for {
+		m.Data = appendPayload(make([]byte, 0, payloadSize), n, time.Now(), ep)
+		_, err := p.js.PublishMsgAsync(m, natsjs.WithStallWait(5*time.Second))
+		if !errors.Is(err, natsjs.ErrTooManyStalledMsgs) {
+			return err
+		}
+	}
+}
+
+// flush waits until every asynchronous publish has been acknowledged.
+func (p *publisher) flush(ctx context.Context) error {
+	select {
+	case <-p.js.PublishAsyncComplete():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for %d publish acks: %w", p.js.PublishAsyncPending(), ctx.Err())
+	}
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// logCounter is the slog handler hookjet logs to during a run: it counts
+// records at or above level, keeps the first few distinct messages for the
+// report and writes everything to w (io.Discard unless -log is given).
+type logCounter struct {
+	slog.Handler
+	shared *logShared
+}
+
+type logShared struct {
+	mu     sync.Mutex
+	counts map[slog.Level]int
+	first  []string
+	seen   map[string]bool
+}
+
+const keepLogMessages = 8
+
+func newLogCounter(w io.Writer, level slog.Level) *logCounter {
+	return &logCounter{
+		Handler: slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}),
+		shared:  &logShared{counts: map[slog.Level]int{}, seen: map[string]bool{}},
+	}
+}
+
+func (l *logCounter) Handle(ctx context.Context, r slog.Record) error {
+	l.note2(r.Level, r.Message)
+	return l.Handler.Handle(ctx, r)
+}
+
+func (l *logCounter) WithAttrs(as []slog.Attr) slog.Handler {
+	return &logCounter{Handler: l.Handler.WithAttrs(as), shared: l.shared}
+}
+
+func (l *logCounter) WithGroup(name string) slog.Handler {
+	return &logCounter{Handler: l.Handler.WithGroup(name), shared: l.shared}
+}
+
+func (l *logCounter) note(msg string) { l.note2(slog.LevelError, "bench: "+msg) }
+
+func (l *logCounter) note2(level slog.Level, msg string) {
+	s := l.shared
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counts[level]++
+	key := level.String() + " " + msg
+	if !s.seen[key] && len(s.first) < keepLogMessages {
+		s.seen[key] = true
+		s.first = append(s.first, key)
+	}
+}
+
+// summary returns the number of warnings and errors and the first distinct
+// messages.
+func (l *logCounter) summary() (warn, errs int, first []string) {
+	s := l.shared
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for lv, n := range s.counts {
+		switch {
+		case lv >= slog.LevelError:
+			errs += n
+		case lv >= slog.LevelWarn:
+			warn += n
+		}
+	}
+	return warn, errs, append([]string(nil), s.first...)
+}

@@ -1,0 +1,320 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// behaviour is how the receiver answers one endpoint.
+type behaviour uint8
+
+const (
+	healthy behaviour = iota // read the body, answer 204
+	slow                     // answer 204 after slowDelay
+	dead                     // never answer: wait until the client gives up
+)
+
+const (
+	slowDelay = 2 * time.Second
+	deadWait  = 30 * time.Second
+	// sigSample: one request in sigSample has its signature verified in
+	// full; every request must carry the headers.
+	sigSample = 256
+)
+
+// receiver is the loopback HTTP server every scenario delivers to: one
+// listener, path /e/<endpoint index> per endpoint. Its behaviour and counters
+// live in the current run, swapped between scenarios.
+type receiver struct {
+	srv  *http.Server
+	ln   net.Listener
+	base string // http://127.0.0.1:port
+	key  []byte // decoded signing secret
+	cur  atomic.Pointer[run]
+	bufs sync.Pool
+	done chan struct{}
+}
+
+func newReceiver(key []byte) (*receiver, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("receiver: %w", err)
+	}
+	r := &receiver{
+		ln:   ln,
+		base: "http://" + ln.Addr().String(),
+		key:  key,
+		bufs: sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 1024)) }},
+		done: make(chan struct{}),
+	}
+	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(r.done)
+		_ = r.srv.Serve(ln) // returns http.ErrServerClosed on Close
+	}()
+	return r, nil
+}
+
+// url is the URL of endpoint i.
+func (r *receiver) url(i int) string { return r.base + "/e/" + strconv.Itoa(i) }
+
+// setRun makes run the one requests are counted in.
+func (r *receiver) setRun(x *run) { r.cur.Store(x) }
+
+// close stops the server; handlers waiting for a dead endpoint's client see
+// their request context end.
+func (r *receiver) close() {
+	_ = r.srv.Close()
+	<-r.done
+}
+
+func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	buf := r.bufs.Get().(*bytes.Buffer)
+	defer func() { buf.Reset(); r.bufs.Put(buf) }()
+	if _, err := buf.ReadFrom(req.Body); err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	body := buf.Bytes()
+	x := r.cur.Load()
+	if x == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	ep, err := strconv.Atoi(strings.TrimPrefix(req.URL.Path, "/e/"))
+	if err != nil || ep < 0 || ep >= len(x.behave) {
+		x.bad.Add(1)
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	switch x.behave[ep] {
+	case slow:
+		t := time.NewTimer(slowDelay)
+		select {
+		case <-t.C:
+		case <-req.Context().Done():
+			t.Stop()
+			return
+		}
+	case dead:
+		t := time.NewTimer(deadWait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case <-req.Context().Done():
+		}
+		x.deadRequests.Add(1)
+		return
+	}
+	x.record(ep, body, req.Header, r.key)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// run counts one scenario's requests at the receiver. Event n goes to
+// endpoint n % endpoints; each endpoint expects its share of events.
+type run struct {
+	behave   []behaviour
+	signed   bool // hookjet run: every request must be signed
+	events   int
+	expected []int64 // per endpoint
+
+	requests     atomic.Int64
+	unique       atomic.Int64
+	duplicates   atomic.Int64
+	bad          atomic.Int64 // unparsable, misrouted or unknown path
+	deadRequests atomic.Int64
+	sigChecked   atomic.Int64
+	sigBad       atomic.Int64
+
+	seen     []atomic.Bool  // per event: delivered at least once
+	latency  []atomic.Int64 // per event: publish→first delivery, ns
+	perEP    []atomic.Int64 // unique deliveries per endpoint
+	epDoneAt []atomic.Int64 // per endpoint: unix ns its last expected event arrived
+
+	waitHealthy atomic.Int64 // healthy endpoints still missing events
+	doneOnce    sync.Once
+	done        chan struct{} // closed when every healthy endpoint got all its events
+}
+
+// newRun prepares counters for events events over len(behave) endpoints.
+// With events == 0 (the raw ceiling) it only counts requests.
+func newRun(behave []behaviour, events int, signed bool) *run {
+	x := &run{behave: behave, signed: signed, events: events, done: make(chan struct{})}
+	if events == 0 {
+		return x
+	}
+	e := len(behave)
+	x.seen = make([]atomic.Bool, events)
+	x.latency = make([]atomic.Int64, events)
+	x.perEP = make([]atomic.Int64, e)
+	x.epDoneAt = make([]atomic.Int64, e)
+	x.expected = make([]int64, e)
+	for n := range events {
+		x.expected[n%e]++
+	}
+	var waiting int64
+	for i, b := range behave {
+		if b == healthy && x.expected[i] > 0 {
+			waiting++
+		}
+	}
+	x.waitHealthy.Store(waiting)
+	if waiting == 0 {
+		close(x.done)
+	}
+	return x
+}
+
+func (x *run) record(ep int, body []byte, h http.Header, key []byte) {
+	now := time.Now().UnixNano()
+	x.requests.Add(1)
+	n, sent, ok := parsePayload(body)
+	if x.events == 0 {
+		if !ok {
+			x.bad.Add(1)
+		}
+		return
+	}
+	if !ok || n < 0 || n >= x.events || n%len(x.behave) != ep {
+		x.bad.Add(1)
+		return
+	}
+	if x.signed {
+		x.checkSignature(n, h, body, key)
+	}
+	if !x.seen[n].CompareAndSwap(false, true) {
+		x.duplicates.Add(1)
+		return
+	}
+	x.latency[n].Store(now - sent)
+	x.unique.Add(1)
+	if x.perEP[ep].Add(1) == x.expected[ep] {
+		x.epDoneAt[ep].Store(now)
+		if x.behave[ep] == healthy && x.waitHealthy.Add(-1) == 0 {
+			x.doneOnce.Do(func() { close(x.done) })
+		}
+	}
+}
+
+// checkSignature checks that the Standard Webhooks headers are there and, for
+// one request in sigSample, that the first signature is right.
+func (x *run) checkSignature(n int, h http.Header, body, key []byte) {
+	id, ts, sig := h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature")
+	if id == "" || ts == "" || !strings.HasPrefix(sig, "v1,") {
+		x.sigBad.Add(1)
+		return
+	}
+	if n%sigSample != 0 {
+		return
+	}
+	x.sigChecked.Add(1)
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(id + "." + ts + "."))
+	mac.Write(body)
+	want := "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	if first, _, _ := strings.Cut(sig, " "); first != want || id != eventID(n) {
+		x.sigBad.Add(1)
+	}
+}
+
+// healthyDeliveries is the number of events delivered to healthy endpoints
+// and when the last of them (of those that completed) arrived.
+func (x *run) healthyDeliveries() (n int64, last time.Time) {
+	var lastNs int64
+	for i, b := range x.behave {
+		if b != healthy {
+			continue
+		}
+		n += x.perEP[i].Load()
+		lastNs = max(lastNs, x.epDoneAt[i].Load())
+	}
+	if lastNs > 0 {
+		last = time.Unix(0, lastNs)
+	}
+	return n, last
+}
+
+// healthyExpected is the number of events bound for healthy endpoints.
+func (x *run) healthyExpected() int64 {
+	var n int64
+	for i, b := range x.behave {
+		if b == healthy {
+			n += x.expected[i]
+		}
+	}
+	return n
+}
+
+// healthyLatencies returns the publish→delivery latencies of events
+// delivered to healthy endpoints.
+func (x *run) healthyLatencies() []time.Duration {
+	out := make([]time.Duration, 0, x.unique.Load())
+	e := len(x.behave)
+	for n := range x.events {
+		if x.behave[n%e] != healthy || !x.seen[n].Load() {
+			continue
+		}
+		out = append(out, time.Duration(x.latency[n].Load()))
+	}
+	return out
+}
+
+// wait waits until every healthy endpoint has all its events, ctx ends, or
+// the deadline passes; it reports whether everything arrived.
+func (x *run) wait(ctx context.Context, deadline time.Time) bool {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-x.done:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// rawClient is the plain keep-alive client of the raw ceiling.
+func rawClient(concurrency int) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		MaxIdleConns:        concurrency,
+		MaxIdleConnsPerHost: concurrency,
+		IdleConnTimeout:     90 * time.Second,
+	}}
+}
+
+// post sends one raw request and drains the answer.
+func post(ctx context.Context, c *http.Client, url string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	if cerr := resp.Body.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && resp.StatusCode/100 != 2 {
+		err = fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return err
+}
+
+var errIncomplete = errors.New("not every event arrived in time")

@@ -1,0 +1,205 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookjet/hookjet/cli"
+	hjs "github.com/hookjet/hookjet/jetstream"
+)
+
+// `hookjet serve` (embedded NATS) is killed with SIGKILL while it delivers a
+// backlog and started again on the same data_dir. Every accepted event still
+// arrives, and the duplicates are no more than what could be in flight at the
+// moment of the kill.
+func TestCrashSIGKILLUnderLoad(t *testing.T) {
+	const (
+		n = 2000
+		// maxInFlight is defaults.max_in_flight, which writeConfig leaves at its
+		// default; the config has one endpoint.
+		maxInFlight = 16
+		endpoints   = 1
+		// A duplicate is a request the receiver got whose 2xx hookjet had not
+		// yet made durable in its ledger when it died. Those are the requests
+		// in flight (at most max_in_flight per endpoint) plus those answered
+		// but still queued for the ledger's group commit, which is bounded in
+		// practice by the messages the client had pulled ahead (the pull
+		// buffer is max_in_flight messages per endpoint) while the in-flight
+		// slots were busy.
+		maxDuplicates = maxInFlight*endpoints + maxInFlight*endpoints
+	)
+	start := time.Now()
+	r := newReceiver(t, []string{secretA, secretB}, func(w http.ResponseWriter, _ delivery) {
+		time.Sleep(5 * time.Millisecond)
+		w.WriteHeader(http.StatusOK)
+	})
+	dir := t.TempDir()
+	natsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	adminAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cfgPath := writeConfig(t, dir, natsAddr, adminAddr, r.URL, "")
+	p := startBinary(t, cfgPath, adminAddr)
+
+	nc, err := nats.Connect("nats://"+natsAddr, nats.NoReconnect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := natsjs.New(nc, natsjs.WithPublishAsyncMaxPending(n), natsjs.WithPublishAsyncTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := eventIDs("evt_kill", n)
+	futures := make([]natsjs.PubAckFuture, n)
+	const publishers = 4
+	errs := make(chan error, publishers)
+	for w := range publishers {
+		go func() {
+			for i := w; i < n; i += publishers {
+				m := nats.NewMsg(hjs.EventsPrefix + "order.created")
+				m.Data = fmt.Appendf(nil, `{"i":%d}`, i)
+				f, err := js.PublishMsgAsync(m, natsjs.WithMsgID(ids[i]))
+				if err != nil {
+					errs <- fmt.Errorf("publish %s: %w", ids[i], err)
+					return
+				}
+				futures[i] = f
+			}
+			errs <- nil
+		}()
+	}
+	for range publishers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(15 * time.Second):
+		t.Fatalf("PubAcks outstanding after 15s: %d", js.PublishAsyncPending())
+	}
+	for i, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			t.Fatalf("publish %s: %v", ids[i], err)
+		}
+	}
+	nc.Close()
+	published := r.distinct()
+
+	checkFor(t, 15*time.Second, time.Millisecond, func() error {
+		if got := r.distinct(); got < 500 {
+			return fmt.Errorf("received %d", got)
+		}
+		return nil
+	})
+	_ = p.signal(t, syscall.SIGKILL)
+	atKill := r.distinct()
+	t.Logf("SIGKILL after %d distinct events arrived (%d when every PubAck was in, after %s)", atKill, published, time.Since(start).Round(time.Millisecond))
+	if atKill >= n {
+		t.Fatalf("every event arrived before the kill: the test proves nothing")
+	}
+
+	p = startBinary(t, cfgPath, adminAddr)
+	restarted := time.Now()
+	waitAllDelivered(t, r, ids, 45*time.Second)
+	t.Logf("all %d events arrived %s after the restart", n, time.Since(restarted).Round(time.Millisecond))
+
+	// Wait until nothing can arrive any more (messages the dead process held
+	// come back after AckWait and are then suppressed by the ledger), then
+	// count.
+	nc2, js2 := connectJS(t, "nats://"+natsAddr)
+	waitSettled(t, js2, "sink", 45*time.Second)
+	nc2.Close()
+	dups := r.count() - n
+	t.Logf("%d requests for %d events: %d duplicates (bound %d), took %s", r.count(), n, dups, maxDuplicates, time.Since(start).Round(time.Millisecond))
+	if dups > maxDuplicates {
+		t.Errorf("%d duplicate deliveries after SIGKILL, more than the %d that can be in flight", dups, maxDuplicates)
+	}
+	if err := p.signal(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
+	}
+}
+
+// hookjet "crashes" after a dead letter's copy is stored in HOOKJET_DLQ and
+// before the original is removed and the attempt state remembers it. After a
+// restart on the same data the message is handled again, and HOOKJET_DLQ still
+// holds exactly one copy: the copy's deterministic Nats-Msg-Id makes the second
+// store a duplicate.
+//
+// The crash: hookjet runs on a NATS server owned by the test. The first
+// OnDeadLetter call shuts that server down before returning, so hookjet's
+// attempt-state write and its Term cannot reach JetStream (the Term waits in
+// the client's reconnect buffer and is dropped when hookjet is shut down
+// before the server comes back).
+func TestDeadLetterCrashBetweenCopyAndRemoval(t *testing.T) {
+	start := time.Now()
+	ns := startNATSNode(t, "ext", standaloneNATS(t))
+	r := newReceiver(t, []string{secretA, secretB}, func(w http.ResponseWriter, _ delivery) {
+		w.WriteHeader(http.StatusUnprocessableEntity)
+	})
+	cfg := testConfig(t, t.TempDir(), "", endpointYAML{ID: "strict", URL: r.URL})
+	cfg.NATS.URL = ns.url()
+
+	var calls atomic.Int32
+	crashed := make(chan struct{})
+	h := startHookjet(t, cfg, cli.Options{OnDeadLetter: func(endpoint, eventID string) {
+		if calls.Add(1) == 1 {
+			ns.shutdown()
+			close(crashed)
+		}
+	}})
+	h.publish("order.created", "evt_dead", []byte(`{"bad":true}`))
+	select {
+	case <-crashed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the dead letter was never stored")
+	}
+	h.stop()
+	if got := r.count(); got != 1 {
+		t.Fatalf("requests before the crash: %d", got)
+	}
+
+	ns.start()
+	h = startHookjet(t, cfg, cli.Options{OnDeadLetter: func(string, string) { calls.Add(1) }})
+	// The message comes back once its AckWait (30s at least) has passed.
+	checkFor(t, 45*time.Second, 50*time.Millisecond, func() error {
+		if c := calls.Load(); c < 2 {
+			return fmt.Errorf("dead-letter calls %d, requests %d", c, r.count())
+		}
+		return nil
+	})
+	waitSettled(t, h.js, "strict", 10*time.Second)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	for name, want := range map[string]uint64{hjs.DLQStream: 1, hjs.EventsStream: 0} {
+		s, err := h.js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		si, err := s.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if si.State.Msgs != want {
+			t.Errorf("stream %s holds %d messages, want %d", name, si.State.Msgs, want)
+		}
+	}
+	dl := h.dlq("?endpoint=strict")
+	if len(dl) != 1 || dl[0].EventID != "evt_dead" || dl[0].Reason != "permanent" || dl[0].LastStatus != "422" {
+		t.Errorf("dead letters: %+v", dl)
+	}
+	if got := r.count(); got > 2 {
+		t.Errorf("the permanent failure was sent %d times, want at most 2", got)
+	}
+	t.Logf("requests %d, dead-letter calls %d, took %s", r.count(), calls.Load(), time.Since(start).Round(time.Millisecond))
+}
