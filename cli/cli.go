@@ -124,3 +124,12 @@ func parse(fs *flag.FlagSet, args []string) error {
 	}
 	return nil
 }
+
+// loadConfig reads the config file at path, or only defaults and the
+// environment when path is empty.
+func loadConfig(path string, getenv func(string) string) (*config.Config, error) {
+	if path == "" {
+		return config.Parse(nil, getenv)
+	}
+	return config.Load(path, getenv)
+}

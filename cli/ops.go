@@ -13,7 +13,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -33,7 +32,7 @@ func adminFlags(fs interface {
 	addr := fs.String("admin", "", "admin API address (default: admin.listen from the config)")
 	token := fs.String("token", "", "admin bearer token (default: admin.token from the config or $HOOKJET_ADMIN_TOKEN)")
 	return func() (*adminClient, error) {
-		cfg, err := config.Load(*path, getenv)
+		cfg, err := loadConfig(*path, getenv)
 		if err != nil {
 			return nil, err
 		}

@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -57,7 +56,7 @@ func runPublish(ctx context.Context, args []string, getenv func(string) string, 
 	if *contentType == "" && !json.Valid(body) {
 		return usagef("publish: --data is not valid JSON; set --content-type for other payloads")
 	}
-	cfg, err := config.Load(*path, getenv)
+	cfg, err := loadConfig(*path, getenv)
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _,
 	if fs.NArg() > 0 {
 		return usagef("serve: unexpected argument %q", fs.Arg(0))
 	}
-	cfg, err := config.Load(*path, getenv)
+	cfg, err := loadConfig(*path, getenv)
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _,
 			log.Info("shutting down", "grace", cfg.Worker.ShutdownGrace)
 			return s.Shutdown()
 		case <-hup:
-			next, err := config.Load(*path, getenv)
+			next, err := loadConfig(*path, getenv)
 			if err != nil {
 				log.Error("reload refused; keeping the running endpoints", "err", err)
 				continue
