@@ -2,7 +2,7 @@ package breaker
 
 import "errors"
 
-// ErrVersion is returned (wrapped, and logged by NewRegistry, which then skips
-// the record) when a persisted endpoint record has a version this build does
-// not understand.
-var ErrVersion = errors.New("unsupported breaker record version")
+// errVersion marks a persisted endpoint record of a version this build does
+// not understand. NewRegistry logs such records and starts those endpoints
+// afresh; no method returns it.
+var errVersion = errors.New("unsupported breaker record version")

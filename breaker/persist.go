@@ -40,7 +40,7 @@ func decodeRecord(data []byte) (record, error) {
 		return record{}, fmt.Errorf("decode breaker record: %w", err)
 	}
 	if rec.V != recordVersion {
-		return record{}, fmt.Errorf("breaker record version %d: %w", rec.V, ErrVersion)
+		return record{}, fmt.Errorf("breaker record version %d: %w", rec.V, errVersion)
 	}
 	return rec, nil
 }

@@ -217,8 +217,11 @@ func (r *Registry) Acquire(id string) (ok bool, wait time.Duration) {
 // firstAttempt feed the statistics. Record does no I/O unless the breaker
 // changes state. Results reported while the breaker is open, or while it is
 // half-open before its probe is out, come from requests sent before it
-// opened: they update the statistics but not the state. Unknown ids and
-// unknown results are ignored.
+// opened: they update the statistics but not the state. Acquire hands out
+// no token, so such a late result arriving while the probe is out would
+// count as the probe's; that needs a request to outlive the cooldown, which
+// the defaults (15s timeout, 5m cooldown) rule out. Unknown ids and unknown
+// results are ignored.
 func (r *Registry) Record(id string, res Result, latency time.Duration, firstAttempt bool) {
 	if res != Success && res != Failure && res != Neutral {
 		return

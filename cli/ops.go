@@ -73,7 +73,7 @@ func (c *adminClient) do(ctx context.Context, method, path string, in, out any) 
 	if err != nil {
 		return fmt.Errorf("admin API at %s: %w (is hookjet serve running?)", c.base, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return fmt.Errorf("admin API: %w", err)

@@ -88,7 +88,7 @@ func NewLogger(cfg config.Log, w io.Writer) *slog.Logger {
 	if cfg.Format == "json" {
 		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
 	}
-	return slog.New(tint.NewHandler(w, &tint.Options{Level: level, TimeFormat: time.DateTime, NoColor: !isTerminal(w)}))
+	return slog.New(tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: time.DateTime, NoColor: !isTerminal(w)}))
 }
 
 func isTerminal(w io.Writer) bool {

@@ -50,28 +50,22 @@ func parseErr(t *testing.T, data string, env map[string]string) error {
 	return err
 }
 
-// fieldErrs returns the FieldErrors inside err.
+// fieldErrs returns the FieldErrors that Parse or Validate joined into err.
 func fieldErrs(err error) []*FieldError {
 	var out []*FieldError
-	var walk func(error)
-	walk = func(e error) {
-		if fe, ok := errors.AsType[*FieldError](e); ok && fe == e {
-			out = append(out, fe)
-			return
-		}
-		if j, ok := e.(interface{ Unwrap() []error }); ok {
-			for _, x := range j.Unwrap() {
-				walk(x)
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if fe, ok := errors.AsType[*FieldError](e); ok {
+				out = append(out, fe)
 			}
 		}
 	}
-	walk(err)
 	return out
 }
 
-// wantKeyErr fails unless err holds a FieldError for key whose reason
-// contains substr.
-func wantKeyErr(t *testing.T, err error, key, substr string) *FieldError {
+// findKeyErr returns the FieldError in err for key whose reason contains
+// substr, failing the test if there is none.
+func findKeyErr(t *testing.T, err error, key, substr string) *FieldError {
 	t.Helper()
 	for _, fe := range fieldErrs(err) {
 		if fe.Key == key && strings.Contains(fe.Err.Error(), substr) {
@@ -83,6 +77,13 @@ func wantKeyErr(t *testing.T, err error, key, substr string) *FieldError {
 	}
 	t.Fatalf("no error for key %q containing %q in:\n%v", key, substr, err)
 	return nil
+}
+
+// wantKeyErr fails unless err holds a FieldError for key whose reason
+// contains substr.
+func wantKeyErr(t *testing.T, err error, key, substr string) {
+	t.Helper()
+	_ = findKeyErr(t, err, key, substr)
 }
 
 // endpointYAML is a minimal valid endpoints section.
@@ -452,5 +453,30 @@ endpoints:
 	}
 	if got := c.Endpoints[2]; len(got.Secrets) != 1 || got.Retry.MaxAttempts != 3 {
 		t.Errorf("aliased endpoint = %+v", got)
+	}
+}
+
+func TestManyEndpoints(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("security: {max_endpoints: 10000}\nendpoints:\n")
+	for i := range 10000 {
+		if i == 0 {
+			fmt.Fprintf(&b, "  - {id: e%d, url: 'https://e%d.example.com/', secrets: &s [%s], events: &ev [order.*, lead.*], retry: &r {max_attempts: 3}}\n", i, i, secretA)
+			continue
+		}
+		fmt.Fprintf(&b, "  - {id: e%d, url: 'https://e%d.example.com/', secrets: *s, events: *ev, retry: *r}\n", i, i)
+	}
+	c := mustParse(t, b.String(), nil)
+	if len(c.Endpoints) != 10000 || c.Endpoints[9999].Retry.MaxAttempts != 3 || len(c.Endpoints[9999].Events) != 2 {
+		t.Errorf("parsed %d endpoints, last %+v", len(c.Endpoints), c.Endpoints[len(c.Endpoints)-1])
+	}
+}
+
+func BenchmarkParse(b *testing.B) {
+	data := []byte(fullYAML)
+	for b.Loop() {
+		if _, err := Parse(data, nil); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

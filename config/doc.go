@@ -5,12 +5,14 @@
 //  1. [Default] values;
 //  2. the YAML file, strictly: an unknown or duplicate key is an error naming
 //     its path ("endpoints[0].retyr: unknown key"), durations need a unit
-//     ("5s", "1h30m"), and a null value leaves the default in place;
+//     ("5s", "1h30m"), a null value leaves the default in place, and
+//     anchors, aliases and "<<" merge keys work as in YAML 1.1;
 //  3. environment overrides HOOKJET_<SECTION>_<KEY> for every scalar or list
 //     key outside endpoints, derived from the YAML keys: HOOKJET_DATA_DIR,
 //     HOOKJET_NATS_URL, HOOKJET_STREAMS_DUPLICATE_WINDOW,
 //     HOOKJET_DEFAULTS_RETRY_MAX_ATTEMPTS, HOOKJET_SECURITY_ALLOW_CIDRS
-//     (comma separated) and so on; an empty variable counts as unset;
+//     (comma separated) and so on ([EnvVars] lists them); an empty
+//     variable counts as unset;
 //  4. endpoints, each starting from a copy of the resolved defaults and
 //     overriding them field by field, so that `retry: {max_attempts: 4}` keeps
 //     the default base, cap and max_age;

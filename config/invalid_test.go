@@ -23,7 +23,7 @@ func TestUnknownKeys(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := parseErr(t, tt.data, nil)
-			fe := wantKeyErr(t, err, tt.key, "unknown key")
+			fe := findKeyErr(t, err, tt.key, "unknown key")
 			if fe.Err.Error() != tt.reason {
 				t.Errorf("reason = %q, want %q", fe.Err, tt.reason)
 			}
@@ -81,7 +81,8 @@ func TestSyntaxErrors(t *testing.T) {
 		{"bad yaml", "a: [\n", "yaml:"},
 		{"tab indentation", "nats:\n\turl: x\n", "yaml:"},
 		{"two documents", "data_dir: a\n---\ndata_dir: b\n", "more than one YAML document"},
-		{"top level list", "- a\n", "want a mapping"},
+		{"top level list", "- a\n", "line 1: the top level must be a mapping of keys such as data_dir and endpoints, got a list"},
+		{"top level scalar", "hello\n", "got a scalar"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -58,16 +58,12 @@ func parse(data []byte, getenv func(string) string, readFile func(string) (strin
 	}
 	d.applyEnv(reflect.ValueOf(&c).Elem(), "", "HOOKJET")
 	if c.Admin.TokenFile != "" {
-		switch {
-		case !c.Admin.Token.IsZero():
+		if !c.Admin.Token.IsZero() {
 			d.fail("admin.token_file", errors.New("cannot be combined with admin.token"))
-		default:
-			v, err := readFile(c.Admin.TokenFile)
-			if err != nil {
-				d.fail("admin.token_file", err)
-			} else {
-				c.Admin.Token = NewSecret(v)
-			}
+		} else if v, err := readFile(c.Admin.TokenFile); err != nil {
+			d.fail("admin.token_file", err)
+		} else {
+			c.Admin.Token = NewSecret(v)
 		}
 	}
 	c.Endpoints = d.endpoints(c.Defaults)
@@ -124,7 +120,14 @@ func parseYAML(data []byte) (*yaml.Node, error) {
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, nil
 	}
-	return doc.Content[0], nil
+	root := doc.Content[0]
+	switch {
+	case root.Kind == yaml.ScalarNode && root.ShortTag() == tagNull:
+		return nil, nil
+	case root.Kind != yaml.MappingNode:
+		return nil, fmt.Errorf("line %d: the top level must be a mapping of keys such as data_dir and endpoints, got %s", root.Line, describe(root))
+	}
+	return root, nil
 }
 
 // nodeBudget bounds the YAML nodes a document of size bytes may expand to
@@ -322,6 +325,9 @@ func (d *decoder) mappingPairs(n *yaml.Node, key string, fn func(k, v *yaml.Node
 	var own [][2]*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind == yaml.AliasNode && k.Alias != nil {
+			k = k.Alias
+		}
 		if k.Kind == yaml.ScalarNode && k.ShortTag() == tagMerge {
 			d.merge(v, key, fn)
 			continue
@@ -454,14 +460,14 @@ func editDistance(a, b string) int {
 // comes from an environment variable.
 func (d *decoder) setScalar(v reflect.Value, s, tag string) error {
 	t := v.Type()
-	switch {
-	case t == secretType:
+	switch t {
+	case secretType:
 		sec, err := resolveSecret(s, d.getenv, d.readFile)
 		if err != nil {
 			return err
 		}
 		v.Set(reflect.ValueOf(sec))
-	case t == durationType:
+	case durationType:
 		dur, err := parseDuration(s)
 		if err != nil {
 			return err
@@ -472,15 +478,11 @@ func (d *decoder) setScalar(v reflect.Value, s, tag string) error {
 		case reflect.String:
 			v.SetString(s)
 		case reflect.Bool:
-			var b bool
-			var err error
-			if tag == "" {
-				b, err = strconv.ParseBool(s)
-			} else if tag != tagBool {
-				err = errors.New("not a boolean")
-			} else {
-				b = strings.EqualFold(s, "true")
+			if tag != "" && tag != tagBool {
+				return errors.New("want true or false")
 			}
+			// YAML writes true, True or TRUE; the environment also 1, t, ...
+			b, err := strconv.ParseBool(strings.ToLower(s))
 			if err != nil {
 				return errors.New("want true or false")
 			}
@@ -494,11 +496,9 @@ func (d *decoder) setScalar(v reflect.Value, s, tag string) error {
 				base = 0 // YAML integers may be written 0x1F, 0o17, 1_000
 			}
 			i, err := strconv.ParseInt(s, base, t.Bits())
-			if err != nil {
-				var ne *strconv.NumError
-				if errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) {
-					return errors.New("integer out of range")
-				}
+			if errors.Is(err, strconv.ErrRange) {
+				return errors.New("integer out of range")
+			} else if err != nil {
 				return errors.New("want an integer")
 			}
 			v.SetInt(i)

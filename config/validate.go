@@ -3,10 +3,12 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,7 +83,7 @@ func (c *Config) validate() problems {
 	c.validateSecurity(&p)
 
 	var defaults problems
-	c.Defaults.validate(&defaults, "defaults")
+	validateSettings(&defaults, "defaults", c.Defaults)
 	p = append(p, defaults...)
 	c.validateEndpoints(&p, defaults)
 	return p
@@ -185,9 +187,9 @@ func (c *Config) validateSecurity(p *problems) {
 	}
 }
 
-// validate checks settings whose keys start with prefix ("defaults" or
-// "endpoints[i]").
-func (s Settings) validate(p *problems, prefix string) {
+// validateSettings checks settings whose keys start with prefix ("defaults"
+// or "endpoints[i]").
+func validateSettings(p *problems, prefix string, s Settings) {
 	key := func(k string) string { return prefix + "." + k }
 	if s.Timeout < minTimeout || s.Timeout > maxTimeout {
 		p.add(key("timeout"), "must be between %s and %s, got %s", minTimeout, maxTimeout, s.Timeout)
@@ -272,7 +274,7 @@ func (c *Config) validateEndpoints(p *problems, defaultProblems problems) {
 		validateHeaders(p, key("headers"), e.Headers)
 
 		var sp problems
-		e.Settings.validate(&sp, prefix)
+		validateSettings(&sp, prefix, e.Settings)
 		for _, fe := range sp {
 			if !inherited[strings.TrimPrefix(fe.Error(), prefix+".")] {
 				*p = append(*p, fe)
@@ -380,7 +382,8 @@ var reservedHeaders = map[string]bool{
 // a value.
 func validateHeaders(p *problems, key string, headers map[string]Secret) {
 	seen := make(map[string]string, len(headers))
-	for name, value := range headers {
+	for _, name := range slices.Sorted(maps.Keys(headers)) { // a stable order of errors
+		value := headers[name]
 		hk := key + "." + name
 		lower := strings.ToLower(name)
 		switch {
@@ -392,8 +395,7 @@ func validateHeaders(p *problems, key string, headers map[string]Secret) {
 			continue
 		}
 		if other, dup := seen[lower]; dup {
-			// Map order is random; name the pair in a stable order.
-			p.add(key, "%q and %q are the same header", min(name, other), max(name, other))
+			p.add(key, "%q and %q are the same header", other, name)
 		}
 		seen[lower] = name
 		if strings.ContainsFunc(value.Reveal(), func(r rune) bool { return (r < ' ' && r != '\t') || r == 0x7f }) {

@@ -53,7 +53,7 @@ func encodeSeen(seq uint64, at time.Time) []byte {
 
 func decodeSeen(v []byte) (seq uint64, atNanos int64, err error) {
 	if len(v) != seenLen || v[0] != entryVersion {
-		return 0, 0, fmt.Errorf("seen entry of %d bytes: %w", len(v), ErrRecord)
+		return 0, 0, fmt.Errorf("seen entry of %d bytes: %w", len(v), errMalformed)
 	}
 	return binary.BigEndian.Uint64(v[1:9]), int64(binary.BigEndian.Uint64(v[9:])), nil
 }
@@ -66,7 +66,7 @@ func encodeDelivered(at time.Time) []byte {
 
 func decodeDelivered(v []byte) (atNanos int64, err error) {
 	if len(v) != deliveredLen || v[0] != entryVersion {
-		return 0, fmt.Errorf("delivered entry of %d bytes: %w", len(v), ErrRecord)
+		return 0, fmt.Errorf("delivered entry of %d bytes: %w", len(v), errMalformed)
 	}
 	return int64(binary.BigEndian.Uint64(v[1:])), nil
 }

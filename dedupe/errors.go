@@ -11,7 +11,8 @@ var (
 	// or one longer than MaxIDLen bytes.
 	ErrInvalidID = errors.New("invalid id")
 
-	// ErrRecord is returned (wrapped) when a stored entry cannot be
-	// decoded, for example one written by a newer hookjet.
-	ErrRecord = errors.New("malformed ledger entry")
+	// errMalformed describes a stored entry that cannot be decoded. Lookups
+	// log it and treat the entry as absent, so that the next write repairs
+	// it.
+	errMalformed = errors.New("malformed ledger entry")
 )

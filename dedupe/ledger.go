@@ -51,8 +51,8 @@ func WithBatch(maxSize int, maxDelay time.Duration) Option {
 	}
 }
 
-// WithLogger sets the logger for sweep and commit failures; the default
-// discards.
+// WithLogger sets the logger for sweep and commit failures and malformed
+// entries; the default discards.
 func WithLogger(log *slog.Logger) Option {
 	return func(l *Ledger) { l.log = log }
 }
@@ -234,7 +234,8 @@ func (l *Ledger) lookupSeen(eventID string) (seq uint64, atNanos int64, found bo
 	}
 	seq, atNanos, err = decodeSeen(v)
 	if err != nil {
-		return 0, 0, false, fmt.Errorf("event id %q: %w", eventID, err)
+		l.log.Warn("ignoring malformed dedupe entry", "event_id", eventID, "err", err)
+		return 0, 0, false, nil
 	}
 	return seq, atNanos, true, nil
 }
@@ -272,7 +273,8 @@ func (l *Ledger) Delivered(endpoint, eventID string) (bool, error) {
 	}
 	atNanos, err := decodeDelivered(v)
 	if err != nil {
-		return false, fmt.Errorf("delivery of %q to %q: %w", eventID, endpoint, err)
+		l.log.Warn("ignoring malformed dedupe entry", "endpoint", endpoint, "event_id", eventID, "err", err)
+		return false, nil
 	}
 	return l.live(atNanos, now), nil
 }

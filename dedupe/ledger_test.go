@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookjet/hookjet/dedupe"
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 const ttl = time.Hour
@@ -115,10 +116,9 @@ func TestFirstSeenConcurrent(t *testing.T) {
 func TestMarkDeliveredDoneAfterCommit(t *testing.T) {
 	f := newFixture(t, ttl)
 	type result struct {
-		err      error
-		inFile   bool
-		viewErr  error
-		received int
+		err     error
+		inFile  bool
+		viewErr error
 	}
 	const n = 50
 	results := make(chan result, n)
@@ -272,8 +272,8 @@ func TestCommitFailure(t *testing.T) {
 	}
 	errc := make(chan error, 1)
 	f.ledger.MarkDelivered("crm", "evt", func(err error) { errc <- err })
-	if err := <-errc; !errors.Is(err, bolt.ErrDatabaseNotOpen) {
-		t.Fatalf("done(%v), want an error wrapping bolt.ErrDatabaseNotOpen", err)
+	if err := <-errc; !errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
+		t.Fatalf("done(%v), want an error wrapping ErrDatabaseNotOpen", err)
 	}
 	if st := f.ledger.Stats(); st.CommitErrors != 1 || st.Commits != 0 {
 		t.Errorf("Stats = %+v, want 1 commit error and no commits", st)
@@ -452,6 +452,33 @@ func TestInvalidIDs(t *testing.T) {
 	f.markDelivered(t, maxID, maxID)
 	if _, _, err := f.ledger.FirstSeen(maxID, 1); err != nil {
 		t.Errorf("FirstSeen with the longest id: %v", err)
+	}
+}
+
+func TestMalformedEntriesAreRepaired(t *testing.T) {
+	f := newFixture(t, ttl)
+	err := f.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket([]byte("dedupe_seen")).Put([]byte("evt"), []byte{9, 9}); err != nil {
+			return err
+		}
+		return tx.Bucket([]byte("dedupe_delivered")).Put(append([]byte{3}, "crmevt"...), []byte{2})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := f.ledger.Delivered("crm", "evt"); ok || err != nil {
+		t.Errorf("Delivered on a malformed entry = %v, %v; want false, nil", ok, err)
+	}
+	if first, dup, err := f.ledger.FirstSeen("evt", 5); first != 5 || dup || err != nil {
+		t.Fatalf("FirstSeen on a malformed entry = (%d, %v, %v), want (5, false, nil)", first, dup, err)
+	}
+	f.markDelivered(t, "crm", "evt")
+	f.restart(t) // past the queue: the file answers
+	if first, dup, err := f.ledger.FirstSeen("evt", 6); first != 5 || !dup || err != nil {
+		t.Errorf("FirstSeen after repair = (%d, %v, %v), want (5, true, nil)", first, dup, err)
+	}
+	if ok, err := f.ledger.Delivered("crm", "evt"); !ok || err != nil {
+		t.Errorf("Delivered after repair = %v, %v; want true, nil", ok, err)
 	}
 }
 

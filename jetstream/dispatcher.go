@@ -646,8 +646,8 @@ func (d *Dispatcher) handle(w *worker, msg natsjs.Msg) {
 	st.Last = res.Sent
 	st.Status = res.Status
 	first := st.Attempts == 1
-	switch {
-	case res.Class == deliver.Success:
+	switch res.Class {
+	case deliver.Success:
 		w.okAttempts.Inc()
 		if first {
 			w.okFirst.Inc()

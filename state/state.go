@@ -8,6 +8,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 const (
@@ -74,14 +75,14 @@ func open(path string, opts *bolt.Options) (db *bolt.DB, err error) {
 	switch {
 	case err == nil:
 		return db, nil
-	case errors.Is(err, bolt.ErrTimeout):
+	case errors.Is(err, bolterrors.ErrTimeout):
 		return nil, &openError{
 			msg:      fmt.Sprintf("state file %s is locked by another process (is another hookjet using the same data_dir?)", path),
 			sentinel: ErrLocked,
 			cause:    err,
 		}
-	case errors.Is(err, bolt.ErrInvalid), errors.Is(err, bolt.ErrVersionMismatch),
-		errors.Is(err, bolt.ErrChecksum), errors.Is(err, bolt.ErrInvalidMapping):
+	case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrVersionMismatch),
+		errors.Is(err, bolterrors.ErrChecksum), errors.Is(err, bolterrors.ErrInvalidMapping):
 		return nil, corrupt(path, err)
 	default:
 		return nil, fmt.Errorf("open state file %s: %w", path, err)

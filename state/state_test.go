@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookjet/hookjet/state"
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // openTemp opens a fresh state file and closes it, after an integrity check,
@@ -115,8 +116,8 @@ func TestOpenLocked(t *testing.T) {
 			if !errors.Is(err, state.ErrLocked) {
 				t.Fatalf("err = %v, want ErrLocked", err)
 			}
-			if !errors.Is(err, bolt.ErrTimeout) {
-				t.Errorf("err = %v, want it to wrap bolt.ErrTimeout", err)
+			if !errors.Is(err, bolterrors.ErrTimeout) {
+				t.Errorf("err = %v, want it to wrap bolterrors.ErrTimeout", err)
 			}
 			if errors.Is(err, state.ErrCorrupt) {
 				t.Errorf("err = %v also matches ErrCorrupt", err)

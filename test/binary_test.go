@@ -35,7 +35,7 @@ func hookjetBinary(t *testing.T) string {
 		binPath = filepath.Join(dir, "hookjet")
 		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/hookjet").CombinedOutput()
 		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
 		}
 	})
 	if buildErr != nil {
