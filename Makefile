@@ -4,7 +4,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -X github.com/hookjet/hookjet/cli.Version=$(VERSION)
 TOOLS    := $(CURDIR)/bin/tools
 GOLANGCI := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
-PROMTOOL := github.com/prometheus/prometheus/cmd/promtool@v0.310.0
+PROMETHEUS := github.com/prometheus/prometheus@v0.310.0
 
 .PHONY: build run listen test check fmt-check vet lint fuzz promtool bench tools clean
 
@@ -35,8 +35,12 @@ vet:
 $(TOOLS)/golangci-lint:
 	GOBIN=$(TOOLS) $(GO) install $(GOLANGCI)
 
+# promtool cannot be `go install`ed (prometheus' go.mod has replace
+# directives): build it inside its module in the module cache. Slow once.
 $(TOOLS)/promtool:
-	GOBIN=$(TOOLS) $(GO) install $(PROMTOOL)
+	@mkdir -p $(TOOLS)
+	dir=$$(cd / && GOFLAGS= $(GO) mod download -json $(PROMETHEUS) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+	cd "$$dir" && GOWORK=off GOFLAGS=-mod=mod $(GO) build -o $(TOOLS)/promtool ./cmd/promtool
 
 tools: $(TOOLS)/golangci-lint $(TOOLS)/promtool
 
@@ -52,6 +56,7 @@ fuzz:
 
 promtool: $(TOOLS)/promtool
 	$(TOOLS)/promtool check rules deploy/prometheus/alerts.yml
+	$(TOOLS)/promtool test rules deploy/prometheus/alerts_test.yml
 
 ## bench: micro benchmarks, then the end-to-end harness against the raw HTTP ceiling
 bench:
