@@ -187,10 +187,15 @@ func TestBinaryServePublishSIGTERM(t *testing.T) {
 func TestBinaryExitCodes(t *testing.T) {
 	bin := hookjetBinary(t)
 	dir := t.TempDir()
-	bad := filepath.Join(dir, "bad.yaml")
-	if err := os.WriteFile(bad, []byte("endpoints:\n  - id: Bad Id\n    url: ftp://x\n    secrets: [nope]\n"), 0o600); err != nil {
-		t.Fatal(err)
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
+	bad := write("bad.yaml", "endpoints:\n  - id: Bad Id\n    url: ftp://x\n    secrets: [nope]\n")
+	ep := "endpoints:\n  - id: ok\n    url: https://example.com/h\n    secrets: [" + secretA + "]\n"
 	cases := []struct {
 		name string
 		args []string
@@ -203,12 +208,24 @@ func TestBinaryExitCodes(t *testing.T) {
 		{"bad flag", []string{"serve", "--nope"}, 2, "flag provided but not defined"},
 		{"invalid config", []string{"serve", "--config", bad}, 2, "endpoints[0].url"},
 		{"missing config file", []string{"serve", "--config", filepath.Join(dir, "missing.yaml")}, 2, "missing.yaml"},
+		{"unknown key", []string{"serve", "--config", write("k.yaml", "nats:\n  urll: x\n")}, 2, "nats.urll"},
+		{"duration without unit", []string{"serve", "--config", write("d.yaml", "defaults:\n  timeout: 15\n")}, 2, "defaults.timeout"},
+		{"short secret", []string{"serve", "--config", write("s.yaml", "endpoints:\n  - id: a\n    url: https://example.com\n    secrets: [whsec_c2hvcnQ=]\n")}, 2, "endpoints[0].secrets[0]"},
+		{"duplicate id", []string{"serve", "--config", write("dup.yaml", ep+"  - id: ok\n    url: https://example.org\n    secrets: ["+secretB+"]\n")}, 2, "endpoints[1].id"},
+		{"reserved header", []string{"serve", "--config", write("h.yaml", ep+"    headers: {webhook-signature: x}\n")}, 2, "endpoints[0].headers"},
+		{"https only", []string{"serve", "--config", write("t.yaml", "security:\n  https_only: true\nendpoints:\n  - id: a\n    url: http://example.com\n    secrets: ["+secretA+"]\n")}, 2, "endpoints[0].url"},
+		{"admin without token", []string{"serve", "--config", write("a.yaml", "admin:\n  listen: 0.0.0.0:8089\n")}, 2, "admin"},
+		{"bad env override", []string{"serve"}, 2, "HOOKJET_WORKER_CONCURRENCY"},
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, bin, tt.args...)
+			cmd.Env = append(os.Environ(), "HOOKJET_DATA_DIR="+t.TempDir())
+			if tt.name == "bad env override" {
+				cmd.Env = append(cmd.Env, "HOOKJET_WORKER_CONCURRENCY=lots")
+			}
 			out, _ := cmd.CombinedOutput()
 			code := cmd.ProcessState.ExitCode()
 			if code != tt.code || !strings.Contains(string(out), tt.want) {

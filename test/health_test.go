@@ -7,8 +7,37 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/hookjet/hookjet/cli"
 )
+
+// gauge returns the series of a per-endpoint metric as a collector that
+// testutil can read. The gauges are refreshed from live state first.
+func (h *hookjet) gauge(reg *prometheus.Registry, name, endpoint string) prometheus.Collector {
+	h.t.Helper()
+	h.api("GET", "/api/v1/summary", h.cfg.Admin.Token.Reveal(), nil, nil) // refreshes the state gauges
+	mfs, err := reg.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "endpoint" && lp.GetValue() == endpoint {
+					v := m.GetGauge().GetValue()
+					return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name}, func() float64 { return v })
+				}
+			}
+		}
+	}
+	h.t.Fatalf("no series %s{endpoint=%q}", name, endpoint)
+	return nil
+}
 
 type breakerView struct {
 	State               string `json:"state"`
@@ -56,7 +85,8 @@ func TestBreakerIsolatesDeadEndpointAndSurvivesRestart(t *testing.T) {
 			Extra: "    retry: {max_attempts: 1000, base: 20ms, cap: 100ms}\n    breaker: {failure_threshold: 3, cooldown: 3s, max_cooldown: 6s}\n"},
 		endpointYAML{ID: "healthy", URL: healthy.URL, Events: []string{"order.*"}},
 	)
-	h := startHookjet(t, cfg, cli.Options{})
+	reg := prometheus.NewRegistry()
+	h := startHookjet(t, cfg, cli.Options{Registry: reg})
 	const n = 50
 	for i := range n {
 		h.publish("order.created", fmt.Sprintf("evt_%d", i), []byte(`{}`))
@@ -70,6 +100,13 @@ func TestBreakerIsolatesDeadEndpointAndSurvivesRestart(t *testing.T) {
 		}
 		return nil
 	})
+	// The transition moved the gauge (0 closed, 1 half-open, 2 open).
+	if got := testutil.ToFloat64(h.gauge(reg, "hookjet_breaker_state", "down")); got != 2 {
+		t.Errorf("hookjet_breaker_state{endpoint=down} = %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(h.gauge(reg, "hookjet_breaker_state", "healthy")); got != 0 {
+		t.Errorf("hookjet_breaker_state{endpoint=healthy} = %v, want 0", got)
+	}
 	opened := down.count()
 	if opened < 3 || opened > 3+16 { // threshold, plus what was already in flight
 		t.Fatalf("down endpoint got %d requests before its breaker opened", opened)
