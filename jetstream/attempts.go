@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 )
 
@@ -60,10 +61,14 @@ func (d *Dispatcher) saveAttempts(ctx context.Context, endpoint string, seq uint
 	return nil
 }
 
+// forgetAttempts purges a settled message's attempt state. It publishes the
+// KV purge marker without waiting for the server (it runs on the ledger's
+// commit goroutine); if it is lost, the bucket's TTL removes the entry.
 func (d *Dispatcher) forgetAttempts(endpoint string, seq uint64) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := d.attempts.Purge(ctx, attemptKey(endpoint, seq)); err != nil {
+	m := nats.NewMsg("$KV." + AttemptsBucket + "." + attemptKey(endpoint, seq))
+	m.Header.Set("KV-Operation", "PURGE")
+	m.Header.Set("Nats-Rollup", "sub")
+	if err := d.o.NC.PublishMsg(m); err != nil {
 		d.log.Debug("purge attempt state", "endpoint", endpoint, "seq", seq, "err", err)
 	}
 }

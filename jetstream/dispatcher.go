@@ -498,12 +498,12 @@ func (d *Dispatcher) pump(ctx context.Context, w *worker, it natsjs.MessagesCont
 		m.InFlight.Set(float64(d.inFlightN.Add(1)))
 		go func() {
 			defer d.inflight.Done()
-			defer func() {
-				<-d.global
+			settled := d.handle(w, msg, release)
+			<-d.global
+			m.InFlight.Set(float64(d.inFlightN.Add(-1)))
+			if !settled {
 				release()
-				m.InFlight.Set(float64(d.inFlightN.Add(-1)))
-			}()
-			d.handle(w, msg)
+			}
 		}()
 	}
 }
@@ -561,14 +561,19 @@ func (d *Dispatcher) eventOf(msg natsjs.Msg, meta *natsjs.MsgMetadata) event {
 
 // handle delivers one message to one endpoint and settles it: ack after a 2xx
 // (once the ledger holds it), a delayed nak for a retry, or a dead letter.
-func (d *Dispatcher) handle(w *worker, msg natsjs.Msg) {
+//
+// After a 2xx the endpoint's in-flight slot stays taken until the ledger has
+// committed the delivery and the ack is sent: handle then returns true and
+// calls release itself. So what a crash can resend is bounded by
+// max_in_flight per endpoint, answered-but-unacked deliveries included.
+func (d *Dispatcher) handle(w *worker, msg natsjs.Msg, release func()) (releases bool) {
 	id := w.ep.ID
 	m := d.o.Metrics
 	meta, err := msg.Metadata()
 	if err != nil {
 		d.o.Breakers.Release(id)
 		d.log.Error("message without metadata", "endpoint", id, "err", err)
-		return
+		return false
 	}
 	ev := d.eventOf(msg, meta)
 	log := msgLog{l: d.log, endpoint: id, ev: &ev}
@@ -581,34 +586,36 @@ func (d *Dispatcher) handle(w *worker, msg natsjs.Msg) {
 			m.Duplicates.WithLabelValues("ledger").Inc()
 			log.Debug("duplicate event id; not delivered again")
 			d.ack(log, msg)
-			return
+			return false
 		}
+	}
+	// Checked on every delivery, not only redeliveries: a server that lost
+	// consumer state in a crash redelivers with a count of 1.
+	if done, err := d.o.Ledger.Delivered(id, ev.id); err == nil && done {
+		d.o.Breakers.Release(id)
+		m.Duplicates.WithLabelValues("delivered").Inc()
+		d.ack(log, msg)
+		return false
 	}
 	var st attemptState
 	if meta.NumDelivered > 1 {
-		if done, err := d.o.Ledger.Delivered(id, ev.id); err == nil && done {
-			d.o.Breakers.Release(id)
-			m.Duplicates.WithLabelValues("delivered").Inc()
-			d.ack(log, msg)
-			return
-		}
 		st, err = d.loadAttempts(d.sendCtx, id, ev.seq)
 		if err != nil {
 			d.o.Breakers.Release(id)
 			d.infraDefer(log, w, msg, err)
-			return
+			return false
 		}
 		if st.DeadLettered != "" {
 			d.o.Breakers.Release(id)
 			d.term(log, msg, st.DeadLettered)
-			return
+			return false
 		}
 	}
 	if max := d.maxPayload; max > 0 && len(msg.Data()) > max {
 		d.o.Breakers.Release(id)
 		st.Error = fmt.Sprintf("payload of %d bytes exceeds security.max_payload_bytes (%d)", len(msg.Data()), max)
 		d.deadLetter(log, w, msg, ev, st, "rejected")
-		return
+		return false
 	}
 	if age := d.now().Sub(ev.at); age > w.ep.Retry.MaxAge {
 		d.o.Breakers.Release(id)
@@ -616,7 +623,7 @@ func (d *Dispatcher) handle(w *worker, msg natsjs.Msg) {
 			st.Error = fmt.Sprintf("not delivered within retry.max_age (%s)", w.ep.Retry.MaxAge)
 		}
 		d.deadLetter(log, w, msg, ev, st, "expired")
-		return
+		return false
 	}
 
 	h := msg.Headers()
@@ -637,7 +644,7 @@ func (d *Dispatcher) handle(w *worker, msg natsjs.Msg) {
 		if err := msg.Nak(); err != nil {
 			log.Debug("nak", "err", err)
 		}
-		return
+		return false
 	}
 	st.Attempts++
 	if st.First.IsZero() {
@@ -672,11 +679,12 @@ func (d *Dispatcher) handle(w *worker, msg natsjs.Msg) {
 				log.Warn("ledger write failed; acking anyway", "err", err)
 			}
 			d.ack(log, msg)
+			release()
 			if retried {
 				d.forgetAttempts(id, ev.seq)
 			}
 		})
-		return
+		return true
 	case deliver.Transient:
 		d.o.Breakers.Record(id, breaker.Failure, res.Latency, first)
 	case deliver.Rejected:
@@ -703,6 +711,7 @@ func (d *Dispatcher) handle(w *worker, msg natsjs.Msg) {
 	default:
 		d.deadLetter(log, w, msg, ev, st, "permanent")
 	}
+	return false
 }
 
 func (d *Dispatcher) retry(log msgLog, w *worker, msg natsjs.Msg, ev event, st attemptState, delay time.Duration) {

@@ -23,7 +23,15 @@ var (
 	buildErr  error
 )
 
-// hookjetBinary builds cmd/hookjet once per test run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		_ = os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// hookjetBinary builds cmd/hookjet once per test run; TestMain removes it.
 func hookjetBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {

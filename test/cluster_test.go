@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -199,7 +198,10 @@ func publishOne(ctx context.Context, js natsjs.JetStream, id string, st *pubStat
 	var last error
 	for attempt := 0; ; attempt++ {
 		if ctx.Err() != nil {
-			return fmt.Errorf("publish %s: gave up after %d attempts: %w (last error: %v)", id, attempt, ctx.Err(), last)
+			if last == nil {
+				return fmt.Errorf("publish %s: %w", id, ctx.Err())
+			}
+			return fmt.Errorf("publish %s: gave up after %d attempts: %w (last error: %w)", id, attempt, ctx.Err(), last)
 		}
 		if attempt > 0 {
 			st.retries.Add(1)
@@ -303,6 +305,7 @@ func TestExternalNATSRestartNoLoss(t *testing.T) {
 		return nil
 	})
 	atCrash := st.acked.Load()
+	stopped := time.Now()
 	ns.shutdown()
 	time.Sleep(500 * time.Millisecond) // the outage
 	ns.start()
@@ -315,6 +318,7 @@ func TestExternalNATSRestartNoLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitAllDelivered(t, r, ids, 45*time.Second)
+	t.Logf("all %d events arrived %s after the server was stopped", len(ids), time.Since(stopped).Round(time.Millisecond))
 
 	// hookjet carries on: ready, and a new event is delivered.
 	checkFor(t, 10*time.Second, 50*time.Millisecond, func() error {
@@ -324,7 +328,9 @@ func TestExternalNATSRestartNoLoss(t *testing.T) {
 		return nil
 	})
 	after := eventIDs("evt_after", 10)
-	if err := publishRetrying(ctx, js, after, 1, 0, &st); err != nil {
+	actx, acancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer acancel()
+	if err := publishRetrying(actx, js, after, 1, 0, &st); err != nil {
 		t.Fatal(err)
 	}
 	waitAllDelivered(t, r, after, 10*time.Second)
@@ -341,7 +347,7 @@ func TestClusterNodeLossR3(t *testing.T) {
 	r := newReceiver(t, []string{secretA, secretB}, nil)
 	cfg := testConfig(t, t.TempDir(), "streams:\n  replicas: 3\n", endpointYAML{ID: "sink", URL: r.URL})
 	cfg.NATS.URL = clusterURL(nodes)
-	startHookjet(t, cfg, cli.Options{})
+	h := startHookjet(t, cfg, cli.Options{})
 	_, js := connectJS(t, clusterURL(nodes))
 
 	info := func() (*natsjs.StreamInfo, error) {
@@ -384,6 +390,7 @@ func TestClusterNodeLossR3(t *testing.T) {
 		return nil
 	})
 	atCrash := st.acked.Load()
+	stopped := time.Now()
 	victim.shutdown()
 	t.Logf("stopped %s (stream leader) after %d of %d events were acked", victim.name, atCrash, len(ids))
 	// Publishing goes on while the node is away: until the stream has a new leader.
@@ -407,6 +414,7 @@ func TestClusterNodeLossR3(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitAllDelivered(t, r, ids, 45*time.Second)
+	t.Logf("all %d events arrived %s after the node was stopped", len(ids), time.Since(stopped).Round(time.Millisecond))
 	// The restarted node catches up and the stream is whole again.
 	checkFor(t, 15*time.Second, 100*time.Millisecond, func() error {
 		si, err := info()
@@ -423,8 +431,19 @@ func TestClusterNodeLossR3(t *testing.T) {
 		}
 		return nil
 	})
+	// hookjet carries on: ready, and new events are delivered.
+	if code := h.api("GET", "/readyz", "", nil, nil); code != 200 {
+		t.Fatalf("readyz: HTTP %d", code)
+	}
+	after := eventIDs("evt_r3_after", 10)
+	actx, acancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer acancel()
+	if err := publishRetrying(actx, js, after, 1, 0, &st); err != nil {
+		t.Fatal(err)
+	}
+	waitAllDelivered(t, r, after, 10*time.Second)
 	t.Logf("requests %d for %d events (%d duplicate requests), publish retries %d, duplicate PubAcks %d, took %s",
-		r.count(), len(ids), r.count()-r.distinct(), st.retries.Load(), st.duplicates.Load(), time.Since(start).Round(time.Millisecond))
+		r.count(), len(ids)+len(after), r.count()-r.distinct(), st.retries.Load(), st.duplicates.Load(), time.Since(start).Round(time.Millisecond))
 }
 
 // successes sums hookjet_attempts_total{class="success"} in reg.
