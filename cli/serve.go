@@ -129,9 +129,9 @@ type Server struct {
 	registry *prometheus.Registry
 
 	stopLedger, stopBreakers, stopGauges, stopSync context.CancelFunc
-	ledgerDone, breakersDone, gaugesDone, syncDone   chan struct{}
-	adminDone                            chan struct{}
-	once                                 sync.Once
+	ledgerDone, breakersDone, gaugesDone, syncDone chan struct{}
+	adminDone                                      chan struct{}
+	once                                           sync.Once
 }
 
 // Start brings hookjet up and returns once it is delivering and its admin API

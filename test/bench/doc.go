@@ -27,5 +27,8 @@
 //	cost           10 endpoints at 116 events/s (10 million a day); CPU share of one core
 //
 // -quick runs smaller counts and shorter durations for a smoke test;
-// -cpuprofile writes a CPU profile of the healthy10 delivery window.
+// -cpuprofile FILE writes a CPU profile of the measured window of the
+// scenario named by -profile (default healthy10), -memprofile FILE a heap
+// profile at the end of that window; -log FILE keeps hookjet's
+// warnings and errors (otherwise they are only counted).
 package main

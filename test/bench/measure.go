@@ -32,31 +32,55 @@ func resetPeakRSS() bool {
 	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
 }
 
-// memStatus returns VmHWM (peak) and VmRSS (current) of this process in
-// bytes, from /proc/self/status; zero where unknown.
-func memStatus() (peak, current int64) {
+// memStatus reads the memory lines of /proc/self/status, in bytes:
+// VmHWM (peak RSS), VmRSS, RssAnon and RssFile (mapped files, such as the
+// bbolt state file); zero where unknown.
+func memStatus() map[string]int64 {
+	out := map[string]int64{}
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		return 0, 0
+		return out
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
-		line := sc.Text()
-		key, val, ok := strings.Cut(line, ":")
-		if !ok || (key != "VmHWM" && key != "VmRSS") {
+		key, val, ok := strings.Cut(sc.Text(), ":")
+		if !ok || !strings.HasPrefix(key, "Vm") && !strings.HasPrefix(key, "Rss") {
 			continue
 		}
 		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(val), " kB"), 10, 64)
-		if err != nil {
-			continue
-		}
-		if key == "VmHWM" {
-			peak = kb << 10
-		} else {
-			current = kb << 10
+		if err == nil {
+			out[key] = kb << 10
 		}
 	}
-	return peak, current
+	return out
+}
+
+// machineCPU is the CPU time every process on the machine has used since
+// boot (all of /proc/stat's "cpu" line but idle and iowait), at the usual
+// USER_HZ of 100; zero if unknown. Minus this process's own time over a window
+// it shows how much other processes competed with the run.
+func machineCPU() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0
+	}
+	var busy int64
+	for i, v := range f[1:] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0
+		}
+		busy += n
+	}
+	return time.Duration(busy) * 10 * time.Millisecond
 }
 
 // latencyStats summarises publish→delivery latencies in milliseconds.
@@ -106,5 +130,3 @@ func round(v float64, digits int) float64 {
 	}
 	return float64(int64(v*p+0.5)) / p
 }
-
-func mib(b int64) float64 { return round(float64(b)/(1<<20), 1) }

@@ -6,7 +6,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -35,20 +34,24 @@ const (
 	sigSample = 256
 )
 
-// receiver is the loopback HTTP server every scenario delivers to: one
-// listener, path /e/<endpoint index> per endpoint. Its behaviour and counters
-// live in the current run, swapped between scenarios.
+// receiver is the loopback HTTP server a scenario delivers to: one listener,
+// path /e/<endpoint index> per endpoint. Each scenario has its own, closed at
+// its end, so no keep-alive connection (and no goroutine on either side of
+// one) outlives the scenario.
 type receiver struct {
-	srv  *http.Server
-	ln   net.Listener
-	base string // http://127.0.0.1:port
-	key  []byte // decoded signing secret
-	cur  atomic.Pointer[run]
-	bufs sync.Pool
-	done chan struct{}
+	srv   *http.Server
+	ln    net.Listener
+	base  string // http://127.0.0.1:port
+	key   []byte // decoded signing secret
+	x     *tally
+	bufs  sync.Pool
+	done  chan struct{}
+	close func()
 }
 
-func newReceiver(key []byte) (*receiver, error) {
+// newReceiver starts a receiver that counts requests in x and checks
+// signatures made with key.
+func newReceiver(key []byte, x *tally) (*receiver, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("receiver: %w", err)
@@ -57,10 +60,17 @@ func newReceiver(key []byte) (*receiver, error) {
 		ln:   ln,
 		base: "http://" + ln.Addr().String(),
 		key:  key,
+		x:    x,
 		bufs: sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 1024)) }},
 		done: make(chan struct{}),
 	}
 	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
+	// Close stops the server and every connection; handlers waiting for a
+	// dead endpoint's client see their request context end.
+	r.close = sync.OnceFunc(func() {
+		_ = r.srv.Close()
+		<-r.done
+	})
 	go func() {
 		defer close(r.done)
 		_ = r.srv.Serve(ln) // returns http.ErrServerClosed on Close
@@ -71,16 +81,6 @@ func newReceiver(key []byte) (*receiver, error) {
 // url is the URL of endpoint i.
 func (r *receiver) url(i int) string { return r.base + "/e/" + strconv.Itoa(i) }
 
-// setRun makes run the one requests are counted in.
-func (r *receiver) setRun(x *run) { r.cur.Store(x) }
-
-// close stops the server; handlers waiting for a dead endpoint's client see
-// their request context end.
-func (r *receiver) close() {
-	_ = r.srv.Close()
-	<-r.done
-}
-
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	buf := r.bufs.Get().(*bytes.Buffer)
 	defer func() { buf.Reset(); r.bufs.Put(buf) }()
@@ -89,11 +89,7 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	body := buf.Bytes()
-	x := r.cur.Load()
-	if x == nil {
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
+	x := r.x
 	ep, err := strconv.Atoi(strings.TrimPrefix(req.URL.Path, "/e/"))
 	if err != nil || ep < 0 || ep >= len(x.behave) {
 		x.bad.Add(1)
@@ -124,9 +120,9 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// run counts one scenario's requests at the receiver. Event n goes to
+// tally counts one scenario's requests at the receiver. Event n goes to
 // endpoint n % endpoints; each endpoint expects its share of events.
-type run struct {
+type tally struct {
 	behave   []behaviour
 	signed   bool // hookjet run: every request must be signed
 	events   int
@@ -150,10 +146,10 @@ type run struct {
 	done        chan struct{} // closed when every healthy endpoint got all its events
 }
 
-// newRun prepares counters for events events over len(behave) endpoints.
+// newTally prepares counters for events events over len(behave) endpoints.
 // With events == 0 (the raw ceiling) it only counts requests.
-func newRun(behave []behaviour, events int, signed bool) *run {
-	x := &run{behave: behave, signed: signed, events: events, done: make(chan struct{})}
+func newTally(behave []behaviour, events int, signed bool) *tally {
+	x := &tally{behave: behave, signed: signed, events: events, done: make(chan struct{})}
 	if events == 0 {
 		return x
 	}
@@ -179,7 +175,7 @@ func newRun(behave []behaviour, events int, signed bool) *run {
 	return x
 }
 
-func (x *run) record(ep int, body []byte, h http.Header, key []byte) {
+func (x *tally) record(ep int, body []byte, h http.Header, key []byte) {
 	now := time.Now().UnixNano()
 	x.requests.Add(1)
 	n, sent, ok := parsePayload(body)
@@ -212,7 +208,7 @@ func (x *run) record(ep int, body []byte, h http.Header, key []byte) {
 
 // checkSignature checks that the Standard Webhooks headers are there and, for
 // one request in sigSample, that the first signature is right.
-func (x *run) checkSignature(n int, h http.Header, body, key []byte) {
+func (x *tally) checkSignature(n int, h http.Header, body, key []byte) {
 	id, ts, sig := h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature")
 	if id == "" || ts == "" || !strings.HasPrefix(sig, "v1,") {
 		x.sigBad.Add(1)
@@ -233,7 +229,7 @@ func (x *run) checkSignature(n int, h http.Header, body, key []byte) {
 
 // healthyDeliveries is the number of events delivered to healthy endpoints
 // and when the last of them (of those that completed) arrived.
-func (x *run) healthyDeliveries() (n int64, last time.Time) {
+func (x *tally) healthyDeliveries() (n int64, last time.Time) {
 	var lastNs int64
 	for i, b := range x.behave {
 		if b != healthy {
@@ -249,7 +245,7 @@ func (x *run) healthyDeliveries() (n int64, last time.Time) {
 }
 
 // healthyExpected is the number of events bound for healthy endpoints.
-func (x *run) healthyExpected() int64 {
+func (x *tally) healthyExpected() int64 {
 	var n int64
 	for i, b := range x.behave {
 		if b == healthy {
@@ -261,7 +257,7 @@ func (x *run) healthyExpected() int64 {
 
 // healthyLatencies returns the publish→delivery latencies of events
 // delivered to healthy endpoints.
-func (x *run) healthyLatencies() []time.Duration {
+func (x *tally) healthyLatencies() []time.Duration {
 	out := make([]time.Duration, 0, x.unique.Load())
 	e := len(x.behave)
 	for n := range x.events {
@@ -275,7 +271,7 @@ func (x *run) healthyLatencies() []time.Duration {
 
 // wait waits until every healthy endpoint has all its events, ctx ends, or
 // the deadline passes; it reports whether everything arrived.
-func (x *run) wait(ctx context.Context, deadline time.Time) bool {
+func (x *tally) wait(ctx context.Context, deadline time.Time) bool {
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
@@ -316,5 +312,3 @@ func post(ctx context.Context, c *http.Client, url string, body []byte) error {
 	}
 	return err
 }
-
-var errIncomplete = errors.New("not every event arrived in time")
