@@ -267,6 +267,9 @@ func (d *Dispatcher) newWorker(ctx context.Context, ep config.Endpoint) (*worker
 	if err != nil {
 		return nil, err
 	}
+	if ep.InsecureSkipVerify {
+		d.log.Warn("TLS certificate verification is OFF for this endpoint (insecure_skip_verify): anyone on the path can read and forge its deliveries", "endpoint", ep.ID)
+	}
 	w := &worker{
 		ep:     ep,
 		signer: deliver.NewSigner(keys...),
