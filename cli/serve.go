@@ -127,6 +127,7 @@ type Server struct {
 	admin    *http.Server
 	adminLn  net.Listener
 	registry *prometheus.Registry
+	client   *deliver.Client
 
 	stopLedger, stopBreakers, stopGauges, stopSync context.CancelFunc
 	ledgerDone, breakersDone, gaugesDone, syncDone chan struct{}
@@ -193,7 +194,7 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (s *Server, err e
 		s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	metrics := jetstream.NewMetrics(s.registry)
-	client := deliver.NewClient(deliver.ClientOptions{
+	s.client = deliver.NewClient(deliver.ClientOptions{
 		Guard:     deliver.NewGuard(cfg.Security.AllowPrivateNetworks, cfg.Security.Prefixes()),
 		HTTPSOnly: cfg.Security.HTTPSOnly,
 		UserAgent: UserAgent(),
@@ -223,7 +224,7 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (s *Server, err e
 	go func() { defer close(s.breakersDone); breakers.Run(bctx) }()
 
 	disp, err = jetstream.NewDispatcher(setupCtx, jetstream.Options{
-		NC: s.nc, JS: js, Client: client, Breakers: breakers, Ledger: ledger,
+		NC: s.nc, JS: js, Client: s.client, Breakers: breakers, Ledger: ledger,
 		Metrics: metrics, Log: log, Config: cfg, OnDeadLetter: o.OnDeadLetter,
 	})
 	if err != nil {
@@ -292,6 +293,7 @@ func (s *Server) Shutdown() error {
 
 func (s *Server) shutdown() error {
 	s.disp.Stop(s.cfg.Worker.ShutdownGrace)
+	s.client.CloseIdleConnections()
 	s.stopGauges()
 	<-s.gaugesDone
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -376,7 +376,7 @@ func (d *Dispatcher) run(ctx context.Context, w *worker) {
 			d.sleep(ctx, w, wait)
 			continue
 		}
-		it, err := w.cons.Messages(natsjs.PullMaxMessages(w.pull), natsjs.PullHeartbeat(5*time.Second))
+		it, err := w.cons.Messages(natsjs.PullMaxMessages(w.pull))
 		if err != nil {
 			d.log.Warn("open consumer", "endpoint", id, "err", err)
 			d.sleep(ctx, w, time.Second)
