@@ -51,6 +51,7 @@ type Dispatcher struct {
 	now      func() time.Time
 	attempts natsjs.KeyValue
 	states   natsjs.KeyValue
+	shared   *sharedSeen // nil with the embedded server: one process, the local ledger suffices
 	global   chan struct{}
 	// maxPayload is security.max_payload_bytes; SIGHUP reloads endpoints only.
 	maxPayload int
@@ -119,6 +120,13 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	}
 	if d.states, err = o.JS.KeyValue(ctx, EndpointBucket); err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", EndpointBucket, err)
+	}
+	if o.Config.NATS.URL != "" {
+		kv, err := o.JS.KeyValue(ctx, SeenBucket)
+		if err != nil {
+			return nil, fmt.Errorf("bucket %s: %w", SeenBucket, err)
+		}
+		d.shared = newSharedSeen(kv)
 	}
 	d.loopCtx, d.stopLoops = context.WithCancel(context.WithoutCancel(ctx))
 	d.sendCtx, d.stopSends = context.WithCancel(context.WithoutCancel(ctx))
@@ -582,9 +590,17 @@ func (d *Dispatcher) handle(w *worker, msg natsjs.Msg, release func()) (releases
 	log := msgLog{l: d.log, endpoint: id, ev: &ev}
 
 	if !ev.replay {
-		if _, dup, err := d.o.Ledger.FirstSeen(ev.id, ev.seq); err != nil {
+		_, dup, err := d.o.Ledger.FirstSeen(ev.id, ev.seq)
+		if err != nil {
 			log.Warn("ledger lookup", "err", err)
-		} else if dup {
+		} else if !dup && d.shared != nil {
+			// Another process may have accepted this id: ask the shared record.
+			// If it cannot answer, deliver: a possible duplicate beats a stall.
+			if dup, err = d.shared.duplicate(d.sendCtx, ev.id, ev.seq); err != nil {
+				log.Warn("shared dedupe lookup failed; delivering", "err", err)
+			}
+		}
+		if dup {
 			d.o.Breakers.Release(id)
 			m.Duplicates.WithLabelValues("ledger").Inc()
 			log.Debug("duplicate event id; not delivered again")

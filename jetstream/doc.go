@@ -18,5 +18,6 @@
 //     hookjet.ops.endpoint.opened|closed|disabled|enabled and hookjet.ops.dead_letter.
 //   - KV HOOKJET_ATTEMPTS: per (endpoint, message) attempt state, shared by all
 //     hookjet processes; written only when an attempt fails.
+//   - KV HOOKJET_SEEN: event ids already accepted, shared by all processes.
 //   - KV HOOKJET_ENDPOINTS: endpoints disabled by a 410 or an operator.
 package jetstream

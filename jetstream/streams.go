@@ -27,6 +27,7 @@ const (
 	advisoryConsumer     = "hookjet-max-deliveries"
 	AttemptsBucket       = "HOOKJET_ATTEMPTS"
 	EndpointBucket       = "HOOKJET_ENDPOINTS"
+	SeenBucket           = "HOOKJET_SEEN"
 	consumerPrefix       = "ep-"
 )
 
@@ -119,6 +120,13 @@ func EnsureStreams(ctx context.Context, js natsjs.JetStream, cfg *config.Config)
 		Bucket:      AttemptsBucket,
 		Description: "hookjet attempt state per endpoint and message",
 		TTL:         s.MaxAge,
+		Storage:     natsjs.FileStorage,
+		Replicas:    s.Replicas,
+		MaxBytes:    1 << 30,
+	}, {
+		Bucket:      SeenBucket,
+		Description: "hookjet event ids already accepted, shared by all processes (dedupe past the duplicate window)",
+		TTL:         cfg.Dedupe.TTL,
 		Storage:     natsjs.FileStorage,
 		Replicas:    s.Replicas,
 		MaxBytes:    1 << 30,
