@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
 )
 
 var (
@@ -24,9 +25,18 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	baseline := goleak.IgnoreCurrent()
 	code := m.Run()
 	if binPath != "" {
 		_ = os.RemoveAll(filepath.Dir(binPath))
+	}
+	if code == 0 {
+		// Every hookjet, nats-server and receiver a test started has been
+		// stopped by its cleanup: nothing may be left running.
+		if err := goleak.Find(baseline); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
 	}
 	os.Exit(code)
 }
