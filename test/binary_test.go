@@ -297,3 +297,56 @@ func TestBinarySIGTERMUnderLoadLosesNothing(t *testing.T) {
 		t.Fatalf("%d duplicate deliveries after a graceful stop (%d had arrived at SIGTERM)", dups, atStop)
 	}
 }
+
+// SIGHUP reloads the endpoints from the file; a broken file is refused and
+// the running endpoints keep working.
+func TestBinarySIGHUPReloadsEndpoints(t *testing.T) {
+	a := newReceiver(t, []string{secretA, secretB}, nil)
+	b := newReceiver(t, []string{secretA, secretB}, nil)
+	dir := t.TempDir()
+	natsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	adminAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cfgPath := writeConfig(t, dir, natsAddr, adminAddr, a.URL, "")
+	p := startBinary(t, cfgPath, adminAddr)
+	original, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hup := func(text string) {
+		t.Helper()
+		if err := os.WriteFile(cfgPath, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A broken file: refused, the process keeps running.
+	hup(string(original) + "  - id: Broken!\n")
+	added := string(original) + fmt.Sprintf("  - id: second\n    url: %s\n    secrets: [%s, %s]\n", b.URL, secretA, secretB)
+	time.Sleep(300 * time.Millisecond)
+	hup(added)
+	_, js := connectJS(t, "nats://"+natsAddr)
+	checkFor(t, 15*time.Second, 100*time.Millisecond, func() error {
+		if _, err := js.Consumer(t.Context(), "HOOKJET_EVENTS", "ep-second"); err != nil {
+			return fmt.Errorf("consumer of the added endpoint: %w", err)
+		}
+		return nil
+	})
+	var st pubStats
+	if err := publishRetrying(t.Context(), js, []string{"evt_hup"}, 1, 0, &st); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+		if a.requestsFor("evt_hup") != 1 || b.requestsFor("evt_hup") != 1 {
+			return fmt.Errorf("sink=%d second=%d", a.requestsFor("evt_hup"), b.requestsFor("evt_hup"))
+		}
+		return nil
+	})
+	if !strings.Contains(p.out.String(), "reload refused") {
+		t.Errorf("the broken file was not reported:\n%s", p.out.String())
+	}
+	if err := p.signal(t, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+}
