@@ -137,12 +137,12 @@ type Server struct {
 
 // Start brings hookjet up and returns once it is delivering and its admin API
 // listens. On error everything already started is stopped again.
-func Start(ctx context.Context, cfg *config.Config, o Options) (s *Server, err error) {
+func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err error) {
 	log := o.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s = &Server{cfg: cfg, log: log, registry: o.Registry}
+	s := &Server{cfg: cfg, log: log, registry: o.Registry}
 	defer func() {
 		if err != nil {
 			if s.disp != nil {

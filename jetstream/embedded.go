@@ -25,6 +25,17 @@ func StartEmbedded(cfg config.NATS, dataDir string) (*server.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nats.listen: bad port %q", portStr)
 	}
+	if port > 0 {
+		// nats-server only logs a busy port and never becomes ready: check
+		// first, so the error names the key at once.
+		ln, err := net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("nats.listen: %w", err)
+		}
+		if err := ln.Close(); err != nil {
+			return nil, fmt.Errorf("nats.listen: %w", err)
+		}
+	}
 	opts := &server.Options{
 		ServerName: "hookjet",
 		Host:       host,

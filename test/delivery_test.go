@@ -2,13 +2,16 @@ package test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hookjet/hookjet/cli"
+	"github.com/hookjet/hookjet/state"
 )
 
 func TestFanOutSignedDeliveries(t *testing.T) {
@@ -415,5 +418,30 @@ func TestRateLimitSpacesRequests(t *testing.T) {
 	// 11 requests at 10/s with a burst of 1 span at least 1 s (10 gaps of 100 ms).
 	if span := got[n-1].At.Sub(got[0].At); span < 950*time.Millisecond {
 		t.Fatalf("11 requests at 10 rps took only %s", span)
+	}
+}
+
+// A second hookjet on the same data_dir, or on a busy port, fails at once
+// with an error naming the problem, and leaves nothing running.
+func TestStartFailsCleanly(t *testing.T) {
+	r := newReceiver(t, []string{secretA, secretB}, nil)
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, "", endpointYAML{ID: "r", URL: r.URL})
+	startHookjet(t, cfg, cli.Options{})
+
+	same := *cfg
+	same.NATS.Listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	if _, err := cli.Start(t.Context(), &same, cli.Options{}); err == nil || !errors.Is(err, state.ErrLocked) {
+		t.Fatalf("same data_dir: %v, want ErrLocked", err)
+	}
+	busy := *cfg
+	busy.DataDir = t.TempDir()
+	if _, err := cli.Start(t.Context(), &busy, cli.Options{}); err == nil || !strings.Contains(err.Error(), "nats.listen") {
+		t.Fatalf("busy NATS port: %v", err)
+	}
+	busy.NATS.Listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	busy.Admin.Listen = "127.0.0.1:" + strings.Split(cfg.NATS.Listen, ":")[1] // taken by the first hookjet's NATS
+	if _, err := cli.Start(t.Context(), &busy, cli.Options{}); err == nil || !strings.Contains(err.Error(), "admin.listen") {
+		t.Fatalf("busy admin port: %v", err)
 	}
 }
