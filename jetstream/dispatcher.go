@@ -413,10 +413,17 @@ func (d *Dispatcher) sleep(ctx context.Context, w *worker, dur time.Duration) {
 
 // returnBuffered stops the iterator and naks what it had buffered, so those
 // messages go straight back to JetStream instead of waiting out AckWait.
+// Draining is asynchronous: messages the server sent before it saw the
+// unsubscribe keep arriving until the iterator reports it is closed.
 func (d *Dispatcher) returnBuffered(w *worker, it natsjs.MessagesContext) {
 	it.Drain()
+	deadline := time.Now().Add(5 * time.Second)
 	for {
-		msg, err := it.Next(natsjs.NextMaxWait(200 * time.Millisecond))
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return
+		}
+		msg, err := it.Next(natsjs.NextMaxWait(wait))
 		if err != nil {
 			return
 		}

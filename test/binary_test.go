@@ -255,9 +255,10 @@ func TestBinaryExitCodes(t *testing.T) {
 
 // SIGTERM under load: in-flight deliveries finish and are acked, buffered
 // messages go back to JetStream, the process exits 0, and after a restart
-// every event arrives with no duplicate. (Messages the server had already
-// sent to the closing pull subscription come back after AckWait, 30 s here:
-// that is most of this test's run time.)
+// every event arrives with no duplicate. (The embedded server stops with
+// hookjet; messages its consumers still had as pending at that moment come
+// back after AckWait, 30 s here, and those already delivered are then
+// suppressed by the ledger: that wait is most of this test's run time.)
 func TestBinarySIGTERMUnderLoadLosesNothing(t *testing.T) {
 	r := newReceiver(t, []string{secretA, secretB}, func(w http.ResponseWriter, _ delivery) {
 		time.Sleep(10 * time.Millisecond)
