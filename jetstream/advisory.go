@@ -78,20 +78,17 @@ func (d *Dispatcher) moveExhausted(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("get message %d: %w", adv.StreamSeq, err)
 	}
-	state, err := d.loadAttempts(ctx, endpoint, adv.StreamSeq)
+	key := fmt.Sprint(adv.StreamSeq)
+	state, err := d.loadAttempts(ctx, endpoint, key)
 	if err != nil {
 		return err
 	}
 	if state.DeadLettered != "" {
 		return nil
 	}
-	ev := event{seq: adv.StreamSeq, at: raw.Time}
-	if rest, ok := strings.CutPrefix(raw.Subject, ReplayPrefix); ok && rest != "" {
-		ev.id, ev.typ = raw.Header.Get(HdrEventID), raw.Header.Get(HdrEventType)
-	} else {
-		ev.typ = strings.TrimPrefix(raw.Subject, EventsPrefix)
-		ev.id = raw.Header.Get(HdrMsgID)
-	}
+	ev := event{seq: adv.StreamSeq, key: key, at: raw.Time}
+	ev.typ = strings.TrimPrefix(raw.Subject, EventsPrefix)
+	ev.id = raw.Header.Get(HdrMsgID)
 	if ev.id == "" {
 		ev.id = fmt.Sprintf("seq_%d", ev.seq)
 	}
@@ -103,7 +100,7 @@ func (d *Dispatcher) moveExhausted(data []byte) error {
 		return fmt.Errorf("dead-letter copy: %w", err)
 	}
 	state.DeadLettered = "exhausted"
-	if err := d.saveAttempts(ctx, endpoint, adv.StreamSeq, state); err != nil {
+	if err := d.saveAttempts(ctx, endpoint, key, state); err != nil {
 		d.log.Warn("attempt state not saved", "err", err)
 	}
 	d.o.Metrics.DeadLetters.WithLabelValues(endpoint, "exhausted").Inc()

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -26,14 +25,16 @@ type attemptState struct {
 	DeadLettered string    `json:"dead_lettered,omitempty"` // reason, once the DLQ copy is stored
 }
 
-func attemptKey(endpoint string, seq uint64) string {
-	return endpoint + "." + strconv.FormatUint(seq, 10)
+// attemptKey names a message's attempt state: the endpoint and the
+// message's key (its stream sequence; "r" and the sequence for replays).
+func attemptKey(endpoint, key string) string {
+	return endpoint + "." + key
 }
 
-func (d *Dispatcher) loadAttempts(ctx context.Context, endpoint string, seq uint64) (attemptState, error) {
+func (d *Dispatcher) loadAttempts(ctx context.Context, endpoint, key string) (attemptState, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	e, err := d.attempts.Get(ctx, attemptKey(endpoint, seq))
+	e, err := d.attempts.Get(ctx, attemptKey(endpoint, key))
 	if errors.Is(err, natsjs.ErrKeyNotFound) {
 		return attemptState{}, nil
 	}
@@ -47,7 +48,7 @@ func (d *Dispatcher) loadAttempts(ctx context.Context, endpoint string, seq uint
 	return st, nil
 }
 
-func (d *Dispatcher) saveAttempts(ctx context.Context, endpoint string, seq uint64, st attemptState) error {
+func (d *Dispatcher) saveAttempts(ctx context.Context, endpoint, key string, st attemptState) error {
 	st.V = 1
 	b, err := json.Marshal(st)
 	if err != nil {
@@ -55,7 +56,7 @@ func (d *Dispatcher) saveAttempts(ctx context.Context, endpoint string, seq uint
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if _, err := d.attempts.Put(ctx, attemptKey(endpoint, seq), b); err != nil {
+	if _, err := d.attempts.Put(ctx, attemptKey(endpoint, key), b); err != nil {
 		return fmt.Errorf("save attempt state: %w", err)
 	}
 	return nil
@@ -64,11 +65,11 @@ func (d *Dispatcher) saveAttempts(ctx context.Context, endpoint string, seq uint
 // forgetAttempts purges a settled message's attempt state. It publishes the
 // KV purge marker without waiting for the server (it runs on the ledger's
 // commit goroutine); if it is lost, the bucket's TTL removes the entry.
-func (d *Dispatcher) forgetAttempts(endpoint string, seq uint64) {
-	m := nats.NewMsg("$KV." + AttemptsBucket + "." + attemptKey(endpoint, seq))
+func (d *Dispatcher) forgetAttempts(endpoint, key string) {
+	m := nats.NewMsg("$KV." + AttemptsBucket + "." + attemptKey(endpoint, key))
 	m.Header.Set("KV-Operation", "PURGE")
 	m.Header.Set("Nats-Rollup", "sub")
 	if err := d.o.NC.PublishMsg(m); err != nil {
-		d.log.Debug("purge attempt state", "endpoint", endpoint, "seq", seq, "err", err)
+		d.log.Debug("purge attempt state", "endpoint", endpoint, "key", key, "err", err)
 	}
 }

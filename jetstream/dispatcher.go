@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,6 +89,7 @@ type worker struct {
 
 	holdMu    sync.Mutex
 	holdUntil time.Time
+	holdCause string
 
 	wake   chan struct{}
 	cancel context.CancelFunc
@@ -167,7 +169,19 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	if err := d.runSafetyNet(ctx); err != nil {
 		return err
 	}
-	return d.Apply(ctx, d.o.Config)
+	if err := d.Apply(ctx, d.o.Config); err != nil {
+		return err
+	}
+	replays, err := EnsureReplayConsumer(ctx, d.o.JS, d.o.Config)
+	if err != nil {
+		return err
+	}
+	d.loops.Add(1)
+	go func() {
+		defer d.loops.Done()
+		d.runReplays(d.loopCtx, replays)
+	}()
+	return nil
 }
 
 // Apply makes the running loops match cfg's endpoints: new endpoints start,
@@ -333,9 +347,16 @@ func (d *Dispatcher) Stop(grace time.Duration) {
 }
 
 func (w *worker) hold() time.Time {
+	until, _ := w.holdInfo()
+	return until
+}
+
+// holdInfo returns until when the endpoint is held and why (breaker,
+// rate_limit).
+func (w *worker) holdInfo() (time.Time, string) {
 	w.holdMu.Lock()
 	defer w.holdMu.Unlock()
-	return w.holdUntil
+	return w.holdUntil, w.holdCause
 }
 
 // slowDown holds the whole endpoint until t. Long holds also pause the
@@ -345,7 +366,7 @@ func (d *Dispatcher) slowDown(w *worker, until time.Time, cause string) {
 	w.holdMu.Lock()
 	extend := until.After(w.holdUntil)
 	if extend {
-		w.holdUntil = until
+		w.holdUntil, w.holdCause = until, cause
 	}
 	w.holdMu.Unlock()
 	if !extend || until.Sub(d.now()) < 2*time.Second {
@@ -511,16 +532,118 @@ func (d *Dispatcher) pump(ctx context.Context, w *worker, it natsjs.MessagesCont
 			}
 			return ctx.Err()
 		}
-		d.inflight.Add(1)
-		m.InFlight.Set(float64(d.inFlightN.Add(1)))
-		go func() {
-			defer d.inflight.Done()
-			settled := d.handle(w, msg, release)
-			<-d.global
-			m.InFlight.Set(float64(d.inFlightN.Add(-1)))
-			if !settled {
-				release()
-			}
-		}()
+		d.dispatch(w, msg, release)
 	}
+}
+
+// dispatch hands an admitted message to a worker goroutine. The caller holds
+// a slot of the endpoint's in-flight cap (release gives it back) and of the
+// global concurrency.
+func (d *Dispatcher) dispatch(w *worker, msg natsjs.Msg, release func()) {
+	m := d.o.Metrics
+	d.inflight.Add(1)
+	m.InFlight.Set(float64(d.inFlightN.Add(1)))
+	go func() {
+		defer d.inflight.Done()
+		settled := d.handle(w, msg, release)
+		<-d.global
+		m.InFlight.Set(float64(d.inFlightN.Add(-1)))
+		if !settled {
+			release()
+		}
+	}()
+}
+
+// runReplays delivers replayed dead letters (HOOKJET_REPLAY). Each goes to
+// its endpoint through the same admission as the endpoint's own loop; one
+// that cannot go now is put back with a delay, so an endpoint that is
+// waiting never holds up replays for the others.
+func (d *Dispatcher) runReplays(ctx context.Context, cons natsjs.Consumer) {
+	for ctx.Err() == nil {
+		it, err := cons.Messages(natsjs.PullMaxMessages(64))
+		if err != nil {
+			d.log.Warn("open replay consumer", "err", err)
+			sleepCtx(ctx, time.Second)
+			continue
+		}
+		for {
+			msg, err := it.Next(natsjs.NextContext(ctx))
+			if err != nil {
+				if ctx.Err() == nil {
+					d.log.Warn("consume replays", "err", err)
+				}
+				break
+			}
+			d.admitReplay(ctx, msg)
+		}
+		it.Stop()
+	}
+}
+
+func sleepCtx(ctx context.Context, dur time.Duration) {
+	t := time.NewTimer(dur)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (d *Dispatcher) admitReplay(ctx context.Context, msg natsjs.Msg) {
+	id := strings.TrimPrefix(msg.Subject(), ReplayPrefix)
+	d.mu.Lock()
+	w := d.workers[id]
+	_, disabled := d.disabled[id]
+	d.mu.Unlock()
+	putBack := func(delay time.Duration, cause string) {
+		if cause != "" {
+			d.o.Metrics.Deferrals.WithLabelValues(id, cause).Inc()
+		}
+		if err := msg.NakWithDelay(delay); err != nil {
+			d.log.Debug("nak replay", "endpoint", id, "err", err)
+		}
+	}
+	switch {
+	case w == nil:
+		d.log.Warn("replay for an endpoint that is not configured; kept until it is", "endpoint", id)
+		putBack(time.Minute, "")
+		return
+	case disabled:
+		putBack(30*time.Second, "disabled")
+		return
+	}
+	if until, cause := w.holdInfo(); until.After(d.now()) {
+		putBack(until.Sub(d.now())+jitter(time.Second), cause)
+		return
+	}
+	select {
+	case w.sem <- struct{}{}:
+	default:
+		putBack(time.Second+jitter(time.Second), "in_flight")
+		return
+	}
+	release := func() { <-w.sem }
+	if w.limiter != nil {
+		r := w.limiter.Reserve()
+		if wait := r.Delay(); wait > 0 {
+			r.Cancel()
+			release()
+			putBack(wait+jitter(100*time.Millisecond), "rate_limit")
+			return
+		}
+	}
+	if ok, wait := d.o.Breakers.Acquire(id); !ok {
+		release()
+		putBack(max(wait, time.Second)+jitter(time.Second), "breaker")
+		return
+	}
+	select {
+	case d.global <- struct{}{}:
+	case <-ctx.Done():
+		d.o.Breakers.Release(id)
+		release()
+		putBack(0, "")
+		return
+	}
+	d.dispatch(w, msg, release)
 }

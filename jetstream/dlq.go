@@ -119,38 +119,43 @@ func (d *Dispatcher) scanDLQ(ctx context.Context, f DLQFilter, fn func(dlqMsg) b
 	for _, id := range f.IDs {
 		ids[id] = true
 	}
-	for {
-		batch, err := cons.Fetch(256, natsjs.FetchMaxWait(time.Second))
+	// Each batch is read to its end even after fn has had enough, so that no
+	// fetch is left waiting behind us.
+	for done := false; !done; {
+		batch, err := cons.FetchNoWait(256)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", DLQStream, err)
 		}
 		n := 0
 		for m := range batch.Messages() {
 			n++
+			if done {
+				continue
+			}
 			meta, err := m.Metadata()
 			if err != nil {
 				continue
 			}
 			if !f.Until.IsZero() && !meta.Timestamp.Before(f.Until) {
-				return nil
+				done = true
+				continue
 			}
 			e := entryOf(m, meta)
-			if len(ids) == 0 || ids[e.EventID] {
-				if !fn(dlqMsg{entry: e, msg: m}) {
-					return nil
-				}
+			if (len(ids) == 0 || ids[e.EventID]) && !fn(dlqMsg{entry: e, msg: m}) {
+				done = true
 			}
 			if meta.Sequence.Stream >= last || meta.NumPending == 0 {
-				return nil
+				done = true
 			}
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, natsjs.ErrNoMessages) {
+		if err := batch.Error(); err != nil && !errors.Is(err, natsjs.ErrNoMessages) && !errors.Is(err, nats.ErrTimeout) {
 			return fmt.Errorf("read %s: %w", DLQStream, err)
 		}
 		if n == 0 {
-			return nil
+			done = true
 		}
 	}
+	return nil
 }
 
 func entryOf(m natsjs.Msg, meta *natsjs.MsgMetadata) DLQEntry {

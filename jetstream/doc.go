@@ -8,11 +8,13 @@
 //
 // # Streams and subjects
 //
-//   - HOOKJET_EVENTS (hookjet.events.>, hookjet.replay.>): the events,
-//     interest retention. Each endpoint has a durable pull consumer
-//     "ep-<id>" whose filter subjects are its event patterns plus
-//     hookjet.replay.<id>; a message stays until every endpoint that wants it
-//     has acked it, and an event no endpoint wants is not stored.
+//   - HOOKJET_EVENTS (hookjet.events.>): the events, interest retention.
+//     Each endpoint has a durable pull consumer "ep-<id>" whose filter
+//     subjects are its event patterns; a message stays until every endpoint
+//     that wants it has acked it, and an event no endpoint wants is not
+//     stored.
+//   - HOOKJET_REPLAY (hookjet.replay.<endpoint>): dead letters sent back to
+//     one endpoint, read by one shared consumer.
 //   - HOOKJET_DLQ (hookjet.dlq.<endpoint>): dead letters, limits retention.
 //   - HOOKJET_OPS (hookjet.ops.>): operational events such as
 //     hookjet.ops.endpoint.opened|closed|disabled|enabled and hookjet.ops.dead_letter.

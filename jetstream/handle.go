@@ -40,6 +40,7 @@ func (m msgLog) Warn(msg string, args ...any)  { m.log(slog.LevelWarn, msg, args
 type event struct {
 	id, typ string
 	seq     uint64
+	key     string // seq, or "r"+seq for a replay: unique across both streams
 	replay  bool
 	at      time.Time
 }
@@ -47,9 +48,11 @@ type event struct {
 func (d *Dispatcher) eventOf(msg natsjs.Msg, meta *natsjs.MsgMetadata) event {
 	h := msg.Headers()
 	ev := event{seq: meta.Sequence.Stream, at: meta.Timestamp}
+	ev.key = strconv.FormatUint(ev.seq, 10)
 	subj := msg.Subject()
 	if len(subj) > len(ReplayPrefix) && subj[:len(ReplayPrefix)] == ReplayPrefix {
 		ev.replay = true
+		ev.key = "r" + ev.key
 		ev.id = h.Get(HdrEventID)
 		ev.typ = h.Get(HdrEventType)
 	} else {
@@ -113,7 +116,7 @@ func (d *Dispatcher) handle(w *worker, msg natsjs.Msg, release func()) (releases
 	}
 	var st attemptState
 	if meta.NumDelivered > 1 {
-		st, err = d.loadAttempts(d.sendCtx, id, ev.seq)
+		st, err = d.loadAttempts(d.sendCtx, id, ev.key)
 		if err != nil {
 			d.o.Breakers.Release(id)
 			d.infraDefer(log, w, msg, err)
@@ -195,7 +198,7 @@ func (d *Dispatcher) handle(w *worker, msg natsjs.Msg, release func()) (releases
 			d.ack(log, msg)
 			release()
 			if retried {
-				d.forgetAttempts(id, ev.seq)
+				d.forgetAttempts(id, ev.key)
 			}
 		})
 		return true
@@ -237,7 +240,7 @@ func (d *Dispatcher) retry(log msgLog, w *worker, msg natsjs.Msg, ev event, st a
 		d.deadLetter(log, w, msg, ev, st, "expired")
 		return
 	}
-	if err := d.saveAttempts(d.sendCtx, w.ep.ID, ev.seq, st); err != nil {
+	if err := d.saveAttempts(d.sendCtx, w.ep.ID, ev.key, st); err != nil {
 		log.Warn("attempt state not saved; the attempt count may restart", "err", err)
 	}
 	if err := msg.NakWithDelay(delay); err != nil {
@@ -286,7 +289,7 @@ func (d *Dispatcher) deadLetter(log msgLog, w *worker, msg natsjs.Msg, ev event,
 	}
 	st.DeadLettered = reason
 	if st.Attempts > 0 || reason != "rejected" {
-		if err := d.saveAttempts(d.sendCtx, id, ev.seq, st); err != nil {
+		if err := d.saveAttempts(d.sendCtx, id, ev.key, st); err != nil {
 			log.Warn("attempt state not saved", "err", err)
 		}
 	}
@@ -303,7 +306,7 @@ func deadLetterMsg(endpoint string, ev event, st attemptState, reason string, da
 	out := nats.NewMsg(DLQPrefix + endpoint)
 	out.Data = data
 	h := out.Header
-	h.Set(HdrMsgID, "dlq-"+endpoint+"-"+strconv.FormatUint(ev.seq, 10))
+	h.Set(HdrMsgID, "dlq-"+endpoint+"-"+ev.key)
 	h.Set(HdrEventID, ev.id)
 	h.Set(HdrEventType, ev.typ)
 	h.Set(HdrEndpoint, endpoint)

@@ -15,7 +15,9 @@ import (
 const (
 	EventsStream   = "HOOKJET_EVENTS"
 	EventsPrefix   = "hookjet.events."
+	ReplayStream   = "HOOKJET_REPLAY"
 	ReplayPrefix   = "hookjet.replay."
+	replayConsumer = "hookjet-replay"
 	DLQStream      = "HOOKJET_DLQ"
 	DLQPrefix      = "hookjet.dlq."
 	OpsStream      = "HOOKJET_OPS"
@@ -51,13 +53,15 @@ const (
 func ConsumerName(endpointID string) string { return consumerPrefix + endpointID }
 
 // FilterSubjects are the subjects an endpoint's consumer reads: its event
-// patterns under hookjet.events. and its own replay subject.
+// patterns under hookjet.events. (Replays have a stream of their own, so that
+// an endpoint with one pattern has one filter subject: nats-server's fast
+// path.)
 func FilterSubjects(ep config.Endpoint) []string {
-	out := make([]string, 0, len(ep.Events)+1)
+	out := make([]string, 0, len(ep.Events))
 	for _, p := range ep.Events {
 		out = append(out, EventsPrefix+p)
 	}
-	return append(out, ReplayPrefix+ep.ID)
+	return out
 }
 
 // EnsureStreams creates or updates every stream and bucket hookjet needs. It
@@ -67,7 +71,7 @@ func EnsureStreams(ctx context.Context, js natsjs.JetStream, cfg *config.Config)
 	streams := []natsjs.StreamConfig{{
 		Name:        EventsStream,
 		Description: "hookjet events awaiting delivery",
-		Subjects:    []string{EventsPrefix + ">", ReplayPrefix + ">"},
+		Subjects:    []string{EventsPrefix + ">"},
 		Retention:   natsjs.InterestPolicy,
 		Storage:     natsjs.FileStorage,
 		Replicas:    s.Replicas,
@@ -81,6 +85,17 @@ func EnsureStreams(ctx context.Context, js natsjs.JetStream, cfg *config.Config)
 		Description: "hookjet dead letters: deliveries that gave up, with the reason in headers",
 		Subjects:    []string{DLQPrefix + ">"},
 		Retention:   natsjs.LimitsPolicy,
+		Storage:     natsjs.FileStorage,
+		Replicas:    s.Replicas,
+		Duplicates:  10 * time.Minute,
+		MaxAge:      s.DLQMaxAge,
+		MaxBytes:    s.DLQMaxBytes,
+		Discard:     natsjs.DiscardNew,
+	}, {
+		Name:        ReplayStream,
+		Description: "hookjet dead letters sent back to their endpoint (hookjet.replay.<endpoint>)",
+		Subjects:    []string{ReplayPrefix + ">"},
+		Retention:   natsjs.WorkQueuePolicy,
 		Storage:     natsjs.FileStorage,
 		Replicas:    s.Replicas,
 		Duplicates:  10 * time.Minute,
@@ -170,6 +185,29 @@ func EnsureConsumer(ctx context.Context, js natsjs.JetStream, ep config.Endpoint
 	c, err := js.CreateOrUpdateConsumer(ctx, EventsStream, cc)
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: %w", cc.Durable, err)
+	}
+	return c, nil
+}
+
+// EnsureReplayConsumer creates or updates the one consumer of HOOKJET_REPLAY
+// that every hookjet process shares. Replays are operator actions, rare and
+// bounded: they go through the endpoint's in-flight cap, rate limit and
+// breaker like any delivery, and are put back when the endpoint cannot take
+// them now.
+func EnsureReplayConsumer(ctx context.Context, js natsjs.JetStream, cfg *config.Config) (natsjs.Consumer, error) {
+	wait := 2 * time.Minute
+	for _, ep := range cfg.Endpoints {
+		wait = max(wait, ackWait(ep))
+	}
+	c, err := js.CreateOrUpdateConsumer(ctx, ReplayStream, natsjs.ConsumerConfig{
+		Durable:       replayConsumer,
+		Description:   "hookjet replays of dead letters",
+		AckPolicy:     natsjs.AckExplicitPolicy,
+		AckWait:       wait,
+		MaxAckPending: 20000,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s: %w", replayConsumer, err)
 	}
 	return c, nil
 }

@@ -100,10 +100,12 @@ func TestPinNakWithDelayAndPause(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		var got natsjs.Msg
+		at := time.Now()
 		for m := range batch.Messages() {
-			return m, time.Now()
+			got, at = m, time.Now()
 		}
-		return nil, time.Now()
+		return got, at
 	}
 	m, _ := next(time.Second)
 	if m == nil {
