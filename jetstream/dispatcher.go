@@ -25,7 +25,7 @@ import (
 )
 
 // Options are the parts a Dispatcher is built from. Every field is required
-// except Log and Now.
+// except Log, Now and OnDeadLetter.
 type Options struct {
 	NC           *nats.Conn
 	JS           natsjs.JetStream
