@@ -401,13 +401,13 @@ func (d *Dispatcher) run(ctx context.Context, w *worker) {
 			continue
 		}
 		if wait := w.hold().Sub(d.now()); wait > 0 {
-			d.sleep(ctx, w, wait)
+			sleep(ctx, wait, w.wake)
 			continue
 		}
 		it, err := w.cons.Messages(natsjs.PullMaxMessages(w.pull))
 		if err != nil {
 			d.log.Warn("open consumer", "endpoint", id, "err", err)
-			d.sleep(ctx, w, time.Second)
+			sleep(ctx, time.Second, w.wake)
 			if c, err := EnsureConsumer(ctx, d.o.JS, w.ep); err == nil {
 				w.cons = c
 			}
@@ -417,18 +417,20 @@ func (d *Dispatcher) run(ctx context.Context, w *worker) {
 		d.returnBuffered(w, it)
 		if err != nil && !errors.Is(err, errHold) && ctx.Err() == nil {
 			d.log.Warn("consume", "endpoint", id, "err", err)
-			d.sleep(ctx, w, time.Second)
+			sleep(ctx, time.Second, w.wake)
 		}
 	}
 }
 
-func (d *Dispatcher) sleep(ctx context.Context, w *worker, dur time.Duration) {
+// sleep waits for dur, until ctx is done, or until wake fires (a nil wake
+// never does): an endpoint loop idles this way without holding a message.
+func sleep(ctx context.Context, dur time.Duration, wake <-chan struct{}) {
 	t := time.NewTimer(dur)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 	case <-t.C:
-	case <-w.wake:
+	case <-wake:
 	}
 }
 
@@ -501,7 +503,7 @@ func (d *Dispatcher) pump(ctx context.Context, w *worker, it natsjs.MessagesCont
 				d.slowDown(w, d.now().Add(wait), "breaker")
 				return errHold
 			}
-			d.sleep(ctx, w, wait)
+			sleep(ctx, wait, w.wake)
 			continue
 		}
 		msg, err := it.Next(natsjs.NextContext(ctx))
@@ -563,7 +565,7 @@ func (d *Dispatcher) runReplays(ctx context.Context, cons natsjs.Consumer) {
 		it, err := cons.Messages(natsjs.PullMaxMessages(64))
 		if err != nil {
 			d.log.Warn("open replay consumer", "err", err)
-			sleepCtx(ctx, time.Second)
+			sleep(ctx, time.Second, nil)
 			continue
 		}
 		for {
@@ -577,15 +579,6 @@ func (d *Dispatcher) runReplays(ctx context.Context, cons natsjs.Consumer) {
 			d.admitReplay(ctx, msg)
 		}
 		it.Stop()
-	}
-}
-
-func sleepCtx(ctx context.Context, dur time.Duration) {
-	t := time.NewTimer(dur)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }
 

@@ -181,6 +181,10 @@ func (d *Dispatcher) Summary(ctx context.Context) (Summary, error) {
 	disabled := len(d.disabled)
 	d.mu.Unlock()
 	s := Summary{InFlight: d.inFlightN.Load(), Endpoints: len(workers), DisabledEndpoints: disabled}
+	events, err := d.o.JS.Stream(ctx, EventsStream)
+	if err != nil {
+		return Summary{}, fmt.Errorf("stream %s: %w", EventsStream, err)
+	}
 	var oldest time.Time
 	var ackPending uint64
 	for _, w := range workers {
@@ -192,7 +196,7 @@ func (d *Dispatcher) Summary(ctx context.Context) (Summary, error) {
 		s.Pending += info.NumPending + uint64(info.NumAckPending)
 		ackPending += uint64(info.NumAckPending)
 		if info.NumPending+uint64(info.NumAckPending) > 0 {
-			if t, ok := d.oldestFor(ctx, info.AckFloor.Stream+1); ok && (oldest.IsZero() || t.Before(oldest)) {
+			if t, ok := oldestFrom(ctx, events, info.AckFloor.Stream+1); ok && (oldest.IsZero() || t.Before(oldest)) {
 				oldest = t
 			}
 		}
@@ -221,11 +225,7 @@ func (d *Dispatcher) Summary(ctx context.Context) (Summary, error) {
 	}
 	s.DeadLetter = di.State.Msgs
 	d.o.Metrics.DLQMessages.Set(float64(di.State.Msgs))
-	ev, err := d.o.JS.Stream(ctx, EventsStream)
-	if err != nil {
-		return Summary{}, fmt.Errorf("stream %s: %w", EventsStream, err)
-	}
-	ei, err := ev.Info(ctx)
+	ei, err := events.Info(ctx)
 	if err != nil {
 		return Summary{}, fmt.Errorf("stream info %s: %w", EventsStream, err)
 	}
@@ -234,18 +234,14 @@ func (d *Dispatcher) Summary(ctx context.Context) (Summary, error) {
 	return s, nil
 }
 
-// oldestFor returns the publish time of the first stored event at or after
+// oldestFrom returns the publish time of the first stored event at or after
 // seq: the oldest message an endpoint has not acked. Interest retention keeps
 // only messages some consumer still needs, so this is exact for the first
 // endpoint's floor and an upper bound on age otherwise.
-func (d *Dispatcher) oldestFor(ctx context.Context, seq uint64) (time.Time, bool) {
+func oldestFrom(ctx context.Context, events natsjs.Stream, seq uint64) (time.Time, bool) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	st, err := d.o.JS.Stream(ctx, EventsStream)
-	if err != nil {
-		return time.Time{}, false
-	}
-	m, err := st.GetMsg(ctx, seq, natsjs.WithGetMsgSubject(">"))
+	m, err := events.GetMsg(ctx, seq, natsjs.WithGetMsgSubject(">"))
 	if err != nil {
 		return time.Time{}, false
 	}

@@ -139,6 +139,16 @@ func (p *process) signal(t *testing.T, sig syscall.Signal) error {
 	}
 }
 
+// binaryConfig writes a config for one endpoint "sink" at url, on free
+// loopback ports, in a new temporary directory.
+func binaryConfig(t *testing.T, url string) (dir, cfgPath, natsAddr, adminAddr string) {
+	t.Helper()
+	dir = t.TempDir()
+	natsAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	adminAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	return dir, writeConfig(t, dir, natsAddr, adminAddr, url, ""), natsAddr, adminAddr
+}
+
 func writeConfig(t *testing.T, dir, natsListen, adminListen, url, extra string) string {
 	t.Helper()
 	cfg := fmt.Sprintf(`data_dir: %s
@@ -169,10 +179,8 @@ defaults:
 
 func TestBinaryServePublishSIGTERM(t *testing.T) {
 	r := newReceiver(t, []string{secretA, secretB}, nil)
-	dir := t.TempDir()
-	natsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	adminAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	p := startBinary(t, writeConfig(t, dir, natsAddr, adminAddr, r.URL, ""), adminAddr)
+	_, cfgPath, natsAddr, adminAddr := binaryConfig(t, r.URL)
+	p := startBinary(t, cfgPath, adminAddr)
 
 	nc, err := nats.Connect("nats://" + natsAddr)
 	if err != nil {
@@ -264,10 +272,7 @@ func TestBinarySIGTERMUnderLoadLosesNothing(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 		w.WriteHeader(http.StatusOK)
 	})
-	dir := t.TempDir()
-	natsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	adminAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cfgPath := writeConfig(t, dir, natsAddr, adminAddr, r.URL, "")
+	_, cfgPath, natsAddr, adminAddr := binaryConfig(t, r.URL)
 	p := startBinary(t, cfgPath, adminAddr)
 	_, js := connectJS(t, "nats://"+natsAddr)
 	ids := eventIDs("evt_term", 600)
@@ -304,10 +309,7 @@ func TestBinarySIGTERMUnderLoadLosesNothing(t *testing.T) {
 func TestBinarySIGHUPReloadsEndpoints(t *testing.T) {
 	a := newReceiver(t, []string{secretA, secretB}, nil)
 	b := newReceiver(t, []string{secretA, secretB}, nil)
-	dir := t.TempDir()
-	natsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	adminAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cfgPath := writeConfig(t, dir, natsAddr, adminAddr, a.URL, "")
+	_, cfgPath, natsAddr, adminAddr := binaryConfig(t, a.URL)
 	p := startBinary(t, cfgPath, adminAddr)
 	original, err := os.ReadFile(cfgPath)
 	if err != nil {

@@ -194,6 +194,22 @@ func publishRetrying(ctx context.Context, js natsjs.JetStream, ids []string, wor
 	return errors.Join(all...)
 }
 
+// publishUntilAThird publishes ids in the background, retrying with the same
+// Nats-Msg-Id, and returns once a third of them are acked: the moment to
+// inject a fault. The channel yields the publisher's result.
+func publishUntilAThird(t testing.TB, ctx context.Context, js natsjs.JetStream, ids []string, st *pubStats) <-chan error {
+	t.Helper()
+	published := make(chan error, 1)
+	go func() { published <- publishRetrying(ctx, js, ids, 4, 2*time.Millisecond, st) }()
+	checkFor(t, 20*time.Second, time.Millisecond, func() error {
+		if n := st.acked.Load(); n < int64(len(ids))/3 {
+			return fmt.Errorf("%d events acked", n)
+		}
+		return nil
+	})
+	return published
+}
+
 func publishOne(ctx context.Context, js natsjs.JetStream, id string, st *pubStats) error {
 	var last error
 	for attempt := 0; ; attempt++ {
@@ -295,15 +311,7 @@ func TestExternalNATSRestartNoLoss(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	var st pubStats
-	published := make(chan error, 1)
-	go func() { published <- publishRetrying(ctx, js, ids, 4, 2*time.Millisecond, &st) }()
-
-	checkFor(t, 20*time.Second, time.Millisecond, func() error {
-		if n := st.acked.Load(); n < int64(len(ids))/3 {
-			return fmt.Errorf("%d events acked", n)
-		}
-		return nil
-	})
+	published := publishUntilAThird(t, ctx, js, ids, &st)
 	atCrash := st.acked.Load()
 	stopped := time.Now()
 	ns.shutdown()
@@ -380,15 +388,7 @@ func TestClusterNodeLossR3(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	var st pubStats
-	published := make(chan error, 1)
-	go func() { published <- publishRetrying(ctx, js, ids, 4, 2*time.Millisecond, &st) }()
-
-	checkFor(t, 20*time.Second, time.Millisecond, func() error {
-		if n := st.acked.Load(); n < int64(len(ids))/3 {
-			return fmt.Errorf("%d events acked", n)
-		}
-		return nil
-	})
+	published := publishUntilAThird(t, ctx, js, ids, &st)
 	atCrash := st.acked.Load()
 	stopped := time.Now()
 	victim.shutdown()

@@ -43,10 +43,7 @@ func TestCrashSIGKILLUnderLoad(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 		w.WriteHeader(http.StatusOK)
 	})
-	dir := t.TempDir()
-	natsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	adminAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cfgPath := writeConfig(t, dir, natsAddr, adminAddr, r.URL, "")
+	dir, cfgPath, natsAddr, adminAddr := binaryConfig(t, r.URL)
 	p := startBinary(t, cfgPath, adminAddr)
 
 	nc, err := nats.Connect("nats://"+natsAddr, nats.NoReconnect())
