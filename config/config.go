@@ -222,10 +222,31 @@ type Endpoint struct {
 	Headers map[string]Secret `yaml:"headers"`
 	// InsecureSkipVerify turns off TLS certificate verification. Default false.
 	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
+	// Tenant groups endpoints of one customer for listing; empty means none.
+	Tenant string `yaml:"tenant"`
+	// Description is free text for operators; empty means none.
+	Description string `yaml:"description"`
+	// Source says who owns the endpoint: SourceConfig (the file) or
+	// SourceAPI (the admin API). Never read from a file.
+	Source string `yaml:"-"`
+	// CreatedAt and UpdatedAt are when an API endpoint was created and last
+	// changed; zero for config endpoints.
+	CreatedAt time.Time `yaml:"-"`
+	UpdatedAt time.Time `yaml:"-"`
+	// SecretExpiry runs parallel to Secrets: the time each secret stops
+	// signing (a rotated-out secret in its grace period), or the zero time
+	// for never. Nil means no secret expires.
+	SecretExpiry []time.Time `yaml:"-"`
 	// Settings are the endpoint's resolved settings: Config.Defaults with
 	// this endpoint's overrides applied field by field.
 	Settings `yaml:",inline"`
 }
+
+// Endpoint sources.
+const (
+	SourceConfig = "config"
+	SourceAPI    = "api"
+)
 
 // Default returns the configuration used when a file sets nothing.
 func Default() Config {
