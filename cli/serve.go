@@ -183,9 +183,12 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	// A cluster that is recovering may take a while to answer: every
+	// start-up call is retried with a short timeout and backoff (and
+	// logged) for up to two minutes before start-up gives up.
+	setupCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if err := jetstream.EnsureStreams(setupCtx, js, cfg); err != nil {
+	if err := jetstream.EnsureStreams(setupCtx, js, cfg, log); err != nil {
 		return nil, err
 	}
 

@@ -27,6 +27,8 @@ type Config struct {
 	Security Security `yaml:"security"`
 	// Defaults holds the settings every endpoint inherits.
 	Defaults Settings `yaml:"defaults"`
+	// Metrics bounds the metrics' label cardinality.
+	Metrics Metrics `yaml:"metrics"`
 	// Endpoints are the webhook receivers, with their settings resolved
 	// (Defaults merged with each endpoint's overrides). Nil means none.
 	Endpoints []Endpoint `yaml:"endpoints"`
@@ -119,6 +121,14 @@ type Log struct {
 	Level string `yaml:"level"`
 }
 
+// Metrics bounds the metrics' label cardinality.
+type Metrics struct {
+	// MaxEndpointSeries is how many endpoints get series of their own, the
+	// first to need one; the rest share endpoint="_other". 1..100000.
+	// Default 1000.
+	MaxEndpointSeries int `yaml:"max_endpoint_series"`
+}
+
 // Security holds the SSRF protection and resource limits.
 type Security struct {
 	// AllowPrivateNetworks lets deliveries reach loopback, private,
@@ -131,7 +141,7 @@ type Security struct {
 	HTTPSOnly bool `yaml:"https_only"`
 	// MaxPayloadBytes caps an event payload, 1 byte..64 MiB. Default 1 MiB.
 	MaxPayloadBytes int `yaml:"max_payload_bytes"`
-	// MaxEndpoints caps the number of endpoints, 1..1000000. Default 10000.
+	// MaxEndpoints caps the number of endpoints, 1..1000000. Default 100000.
 	MaxEndpoints int `yaml:"max_endpoints"`
 }
 
@@ -265,7 +275,8 @@ func Default() Config {
 		Dedupe:   Dedupe{TTL: 24 * time.Hour},
 		Admin:    Admin{Listen: "127.0.0.1:8089"},
 		Log:      Log{Format: "text", Level: "info"},
-		Security: Security{MaxPayloadBytes: 1 << 20, MaxEndpoints: 10000},
+		Security: Security{MaxPayloadBytes: 1 << 20, MaxEndpoints: 100000},
+		Metrics:  Metrics{MaxEndpointSeries: 1000},
 		Defaults: Settings{
 			Timeout:     15 * time.Second,
 			MaxInFlight: 16,

@@ -56,55 +56,81 @@ func (d *Dispatcher) runSafetyNet(ctx context.Context) error {
 	return nil
 }
 
+// errSourceGone reports an advisory whose message is no longer stored.
+var errSourceGone = errors.New("the message the advisory names is no longer stored")
+
+// moveExhausted dead-letters the message a MAX_DELIVERIES advisory names: an
+// event (for each matching endpoint that has not had it) or a task. The
+// handlers dead-letter one delivery before MaxDeliver, so this runs only
+// after crashes; an original that is gone is an error, counted and logged,
+// never taken for success.
 func (d *Dispatcher) moveExhausted(data []byte) error {
 	var adv maxDeliveries
 	if err := json.Unmarshal(data, &adv); err != nil {
 		return nil // not ours to fix; drop it
 	}
-	endpoint, ok := strings.CutPrefix(adv.Consumer, consumerPrefix)
-	if !ok || adv.Stream != EventsStream {
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(d.loopCtx, 10*time.Second)
 	defer cancel()
-	st, err := d.o.JS.Stream(ctx, EventsStream)
+	var stream string
+	switch {
+	case adv.Stream == EventsStream && adv.Consumer == fanoutConsumer:
+		stream = EventsStream
+	case adv.Stream == TasksStream && strings.HasPrefix(adv.Consumer, drainPrefix):
+		stream = TasksStream
+	default:
+		return nil
+	}
+	st, err := d.o.JS.Stream(ctx, stream)
 	if err != nil {
-		return fmt.Errorf("stream %s: %w", EventsStream, err)
+		return fmt.Errorf("stream %s: %w", stream, err)
 	}
 	raw, err := st.GetMsg(ctx, adv.StreamSeq)
 	if errors.Is(err, natsjs.ErrMsgNotFound) {
-		return nil // gone already (acked, expired or dead-lettered)
+		d.o.Metrics.SafetyNetErrors.Inc()
+		d.log.Error("MaxDeliver safety net: message already gone", "stream", stream, "seq", adv.StreamSeq, "err", errSourceGone)
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("get message %d: %w", adv.StreamSeq, err)
 	}
-	key := fmt.Sprint(adv.StreamSeq)
-	state, err := d.loadAttempts(ctx, endpoint, key)
-	if err != nil {
-		return err
+	why := fmt.Sprintf("JetStream MaxDeliver reached after %d deliveries", adv.Deliveries)
+	var dls []*delivery
+	if stream == TasksStream {
+		id := strings.TrimPrefix(raw.Subject, TasksPrefix)
+		ev, ast := taskOf(raw.Header, raw.Time)
+		if ast.Error == "" {
+			ast.Error = why
+		}
+		dls = append(dls, &delivery{e: &endpoint{id: id}, ev: &ev, st: ast, data: raw.Data, hdr: raw.Header})
+	} else {
+		ev := event{seq: adv.StreamSeq, key: fmt.Sprint(adv.StreamSeq), at: raw.Time, typ: strings.TrimPrefix(raw.Subject, EventsPrefix), id: raw.Header.Get(HdrMsgID)}
+		if ev.id == "" {
+			ev.id = "seq_" + ev.key
+		}
+		for _, id := range d.idx.match(ev.typ, nil) {
+			if done, _ := d.o.Ledger.Delivered(id, ev.id); done {
+				continue
+			}
+			dls = append(dls, &delivery{e: &endpoint{id: id}, ev: &ev, st: attemptState{Error: why}, data: raw.Data, hdr: raw.Header})
+		}
 	}
-	if state.DeadLettered != "" {
-		return nil
+	failed := 0
+	for _, dl := range dls {
+		dl.done = func(ok bool) {
+			if !ok {
+				failed++
+			}
+		}
+		d.deadLetter(dl, "exhausted")
 	}
-	ev := event{seq: adv.StreamSeq, key: key, at: raw.Time}
-	ev.typ = strings.TrimPrefix(raw.Subject, EventsPrefix)
-	ev.id = raw.Header.Get(HdrMsgID)
-	if ev.id == "" {
-		ev.id = fmt.Sprintf("seq_%d", ev.seq)
+	if failed > 0 {
+		return fmt.Errorf("%d of %d dead letters not stored", failed, len(dls))
 	}
-	if state.Error == "" {
-		state.Error = fmt.Sprintf("JetStream MaxDeliver reached after %d deliveries", adv.Deliveries)
+	if stream == TasksStream {
+		if err := st.DeleteMsg(ctx, adv.StreamSeq); err != nil && !errors.Is(err, natsjs.ErrMsgNotFound) {
+			return fmt.Errorf("remove exhausted task %d: %w", adv.StreamSeq, err)
+		}
 	}
-	out := deadLetterMsg(endpoint, ev, state, "exhausted", raw.Data, raw.Header.Get(HdrContentType))
-	if _, err := d.o.JS.PublishMsg(ctx, out); err != nil {
-		return fmt.Errorf("dead-letter copy: %w", err)
-	}
-	state.DeadLettered = "exhausted"
-	if err := d.saveAttempts(ctx, endpoint, key, state); err != nil {
-		d.log.Warn("attempt state not saved", "err", err)
-	}
-	d.o.Metrics.DeadLetters.WithLabelValues(endpoint, "exhausted").Inc()
-	d.log.Warn("dead-lettered by the MaxDeliver safety net", "endpoint", endpoint, "event_id", ev.id, "seq", ev.seq, "deliveries", adv.Deliveries)
-	d.ops("dead_letter", map[string]any{"endpoint": endpoint, "event_id": ev.id, "event_type": ev.typ, "reason": "exhausted", "attempts": state.Attempts})
+	d.log.Warn("dead-lettered by the MaxDeliver safety net", "stream", stream, "seq", adv.StreamSeq, "deliveries", adv.Deliveries, "endpoints", len(dls))
 	return nil
 }

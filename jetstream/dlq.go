@@ -236,9 +236,11 @@ func mostCommon(m map[string]int) string {
 }
 
 // Replay sends matching dead letters back to their endpoint (and only that
-// endpoint) through hookjet.replay.<endpoint>. Each keeps its event id, so its
-// webhook-id, and starts with fresh attempts. A dead letter is removed from
-// HOOKJET_DLQ only after its replay copy is stored.
+// endpoint) as tasks on hookjet.tasks.<endpoint>. Each keeps its event id, so
+// its webhook-id, and starts with fresh attempts and a fresh retry.max_age.
+// A dead letter is removed from HOOKJET_DLQ only after its task is stored.
+// Matches are read and sent in batches, so memory does not grow with the
+// number of dead letters.
 func (d *Dispatcher) Replay(ctx context.Context, r ReplayRequest) (ReplayResult, error) {
 	now := d.now()
 	since, err := ParseTime(r.Since, now)
@@ -252,60 +254,45 @@ func (d *Dispatcher) Replay(ctx context.Context, r ReplayRequest) (ReplayResult,
 	if r.Endpoint == "" && len(r.IDs) == 0 && r.Since == "" && r.Until == "" {
 		return ReplayResult{}, fmt.Errorf("%w: name an endpoint, ids or a time range (replaying everything must be asked for with since)", ErrBadRequest)
 	}
-	if r.Endpoint != "" {
-		d.mu.Lock()
-		_, ok := d.workers[r.Endpoint]
-		d.mu.Unlock()
-		if !ok {
-			return ReplayResult{}, fmt.Errorf("%w: %q", ErrUnknownEndpoint, r.Endpoint)
-		}
-	}
-	var matched []dlqMsg
-	err = d.scanDLQ(ctx, DLQFilter{Endpoint: r.Endpoint, Since: since, Until: until, IDs: r.IDs}, func(m dlqMsg) bool {
-		matched = append(matched, m)
-		return true
-	})
-	if err != nil {
-		return ReplayResult{}, err
-	}
-	res := ReplayResult{Matched: len(matched)}
-	if r.DryRun {
-		return res, nil
+	if r.Endpoint != "" && d.endpoint(r.Endpoint) == nil {
+		return ReplayResult{}, fmt.Errorf("%w: %q", ErrUnknownEndpoint, r.Endpoint)
 	}
 	st, err := d.o.JS.Stream(ctx, DLQStream)
 	if err != nil {
-		return res, fmt.Errorf("stream %s: %w", DLQStream, err)
+		return ReplayResult{}, fmt.Errorf("stream %s: %w", DLQStream, err)
 	}
-	for _, m := range matched {
+	var res ReplayResult
+	var sendErr error
+	err = d.scanDLQ(ctx, DLQFilter{Endpoint: r.Endpoint, Since: since, Until: until, IDs: r.IDs}, func(m dlqMsg) bool {
+		res.Matched++
+		if r.DryRun {
+			return true
+		}
 		e := m.entry
-		d.mu.Lock()
-		_, known := d.workers[e.Endpoint]
-		d.mu.Unlock()
-		if !known {
+		if d.endpoint(e.Endpoint) == nil {
 			res.Skipped++
 			res.Errors = append(res.Errors, fmt.Sprintf("seq %d: endpoint %q is not configured", e.Seq, e.Endpoint))
-			continue
+			return true
 		}
-		out := nats.NewMsg(ReplayPrefix + e.Endpoint)
-		out.Data = m.msg.Data()
-		out.Header.Set(HdrMsgID, "replay-"+strconv.FormatUint(e.Seq, 10))
-		out.Header.Set(HdrEventID, e.EventID)
-		out.Header.Set(HdrEventType, e.EventType)
-		out.Header.Set(HdrReplayOf, strconv.FormatUint(e.Seq, 10))
-		if ct := m.msg.Headers().Get(HdrContentType); ct != "" {
-			out.Header.Set(HdrContentType, ct)
-		}
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := d.o.JS.PublishMsg(pctx, out)
-		cancel()
-		if err != nil {
-			return res, fmt.Errorf("replay seq %d: %w", e.Seq, err)
+		ev := event{id: e.EventID, typ: e.EventType, key: "r" + strconv.FormatUint(e.Seq, 10), at: d.now()}
+		if sendErr = d.publish(taskMsg(e.Endpoint, &ev, attemptState{}, m.msg.Data(), m.msg.Headers(), time.Time{})); sendErr != nil {
+			sendErr = fmt.Errorf("replay seq %d: %w", e.Seq, sendErr)
+			return false
 		}
 		d.o.Metrics.Published.Inc()
+		d.drains.note(e.Endpoint, time.Time{})
 		if err := st.DeleteMsg(ctx, e.Seq); err != nil && !errors.Is(err, natsjs.ErrMsgNotFound) {
-			return res, fmt.Errorf("remove replayed dead letter %d: %w", e.Seq, err)
+			sendErr = fmt.Errorf("remove replayed dead letter %d: %w", e.Seq, err)
+			return false
 		}
 		res.Replayed++
+		return true
+	})
+	if err == nil {
+		err = sendErr
+	}
+	if err != nil {
+		return res, err
 	}
 	d.log.Info("replayed dead letters", "matched", res.Matched, "replayed", res.Replayed, "skipped", res.Skipped)
 	return res, nil

@@ -13,6 +13,157 @@ import (
 	"github.com/hookjet/hookjet/breaker"
 )
 
+// endpointState is what every hookjet process must know about an endpoint
+// beyond its definition: disabled (by a 410 or an operator) or held (by a
+// receiver's Retry-After). It lives in the KV bucket HOOKJET_ENDPOINT_STATE,
+// keyed by endpoint id, with a key only for endpoints in one of those states.
+type endpointState struct {
+	Disabled  bool      `json:"disabled,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	At        time.Time `json:"at"`
+	HoldUntil time.Time `json:"hold_until,omitzero"`
+	HoldCause string    `json:"hold_cause,omitempty"`
+}
+
+// watchStates loads every endpoint state and keeps them current.
+func (d *Dispatcher) watchStates(ctx context.Context) error {
+	w, err := d.stateKV.WatchAll(d.loopCtx)
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", StateBucket, err)
+	}
+	for e := range w.Updates() { // the initial values arrive before the nil marker
+		if e == nil {
+			break
+		}
+		d.applyState(e)
+	}
+	if ctx.Err() != nil {
+		_ = w.Stop()
+		return ctx.Err()
+	}
+	d.background.Add(1)
+	go func() {
+		defer d.background.Done()
+		defer func() { _ = w.Stop() }()
+		for {
+			select {
+			case <-d.loopCtx.Done():
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e != nil {
+					d.applyState(e)
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+func (d *Dispatcher) applyState(e natsjs.KeyValueEntry) {
+	id := e.Key()
+	var s endpointState
+	if e.Operation() == natsjs.KeyValuePut {
+		_ = json.Unmarshal(e.Value(), &s)
+	}
+	d.mu.Lock()
+	if s.Disabled || !s.HoldUntil.IsZero() {
+		d.states[id] = s
+	} else {
+		delete(d.states, id)
+	}
+	d.mu.Unlock()
+	if !s.Disabled {
+		d.drains.wake(id, s.HoldUntil)
+	}
+}
+
+func (d *Dispatcher) state(id string) endpointState {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.states[id]
+}
+
+// blocked says why endpoint id cannot receive now ("" when it can) and until
+// when a hold lasts.
+func (d *Dispatcher) blocked(id string, now time.Time) (cause string, until time.Time) {
+	s := d.state(id)
+	switch {
+	case s.Disabled:
+		return "disabled", time.Time{}
+	case s.HoldUntil.After(now):
+		return s.HoldCause, s.HoldUntil
+	}
+	return "", time.Time{}
+}
+
+// updateState changes an endpoint's state in the bucket with a
+// compare-and-set, retrying on a concurrent change, and applies it locally
+// at once.
+func (d *Dispatcher) updateState(ctx context.Context, id string, fn func(*endpointState) bool) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for {
+		var s endpointState
+		var rev uint64
+		e, err := d.stateKV.Get(ctx, id)
+		switch {
+		case errors.Is(err, natsjs.ErrKeyNotFound):
+		case err != nil:
+			return fmt.Errorf("read state of %s: %w", id, err)
+		default:
+			rev = e.Revision()
+			_ = json.Unmarshal(e.Value(), &s)
+		}
+		if !fn(&s) {
+			return nil
+		}
+		if !s.Disabled && s.HoldUntil.Before(d.now()) {
+			if rev == 0 {
+				return nil
+			}
+			err = d.stateKV.Delete(ctx, id, natsjs.LastRevision(rev))
+		} else {
+			b, _ := json.Marshal(s)
+			if rev == 0 {
+				_, err = d.stateKV.Create(ctx, id, b)
+			} else {
+				_, err = d.stateKV.Update(ctx, id, b, rev)
+			}
+		}
+		if err == nil {
+			d.mu.Lock()
+			if s.Disabled || s.HoldUntil.After(d.now()) {
+				d.states[id] = s
+			} else {
+				delete(d.states, id)
+			}
+			d.mu.Unlock()
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("write state of %s: %w", id, err)
+		}
+	}
+}
+
+// hold pauses endpoint id until until, for every process. Holds only grow.
+func (d *Dispatcher) hold(id string, until time.Time, cause string) {
+	err := d.updateState(d.sendCtx, id, func(s *endpointState) bool {
+		if !until.After(s.HoldUntil) {
+			return false
+		}
+		s.HoldUntil, s.HoldCause, s.At = until, cause, d.now().UTC()
+		return true
+	})
+	if err != nil {
+		d.log.Warn("hold endpoint", "endpoint", id, "cause", cause, "err", err)
+	}
+	d.drains.wake(id, until)
+}
+
 // ops publishes an operational event on hookjet.ops.<kind>; HOOKJET_OPS keeps it.
 func (d *Dispatcher) ops(kind string, body map[string]any) {
 	body["at"] = d.now().UTC().Format(time.RFC3339Nano)
@@ -25,74 +176,67 @@ func (d *Dispatcher) ops(kind string, body map[string]any) {
 	}
 }
 
-// OnBreakerTransition logs, counts and publishes a breaker transition. Pass it
-// to breaker.WithOnTransition.
+// OnBreakerTransition counts and publishes a breaker transition (the breaker
+// registry logs it). Pass it to breaker.WithOnTransition.
 func (d *Dispatcher) OnBreakerTransition(t breaker.Transition) {
-	d.o.Metrics.BreakerState.WithLabelValues(t.Endpoint).Set(float64(t.To))
+	if e := d.endpoint(t.Endpoint); e != nil && !e.removed.Load() {
+		d.o.Metrics.BreakerState.WithLabelValues(d.series.label(t.Endpoint)).Set(float64(t.To))
+	}
 	kind := map[breaker.State]string{breaker.Open: "endpoint.opened", breaker.Closed: "endpoint.closed", breaker.HalfOpen: "endpoint.half_opened"}[t.To]
-	d.log.Warn("breaker "+t.To.String(), "endpoint", t.Endpoint, "from", t.From.String(), "cooldown", t.Cooldown)
 	d.ops(kind, map[string]any{"endpoint": t.Endpoint, "from": t.From.String(), "to": t.To.String(), "cooldown_seconds": t.Cooldown.Seconds()})
-}
-
-type disabledState struct {
-	Reason string    `json:"reason"`
-	At     time.Time `json:"at"`
-}
-
-func (d *Dispatcher) applyState(e natsjs.KeyValueEntry) {
-	id := e.Key()
-	d.mu.Lock()
-	if e.Operation() == natsjs.KeyValuePut {
-		var s disabledState
-		_ = json.Unmarshal(e.Value(), &s)
-		d.disabled[id] = s.Reason
-	} else {
-		delete(d.disabled, id)
-	}
-	w := d.workers[id]
-	d.mu.Unlock()
-	if w != nil {
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
+	if t.To == breaker.Open {
+		d.drains.wake(t.Endpoint, d.now().Add(t.Cooldown))
 	}
 }
 
+// disable turns endpoint id off after a 410. Only the process whose write
+// changes the state publishes the operational event, so N requests in flight
+// when the endpoint answered 410 publish one.
 func (d *Dispatcher) disable(id, reason string) {
-	if err := d.SetDisabled(context.Background(), id, true, reason); err != nil {
+	changed := false
+	err := d.updateState(d.sendCtx, id, func(s *endpointState) bool {
+		if s.Disabled {
+			return false
+		}
+		s.Disabled, s.Reason, s.At = true, reason, d.now().UTC()
+		changed = true
+		return true
+	})
+	if err != nil {
 		d.log.Error("disable endpoint", "endpoint", id, "err", err)
+		return
+	}
+	if changed {
+		d.log.Warn("endpoint disabled", "endpoint", id, "reason", reason)
+		d.ops("endpoint.disabled", map[string]any{"endpoint": id, "reason": reason})
 	}
 }
 
-// SetDisabled disables or re-enables an endpoint for every hookjet process. A
-// disabled endpoint keeps its messages in JetStream until it is enabled.
+// SetDisabled disables or re-enables an endpoint for every hookjet process.
+// A disabled endpoint's deliveries wait in HOOKJET_TASKS until it is enabled
+// or they pass retry.max_age (then they are dead-lettered as expired).
 func (d *Dispatcher) SetDisabled(ctx context.Context, id string, disabled bool, reason string) error {
-	d.mu.Lock()
-	_, known := d.workers[id]
-	d.mu.Unlock()
-	if !known {
+	if d.endpoint(id) == nil {
 		return fmt.Errorf("%w: %q", ErrUnknownEndpoint, id)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
+	err := d.updateState(ctx, id, func(s *endpointState) bool {
+		s.Disabled, s.Reason, s.At = disabled, reason, d.now().UTC()
+		if !disabled {
+			s.Reason = ""
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
 	if disabled {
-		b, err := json.Marshal(disabledState{Reason: reason, At: d.now().UTC()})
-		if err != nil {
-			return err
-		}
-		if _, err := d.states.Put(ctx, id, b); err != nil {
-			return fmt.Errorf("disable %s: %w", id, err)
-		}
 		d.log.Warn("endpoint disabled", "endpoint", id, "reason", reason)
 		d.ops("endpoint.disabled", map[string]any{"endpoint": id, "reason": reason})
 		return nil
 	}
-	if err := d.states.Delete(ctx, id); err != nil && !errors.Is(err, natsjs.ErrKeyNotFound) {
-		return fmt.Errorf("enable %s: %w", id, err)
-	}
 	d.log.Info("endpoint enabled", "endpoint", id)
 	d.ops("endpoint.enabled", map[string]any{"endpoint": id})
+	d.drains.wake(id, time.Time{})
 	return nil
 }
 

@@ -2,8 +2,8 @@ package jetstream
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Metrics are hookjet's Prometheus series. Endpoint labels only ever take the
-// ids of configured endpoints, so cardinality is bounded by the config.
+// Metrics are hookjet's Prometheus series. Endpoint labels take the ids of at
+// most metrics.max_endpoint_series endpoints; the rest share "_other".
 type Metrics struct {
 	Attempts        *prometheus.CounterVec   // endpoint, class
 	AttemptDuration *prometheus.HistogramVec // endpoint
@@ -19,6 +19,8 @@ type Metrics struct {
 	DLQMessages     prometheus.Gauge
 	LatencyP95      *prometheus.GaugeVec // endpoint
 	InFlight        prometheus.Gauge
+	Endpoints       *prometheus.GaugeVec // state: enabled, disabled, breaker_open
+	SafetyNetErrors prometheus.Counter
 }
 
 // NewMetrics creates hookjet's metrics and registers them with reg.
@@ -68,8 +70,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		InFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "hookjet_in_flight", Help: "Requests in flight in this process.",
 		}),
+		Endpoints: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hookjet_endpoints", Help: "Endpoints by state: enabled, disabled, breaker_open (this process's breakers).",
+		}, []string{"state"}),
+		SafetyNetErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hookjet_safety_net_errors_total", Help: "MaxDeliver advisories whose message was already gone: a delivery that may have been lost.",
+		}),
 	}
-	reg.MustRegister(m.Attempts, m.AttemptDuration, m.FirstAttempts, m.DeadLetters, m.Deferrals,
+	reg.MustRegister(m.Endpoints, m.SafetyNetErrors, m.Attempts, m.AttemptDuration, m.FirstAttempts, m.DeadLetters, m.Deferrals,
 		m.BreakerState, m.Pending, m.OldestPending, m.Duplicates, m.Published, m.MissingID,
 		m.DLQMessages, m.LatencyP95, m.InFlight)
 	return m

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookjet/hookjet/breaker"
 )
 
 // Summary is the answer of GET /api/v1/summary.
@@ -25,6 +28,9 @@ type Summary struct {
 	OpenBreakers            int     `json:"open_breakers"`
 	EventsStored            uint64  `json:"events_stored"`
 	EventsBytes             uint64  `json:"events_bytes"`
+	// Errors lists the lookups that failed; the other fields are still
+	// filled in.
+	Errors []string `json:"errors,omitempty"`
 }
 
 // BreakerStatus is an endpoint's circuit breaker as the admin API shows it.
@@ -57,12 +63,19 @@ type EndpointStatus struct {
 	FirstAttemptSuccessRate float64       `json:"first_attempt_success_rate"`
 	Pending                 uint64        `json:"pending"`
 	AwaitingRetry           uint64        `json:"awaiting_retry"`
+	InFlight                int           `json:"in_flight"`
+	HeldUntil               *time.Time    `json:"held_until,omitempty"`
 	DeadLetters             uint64        `json:"dead_letters"`
 	ConsecutiveFailures     int           `json:"consecutive_failures"`
 	LastSuccess             *time.Time    `json:"last_success,omitempty"`
 	LastFailure             *time.Time    `json:"last_failure,omitempty"`
 	HeaderNames             []string      `json:"header_names,omitempty"`
 	Secrets                 int           `json:"secrets"`
+	Source                  string        `json:"source"`
+	Tenant                  string        `json:"tenant"`
+	Description             string        `json:"description"`
+	CreatedAt               *time.Time    `json:"created_at"`
+	UpdatedAt               *time.Time    `json:"updated_at"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -75,60 +88,84 @@ func timePtr(t time.Time) *time.Time {
 
 func ms(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Microsecond)) / 1000 }
 
-// Endpoints returns the status of every configured endpoint, ordered by id.
+// Endpoints returns the status of every endpoint, ordered by id.
 func (d *Dispatcher) Endpoints(ctx context.Context) ([]EndpointStatus, error) {
-	d.mu.Lock()
-	ids := make([]string, 0, len(d.workers))
-	for id := range d.workers {
-		ids = append(ids, id)
+	out, _, err := d.EndpointPage(ctx, "", "", 0)
+	return out, err
+}
+
+// EndpointPage returns up to limit endpoints (0: all) with ids after after,
+// of tenant when it is not empty, ordered by id, and the cursor of the next
+// page ("" after the last). Waiting counts come from two stream lookups per
+// page, whatever its size.
+func (d *Dispatcher) EndpointPage(ctx context.Context, tenant, after string, limit int) ([]EndpointStatus, string, error) {
+	ids := d.sortedIDs()
+	i := sort.SearchStrings(ids, after)
+	if i < len(ids) && ids[i] == after {
+		i++
 	}
-	d.mu.Unlock()
-	sort.Strings(ids)
-	dlq, err := d.dlqCounts(ctx)
+	var page []*endpoint
+	next := ""
+	for ; i < len(ids); i++ {
+		e := d.endpoint(ids[i])
+		if e == nil || (tenant != "" && e.set.Load().ep.Tenant != tenant) {
+			continue
+		}
+		if limit > 0 && len(page) == limit {
+			next = page[len(page)-1].id
+			break
+		}
+		page = append(page, e)
+	}
+	w, err := d.waiting(ctx, "*")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	out := make([]EndpointStatus, 0, len(ids))
-	for _, id := range ids {
-		s, err := d.endpoint(ctx, id, dlq)
-		if errors.Is(err, ErrUnknownEndpoint) {
-			continue // removed meanwhile
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
+	dlq, err := d.dlqCounts(ctx, "*")
+	if err != nil {
+		return nil, "", err
 	}
-	return out, nil
+	out := make([]EndpointStatus, 0, len(page))
+	for _, e := range page {
+		out = append(out, d.status(e, w[e.id], dlq[e.id]))
+	}
+	return out, next, nil
 }
 
 // Endpoint returns one endpoint's status or ErrUnknownEndpoint.
 func (d *Dispatcher) Endpoint(ctx context.Context, id string) (EndpointStatus, error) {
-	dlq, err := d.dlqCounts(ctx)
+	e := d.endpoint(id)
+	if e == nil {
+		return EndpointStatus{}, fmt.Errorf("%w: %q", ErrUnknownEndpoint, id)
+	}
+	w, err := d.waiting(ctx, id)
 	if err != nil {
 		return EndpointStatus{}, err
 	}
-	return d.endpoint(ctx, id, dlq)
+	dlq, err := d.dlqCounts(ctx, id)
+	if err != nil {
+		return EndpointStatus{}, err
+	}
+	return d.status(e, w[id], dlq[id]), nil
 }
 
-func (d *Dispatcher) endpoint(ctx context.Context, id string, dlq map[string]uint64) (EndpointStatus, error) {
-	d.mu.Lock()
-	w, ok := d.workers[id]
-	reason, disabled := d.disabled[id]
-	d.mu.Unlock()
-	if !ok {
-		return EndpointStatus{}, fmt.Errorf("%w: %q", ErrUnknownEndpoint, id)
-	}
-	ep := w.ep
+func (d *Dispatcher) status(e *endpoint, w waitingCount, deadLetters uint64) EndpointStatus {
+	ep := e.set.Load().ep
+	st := d.state(e.id)
 	s := EndpointStatus{
-		ID: ep.ID, URL: ep.URL, Events: ep.Events, Disabled: disabled, DisabledReason: reason,
-		DeadLetters: dlq[id], Secrets: len(ep.Secrets),
+		ID: ep.ID, URL: ep.URL, Events: ep.Events, Disabled: st.Disabled, DisabledReason: st.Reason,
+		DeadLetters: deadLetters, Secrets: len(ep.Secrets), Source: ep.Source, Tenant: ep.Tenant,
+		Description: ep.Description, CreatedAt: timePtr(ep.CreatedAt), UpdatedAt: timePtr(ep.UpdatedAt),
+		Pending: w.due + w.scheduled, AwaitingRetry: w.scheduled, InFlight: e.slots.inUse(),
+	}
+	if st.HoldUntil.After(d.now()) {
+		s.HeldUntil = timePtr(st.HoldUntil)
 	}
 	for k := range ep.Headers {
 		s.HeaderNames = append(s.HeaderNames, k)
 	}
 	sort.Strings(s.HeaderNames)
-	if h, ok := d.o.Breakers.Health(id); ok {
+	if h, ok := d.o.Breakers.Health(e.id); ok {
 		s.Breaker = BreakerStatus{
 			State:               h.State.String(),
 			ConsecutiveFailures: h.ConsecutiveFailures,
@@ -144,22 +181,57 @@ func (d *Dispatcher) endpoint(ctx context.Context, id string, dlq map[string]uin
 	} else {
 		s.Breaker.State = "closed"
 	}
-	info, err := w.cons.Info(ctx)
+	return s
+}
+
+// waitingCount is what waits for one endpoint in HOOKJET_TASKS.
+type waitingCount struct {
+	due       uint64 // tasks on hookjet.tasks.<id>: parked or due
+	scheduled uint64 // retries waiting for their time
+}
+
+// waiting counts the tasks of endpoint id ("*": every endpoint) from the
+// stream's per-subject totals: two lookups, not one per endpoint.
+func (d *Dispatcher) waiting(ctx context.Context, id string) (map[string]waitingCount, error) {
+	st, err := d.o.JS.Stream(ctx, TasksStream)
 	if err != nil {
-		return EndpointStatus{}, fmt.Errorf("consumer info %s: %w", ConsumerName(id), err)
+		return nil, fmt.Errorf("stream %s: %w", TasksStream, err)
 	}
-	s.Pending = info.NumPending + uint64(info.NumAckPending)
-	s.AwaitingRetry = uint64(info.NumAckPending)
-	return s, nil
+	out := map[string]waitingCount{}
+	due, err := st.Info(ctx, natsjs.WithSubjectFilter(TasksPrefix+id))
+	if err != nil {
+		return nil, fmt.Errorf("stream info %s: %w", TasksStream, err)
+	}
+	for subj, n := range due.State.Subjects {
+		ep := strings.TrimPrefix(subj, TasksPrefix)
+		w := out[ep]
+		w.due += n
+		out[ep] = w
+	}
+	filter := SchedPrefix + id + ".*"
+	if id == "*" {
+		filter = SchedPrefix + ">"
+	}
+	sched, err := st.Info(ctx, natsjs.WithSubjectFilter(filter))
+	if err != nil {
+		return nil, fmt.Errorf("stream info %s: %w", TasksStream, err)
+	}
+	for subj, n := range sched.State.Subjects {
+		ep, _, _ := strings.Cut(strings.TrimPrefix(subj, SchedPrefix), ".")
+		w := out[ep]
+		w.scheduled += n
+		out[ep] = w
+	}
+	return out, nil
 }
 
 // dlqCounts counts dead letters per endpoint from the DLQ's subject totals.
-func (d *Dispatcher) dlqCounts(ctx context.Context) (map[string]uint64, error) {
+func (d *Dispatcher) dlqCounts(ctx context.Context, id string) (map[string]uint64, error) {
 	st, err := d.o.JS.Stream(ctx, DLQStream)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", DLQStream, err)
 	}
-	info, err := st.Info(ctx, natsjs.WithSubjectFilter(DLQPrefix+">"))
+	info, err := st.Info(ctx, natsjs.WithSubjectFilter(DLQPrefix+id))
 	if err != nil {
 		return nil, fmt.Errorf("stream info %s: %w", DLQStream, err)
 	}
@@ -170,78 +242,87 @@ func (d *Dispatcher) dlqCounts(ctx context.Context) (map[string]uint64, error) {
 	return out, nil
 }
 
-// Summary computes the summary from consumer and stream state and this
-// process's counters.
+// Summary computes the summary from stream and consumer state (a fixed
+// number of lookups, whatever the number of endpoints) and this process's
+// counters. It changes nothing: RunGauges sets the gauges.
 func (d *Dispatcher) Summary(ctx context.Context) (Summary, error) {
-	d.mu.Lock()
-	workers := make([]*worker, 0, len(d.workers))
-	for _, w := range d.workers {
-		workers = append(workers, w)
-	}
-	disabled := len(d.disabled)
-	d.mu.Unlock()
-	s := Summary{InFlight: d.inFlightN.Load(), Endpoints: len(workers), DisabledEndpoints: disabled}
-	events, err := d.o.JS.Stream(ctx, EventsStream)
-	if err != nil {
-		return Summary{}, fmt.Errorf("stream %s: %w", EventsStream, err)
-	}
-	var oldest time.Time
-	var ackPending uint64
-	for _, w := range workers {
-		info, err := w.cons.Info(ctx)
-		if err != nil {
-			return Summary{}, fmt.Errorf("consumer info %s: %w", ConsumerName(w.ep.ID), err)
+	d.mu.RLock()
+	s := Summary{InFlight: d.inFlightN.Load(), Endpoints: len(d.eps)}
+	for _, st := range d.states {
+		if st.Disabled {
+			s.DisabledEndpoints++
 		}
-		d.o.Metrics.Pending.WithLabelValues(w.ep.ID).Set(float64(info.NumPending + uint64(info.NumAckPending)))
+	}
+	d.mu.RUnlock()
+	for _, id := range d.sortedIDs() {
+		if h, ok := d.o.Breakers.Health(id); ok && h.State != breaker.Closed {
+			s.OpenBreakers++
+		}
+	}
+	var errs []error
+	oldest := time.Time{}
+	if c, err := d.o.JS.Consumer(ctx, EventsStream, fanoutConsumer); err != nil {
+		errs = append(errs, fmt.Errorf("consumer %s: %w", fanoutConsumer, err))
+	} else if info, err := c.Info(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("consumer info %s: %w", fanoutConsumer, err))
+	} else {
 		s.Pending += info.NumPending + uint64(info.NumAckPending)
-		ackPending += uint64(info.NumAckPending)
-		if info.NumPending+uint64(info.NumAckPending) > 0 {
-			if t, ok := oldestFrom(ctx, events, info.AckFloor.Stream+1); ok && (oldest.IsZero() || t.Before(oldest)) {
+		if s.Pending > 0 {
+			if t, ok := d.firstTime(ctx, EventsStream, info.AckFloor.Stream+1); ok {
 				oldest = t
 			}
 		}
-		if h, ok := d.o.Breakers.Health(w.ep.ID); ok {
-			d.o.Metrics.BreakerState.WithLabelValues(w.ep.ID).Set(float64(h.State))
-			d.o.Metrics.LatencyP95.WithLabelValues(w.ep.ID).Set(h.P95.Seconds())
-			if h.State.String() != "closed" {
-				s.OpenBreakers++
+	}
+	if st, err := d.o.JS.Stream(ctx, TasksStream); err != nil {
+		errs = append(errs, fmt.Errorf("stream %s: %w", TasksStream, err))
+	} else if info, err := st.Info(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("stream info %s: %w", TasksStream, err))
+	} else {
+		s.Pending += info.State.Msgs
+		if sched, err := st.Info(ctx, natsjs.WithSubjectFilter(SchedPrefix+">")); err == nil {
+			for _, n := range sched.State.Subjects {
+				s.AwaitingRetry += n
 			}
 		}
-	}
-	if n := uint64(max(s.InFlight, 0)); ackPending > n {
-		s.AwaitingRetry = ackPending - n
+		if info.State.Msgs > 0 {
+			if t, ok := d.firstTime(ctx, TasksStream, info.State.FirstSeq); ok && (oldest.IsZero() || t.Before(oldest)) {
+				oldest = t
+			}
+		}
 	}
 	if !oldest.IsZero() {
 		s.OldestPendingAgeSeconds = math.Max(0, d.now().Sub(oldest).Seconds())
 	}
-	d.o.Metrics.OldestPending.Set(s.OldestPendingAgeSeconds)
-	dlq, err := d.o.JS.Stream(ctx, DLQStream)
-	if err != nil {
-		return Summary{}, fmt.Errorf("stream %s: %w", DLQStream, err)
+	if st, err := d.o.JS.Stream(ctx, DLQStream); err != nil {
+		errs = append(errs, fmt.Errorf("stream %s: %w", DLQStream, err))
+	} else {
+		s.DeadLetter = st.CachedInfo().State.Msgs
 	}
-	di, err := dlq.Info(ctx)
-	if err != nil {
-		return Summary{}, fmt.Errorf("stream info %s: %w", DLQStream, err)
+	if st, err := d.o.JS.Stream(ctx, EventsStream); err != nil {
+		errs = append(errs, fmt.Errorf("stream %s: %w", EventsStream, err))
+	} else {
+		s.EventsStored, s.EventsBytes = st.CachedInfo().State.Msgs, st.CachedInfo().State.Bytes
 	}
-	s.DeadLetter = di.State.Msgs
-	d.o.Metrics.DLQMessages.Set(float64(di.State.Msgs))
-	ei, err := events.Info(ctx)
-	if err != nil {
-		return Summary{}, fmt.Errorf("stream info %s: %w", EventsStream, err)
-	}
-	s.EventsStored, s.EventsBytes = ei.State.Msgs, ei.State.Bytes
 	s.DeliveredLastHour, s.FailedLastHour = d.hour.sum(d.now())
+	if len(errs) == len([]string{"fanout", "tasks", "dlq", "events"}) {
+		return Summary{}, errors.Join(errs...)
+	}
+	for _, err := range errs {
+		s.Errors = append(s.Errors, err.Error())
+	}
 	return s, nil
 }
 
-// oldestFrom returns the publish time of the first stored event at or after
-// seq: the oldest message an endpoint has not acked. Interest retention keeps
-// only messages some consumer still needs, so this is exact for the first
-// endpoint's floor and an upper bound on age otherwise.
-func oldestFrom(ctx context.Context, events natsjs.Stream, seq uint64) (time.Time, bool) {
+// firstTime returns the publish time of the first message at or after seq
+// in stream: the oldest not yet settled.
+func (d *Dispatcher) firstTime(ctx context.Context, stream string, seq uint64) (time.Time, bool) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	m, err := events.GetMsg(ctx, seq, natsjs.WithGetMsgSubject(">"))
+	st, err := d.o.JS.Stream(ctx, stream)
+	if err != nil {
+		return time.Time{}, false
+	}
+	m, err := st.GetMsg(ctx, seq, natsjs.WithGetMsgSubject(">"))
 	if err != nil {
 		return time.Time{}, false
 	}
@@ -254,9 +335,7 @@ func (d *Dispatcher) RunGauges(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if _, err := d.Summary(ctx); err != nil && ctx.Err() == nil {
-			d.log.Debug("refresh gauges", "err", err)
-		}
+		d.refreshGauges(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -265,12 +344,55 @@ func (d *Dispatcher) RunGauges(ctx context.Context, interval time.Duration) {
 	}
 }
 
+func (d *Dispatcher) refreshGauges(ctx context.Context) {
+	m := d.o.Metrics
+	s, err := d.Summary(ctx)
+	if err != nil {
+		d.log.Debug("refresh gauges", "err", err)
+		return
+	}
+	m.OldestPending.Set(s.OldestPendingAgeSeconds)
+	m.DLQMessages.Set(float64(s.DeadLetter))
+	w, err := d.waiting(ctx, "*")
+	if err == nil {
+		m.Pending.Reset()
+		other := 0.0
+		for id, c := range w {
+			if d.endpoint(id) == nil {
+				continue
+			}
+			if l := d.series.label(id); l == otherSeries {
+				other += float64(c.due + c.scheduled)
+			} else {
+				m.Pending.WithLabelValues(l).Set(float64(c.due + c.scheduled))
+			}
+		}
+		if other > 0 {
+			m.Pending.WithLabelValues(otherSeries).Set(other)
+		}
+	}
+	var enabled, disabled, open float64
+	for _, id := range d.sortedIDs() {
+		if d.state(id).Disabled {
+			disabled++
+		} else {
+			enabled++
+		}
+		if h, ok := d.o.Breakers.Health(id); ok && h.State == breaker.Open {
+			open++
+		}
+	}
+	m.Endpoints.WithLabelValues("enabled").Set(enabled)
+	m.Endpoints.WithLabelValues("disabled").Set(disabled)
+	m.Endpoints.WithLabelValues("breaker_open").Set(open)
+}
+
 // Ready reports whether NATS is connected and hookjet's streams exist.
 func (d *Dispatcher) Ready(ctx context.Context) error {
 	if !d.o.NC.IsConnected() {
 		return errors.New("nats not connected")
 	}
-	for _, name := range []string{EventsStream, DLQStream} {
+	for _, name := range []string{EventsStream, TasksStream, DLQStream} {
 		if _, err := d.o.JS.Stream(ctx, name); err != nil {
 			return fmt.Errorf("stream %s: %w", name, err)
 		}

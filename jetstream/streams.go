@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"time"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
@@ -11,26 +13,39 @@ import (
 	"github.com/hookjet/hookjet/config"
 )
 
-// Names of the streams, buckets and subjects hookjet owns.
+// Names of the streams, buckets, consumers and subjects hookjet owns.
 const (
 	EventsStream   = "HOOKJET_EVENTS"
 	EventsPrefix   = "hookjet.events."
-	ReplayStream   = "HOOKJET_REPLAY"
-	ReplayPrefix   = "hookjet.replay."
-	replayConsumer = "hookjet-replay"
+	TasksStream    = "HOOKJET_TASKS"
+	TasksPrefix    = "hookjet.tasks."
+	SchedPrefix    = "hookjet.sched."
 	DLQStream      = "HOOKJET_DLQ"
 	DLQPrefix      = "hookjet.dlq."
 	OpsStream      = "HOOKJET_OPS"
 	OpsPrefix      = "hookjet.ops."
 	AdvisoryStream = "HOOKJET_ADVISORIES"
-	// MaxDeliveriesSubject is where nats-server announces a message that hit
-	// an endpoint consumer's MaxDeliver.
-	MaxDeliveriesSubject = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + EventsStream + ".>"
-	advisoryConsumer     = "hookjet-max-deliveries"
-	AttemptsBucket       = "HOOKJET_ATTEMPTS"
-	EndpointBucket       = "HOOKJET_ENDPOINTS"
-	SeenBucket           = "HOOKJET_SEEN"
-	consumerPrefix       = "ep-"
+	// maxDeliveriesPrefix is where nats-server announces a message that hit
+	// a consumer's MaxDeliver.
+	maxDeliveriesPrefix = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES."
+	advisoryConsumer    = "hookjet-max-deliveries"
+	fanoutConsumer      = "hookjet-fanout"
+	drainPrefix         = "drain-"
+	StateBucket         = "HOOKJET_ENDPOINT_STATE"
+	SeenBucket          = "HOOKJET_SEEN"
+	// EndpointBucket holds the endpoints created through the admin API.
+	EndpointBucket = "HOOKJET_ENDPOINTS"
+	// Legacy names of the first design, read only to upgrade from it.
+	legacyConsumerPrefix = "ep-"
+	legacyReplayStream   = "HOOKJET_REPLAY"
+	legacyAttempts       = "HOOKJET_ATTEMPTS"
+)
+
+// Consumers' delivery limits: JetStream's safety nets above hookjet's own
+// attempt counting (deferrals and crashes count as deliveries too).
+const (
+	eventsMaxDeliver = 100
+	tasksMaxDeliver  = 100
 )
 
 // Headers hookjet reads and writes on NATS messages.
@@ -49,30 +64,21 @@ const (
 	HdrReplayOf    = "Hookjet-Replay-Of"
 )
 
-// ConsumerName is the durable consumer of HOOKJET_EVENTS for one endpoint.
-func ConsumerName(endpointID string) string { return consumerPrefix + endpointID }
-
-// FilterSubjects are the subjects an endpoint's consumer reads: its event
-// patterns under hookjet.events. (Replays have a stream of their own, so that
-// an endpoint with one pattern has one filter subject: nats-server's fast
-// path.)
-func FilterSubjects(ep config.Endpoint) []string {
-	out := make([]string, 0, len(ep.Events))
-	for _, p := range ep.Events {
-		out = append(out, EventsPrefix+p)
-	}
-	return out
-}
+// DrainConsumerName is the short-lived consumer of one endpoint's tasks.
+func DrainConsumerName(endpointID string) string { return drainPrefix + endpointID }
 
 // EnsureStreams creates or updates every stream and bucket hookjet needs. It
-// is idempotent and safe to run from several processes at once.
-func EnsureStreams(ctx context.Context, js natsjs.JetStream, cfg *config.Config) error {
+// is idempotent and safe to run from several processes at once; a stream
+// whose configuration is unchanged is not updated. Each call is retried with
+// a short timeout and backoff until ctx ends, so a cluster that is still
+// electing leaders delays start-up instead of failing it.
+func EnsureStreams(ctx context.Context, js natsjs.JetStream, cfg *config.Config, log *slog.Logger) error {
 	s := cfg.Streams
 	streams := []natsjs.StreamConfig{{
 		Name:        EventsStream,
-		Description: "hookjet events awaiting delivery",
+		Description: "hookjet event log: every event, kept for streams.max_age (redelivery reads it)",
 		Subjects:    []string{EventsPrefix + ">"},
-		Retention:   natsjs.InterestPolicy,
+		Retention:   natsjs.LimitsPolicy,
 		Storage:     natsjs.FileStorage,
 		Replicas:    s.Replicas,
 		Duplicates:  s.DuplicateWindow,
@@ -80,6 +86,25 @@ func EnsureStreams(ctx context.Context, js natsjs.JetStream, cfg *config.Config)
 		MaxBytes:    s.MaxBytes,
 		MaxMsgSize:  int32(cfg.Security.MaxPayloadBytes) + 64<<10,
 		Discard:     natsjs.DiscardNew,
+	}, {
+		// Deliveries that could not be settled at once, per endpoint
+		// (hookjet.tasks.<endpoint>), and retries waiting for their time as
+		// message schedules (hookjet.sched.<endpoint>.<event>). Schedules
+		// need Discard: Old; MaxAge is the backstop, and the expiry of
+		// disabled endpoints' tasks keeps them far below it.
+		Name:              TasksStream,
+		Description:       "hookjet deliveries waiting for their endpoint: parked tasks and scheduled retries",
+		Subjects:          []string{TasksPrefix + ">", SchedPrefix + ">"},
+		Retention:         natsjs.WorkQueuePolicy,
+		Storage:           natsjs.FileStorage,
+		Replicas:          s.Replicas,
+		Duplicates:        s.DuplicateWindow,
+		MaxAge:            s.MaxAge,
+		MaxBytes:          s.MaxBytes,
+		MaxMsgSize:        int32(cfg.Security.MaxPayloadBytes) + 64<<10,
+		Discard:           natsjs.DiscardOld,
+		AllowMsgSchedules: true,
+		AllowRollup:       true,
 	}, {
 		Name:        DLQStream,
 		Description: "hookjet dead letters: deliveries that gave up, with the reason in headers",
@@ -90,25 +115,15 @@ func EnsureStreams(ctx context.Context, js natsjs.JetStream, cfg *config.Config)
 		Duplicates:  10 * time.Minute,
 		MaxAge:      s.DLQMaxAge,
 		MaxBytes:    s.DLQMaxBytes,
-		Discard:     natsjs.DiscardNew,
-	}, {
-		Name:        ReplayStream,
-		Description: "hookjet dead letters sent back to their endpoint (hookjet.replay.<endpoint>)",
-		Subjects:    []string{ReplayPrefix + ">"},
-		Retention:   natsjs.WorkQueuePolicy,
-		Storage:     natsjs.FileStorage,
-		Replicas:    s.Replicas,
-		Duplicates:  10 * time.Minute,
-		MaxAge:      s.DLQMaxAge,
-		MaxBytes:    s.DLQMaxBytes,
+		MaxMsgSize:  int32(cfg.Security.MaxPayloadBytes) + 64<<10,
 		Discard:     natsjs.DiscardNew,
 	}, {
 		// The safety net: MAX_DELIVERIES advisories are published only to
 		// whoever listens at that moment, so a stream keeps them until
 		// hookjet has moved the message they name to the DLQ.
 		Name:        AdvisoryStream,
-		Description: "hookjet: JetStream MaxDeliver advisories for endpoint consumers",
-		Subjects:    []string{MaxDeliveriesSubject},
+		Description: "hookjet: JetStream MaxDeliver advisories for the fan-out and drain consumers",
+		Subjects:    []string{maxDeliveriesPrefix + EventsStream + ".>", maxDeliveriesPrefix + TasksStream + ".>"},
 		Retention:   natsjs.WorkQueuePolicy,
 		Storage:     natsjs.FileStorage,
 		Replicas:    s.Replicas,
@@ -127,18 +142,11 @@ func EnsureStreams(ctx context.Context, js natsjs.JetStream, cfg *config.Config)
 		Discard:     natsjs.DiscardOld,
 	}}
 	for _, sc := range streams {
-		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
-			return fmt.Errorf("stream %s: %w", sc.Name, err)
+		if err := retry(ctx, log, "stream "+sc.Name, func(ctx context.Context) error { return ensureStream(ctx, js, sc) }); err != nil {
+			return err
 		}
 	}
 	kvs := []natsjs.KeyValueConfig{{
-		Bucket:      AttemptsBucket,
-		Description: "hookjet attempt state per endpoint and message",
-		TTL:         s.MaxAge,
-		Storage:     natsjs.FileStorage,
-		Replicas:    s.Replicas,
-		MaxBytes:    1 << 30,
-	}, {
 		Bucket:      SeenBucket,
 		Description: "hookjet event ids already accepted, shared by all processes (dedupe past the duplicate window)",
 		TTL:         cfg.Dedupe.TTL,
@@ -146,95 +154,129 @@ func EnsureStreams(ctx context.Context, js natsjs.JetStream, cfg *config.Config)
 		Replicas:    s.Replicas,
 		MaxBytes:    1 << 30,
 	}, {
-		Bucket:      EndpointBucket,
-		Description: "hookjet endpoints disabled by a 410 or an operator",
+		Bucket:      StateBucket,
+		Description: "hookjet endpoints disabled (410, operator) or held (Retry-After)",
 		Storage:     natsjs.FileStorage,
 		Replicas:    s.Replicas,
-		MaxBytes:    16 << 20,
+		MaxBytes:    64 << 20,
 	}}
 	for _, kc := range kvs {
-		if _, err := js.CreateOrUpdateKeyValue(ctx, kc); err != nil {
-			return fmt.Errorf("bucket %s: %w", kc.Bucket, err)
+		if err := retry(ctx, log, "bucket "+kc.Bucket, func(ctx context.Context) error {
+			if _, err := js.KeyValue(ctx, kc.Bucket); err == nil {
+				return nil
+			}
+			_, err := js.CreateOrUpdateKeyValue(ctx, kc)
+			return err
+		}); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// maxDeliver is JetStream's safety net above hookjet's own attempt limit:
-// deferrals (breaker, rate limit, shutdown) also count as deliveries.
-func maxDeliver(maxAttempts int) int { return max(100, 5*maxAttempts) }
+// ensureStream creates sc, or updates it when its configuration differs
+// from what is stored.
+func ensureStream(ctx context.Context, js natsjs.JetStream, sc natsjs.StreamConfig) error {
+	st, err := js.Stream(ctx, sc.Name)
+	if errors.Is(err, natsjs.ErrStreamNotFound) {
+		_, err = js.CreateStream(ctx, sc)
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	cur := st.CachedInfo().Config
+	if streamUpToDate(cur, sc) {
+		return nil
+	}
+	_, err = js.UpdateStream(ctx, sc)
+	return err
+}
 
-// ackWait covers the HTTP timeout plus time spent in the client buffer.
+func streamUpToDate(cur, want natsjs.StreamConfig) bool {
+	return cur.Description == want.Description && slices.Equal(cur.Subjects, want.Subjects) &&
+		cur.Retention == want.Retention && cur.Replicas == want.Replicas && cur.Duplicates == want.Duplicates &&
+		cur.MaxAge == want.MaxAge && cur.MaxBytes == want.MaxBytes && cur.MaxMsgSize == want.MaxMsgSize &&
+		cur.Discard == want.Discard && cur.AllowMsgSchedules == want.AllowMsgSchedules
+}
+
+// retry runs fn with a short timeout until it succeeds or ctx ends, backing
+// off between tries and logging why it waits.
+func retry(ctx context.Context, log *slog.Logger, what string, fn func(context.Context) error) error {
+	backoff := 250 * time.Millisecond
+	for try := 1; ; try++ {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := fn(cctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w (last error: %w)", what, ctx.Err(), err)
+		}
+		if log != nil {
+			log.Warn("NATS not ready; retrying", "what", what, "try", try, "err", err)
+		}
+		sleep(ctx, backoff+jitter(backoff))
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// ackWait covers an endpoint's HTTP timeout plus time spent waiting for the
+// ledger.
 func ackWait(ep config.Endpoint) time.Duration {
 	return max(30*time.Second, 2*ep.Timeout+15*time.Second)
 }
 
-// EnsureConsumer creates or updates the durable consumer of one endpoint.
-func EnsureConsumer(ctx context.Context, js natsjs.JetStream, ep config.Endpoint) (natsjs.Consumer, error) {
+// EnsureFanoutConsumer returns the shared consumer of HOOKJET_EVENTS,
+// creating it when missing. A new one starts after the last stored event
+// when an upgrade already turned the older ones into tasks (startSeq > 0),
+// and with the first stored event otherwise.
+func EnsureFanoutConsumer(ctx context.Context, js natsjs.JetStream) (natsjs.Consumer, error) {
+	return ensureFanoutConsumer(ctx, js, 0)
+}
+
+func ensureFanoutConsumer(ctx context.Context, js natsjs.JetStream, startSeq uint64) (natsjs.Consumer, error) {
+	if c, err := js.Consumer(ctx, EventsStream, fanoutConsumer); err == nil {
+		return c, nil
+	}
 	cc := natsjs.ConsumerConfig{
-		Durable:        ConsumerName(ep.ID),
-		Description:    "hookjet deliveries to endpoint " + ep.ID,
-		DeliverPolicy:  natsjs.DeliverNewPolicy,
-		AckPolicy:      natsjs.AckExplicitPolicy,
-		AckWait:        ackWait(ep),
-		MaxDeliver:     maxDeliver(ep.Retry.MaxAttempts),
-		FilterSubjects: FilterSubjects(ep),
-		MaxAckPending:  20000,
-		MaxWaiting:     512,
+		Durable:       fanoutConsumer,
+		Description:   "hookjet fan-out: every event to every matching endpoint, shared by all hookjet processes",
+		DeliverPolicy: natsjs.DeliverAllPolicy,
+		AckPolicy:     natsjs.AckExplicitPolicy,
+		AckWait:       fanoutAckWait,
+		MaxDeliver:    eventsMaxDeliver,
+		FilterSubject: EventsPrefix + ">",
+		MaxAckPending: 20000,
+		MaxWaiting:    512,
+	}
+	if startSeq > 0 {
+		cc.DeliverPolicy, cc.OptStartSeq = natsjs.DeliverByStartSequencePolicy, startSeq
 	}
 	c, err := js.CreateOrUpdateConsumer(ctx, EventsStream, cc)
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s: %w", fanoutConsumer, err)
+	}
+	return c, nil
+}
+
+// EnsureDrainConsumer creates or updates the drain consumer of one
+// endpoint's tasks. The server removes it after a minute without pulls.
+func EnsureDrainConsumer(ctx context.Context, js natsjs.JetStream, ep config.Endpoint) (natsjs.Consumer, error) {
+	cc := natsjs.ConsumerConfig{
+		Durable:           DrainConsumerName(ep.ID),
+		Description:       "hookjet drain of endpoint " + ep.ID,
+		AckPolicy:         natsjs.AckExplicitPolicy,
+		AckWait:           ackWait(ep),
+		MaxDeliver:        tasksMaxDeliver,
+		FilterSubject:     TasksPrefix + ep.ID,
+		MaxAckPending:     max(64, 2*ep.MaxInFlight),
+		InactiveThreshold: time.Minute,
+	}
+	c, err := js.CreateOrUpdateConsumer(ctx, TasksStream, cc)
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: %w", cc.Durable, err)
 	}
 	return c, nil
-}
-
-// EnsureReplayConsumer creates or updates the one consumer of HOOKJET_REPLAY
-// that every hookjet process shares. Replays are operator actions, rare and
-// bounded: they go through the endpoint's in-flight cap, rate limit and
-// breaker like any delivery, and are put back when the endpoint cannot take
-// them now.
-func EnsureReplayConsumer(ctx context.Context, js natsjs.JetStream, cfg *config.Config) (natsjs.Consumer, error) {
-	wait := 2 * time.Minute
-	for _, ep := range cfg.Endpoints {
-		wait = max(wait, ackWait(ep))
-	}
-	c, err := js.CreateOrUpdateConsumer(ctx, ReplayStream, natsjs.ConsumerConfig{
-		Durable:       replayConsumer,
-		Description:   "hookjet replays of dead letters",
-		AckPolicy:     natsjs.AckExplicitPolicy,
-		AckWait:       wait,
-		MaxAckPending: 20000,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("consumer %s: %w", replayConsumer, err)
-	}
-	return c, nil
-}
-
-// RemoveStaleConsumers deletes endpoint consumers whose endpoint is no longer
-// configured, so their messages stop being retained.
-func RemoveStaleConsumers(ctx context.Context, js natsjs.JetStream, keep map[string]bool) ([]string, error) {
-	st, err := js.Stream(ctx, EventsStream)
-	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", EventsStream, err)
-	}
-	var removed []string
-	names := st.ConsumerNames(ctx)
-	for name := range names.Name() {
-		if len(name) <= len(consumerPrefix) || name[:len(consumerPrefix)] != consumerPrefix {
-			continue
-		}
-		if keep[name[len(consumerPrefix):]] {
-			continue
-		}
-		if err := st.DeleteConsumer(ctx, name); err != nil && !errors.Is(err, natsjs.ErrConsumerNotFound) {
-			return removed, fmt.Errorf("delete consumer %s: %w", name, err)
-		}
-		removed = append(removed, name)
-	}
-	if err := names.Err(); err != nil {
-		return removed, fmt.Errorf("list consumers: %w", err)
-	}
-	return removed, nil
 }

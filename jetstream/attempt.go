@@ -1,0 +1,192 @@
+package jetstream
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/hookjet/hookjet/breaker"
+	"github.com/hookjet/hookjet/deliver"
+)
+
+// delivery is one event on its way to one endpoint, from the fan-out or from
+// a task. done settles its source exactly once: true when the delivery is
+// finished with (delivered, dead-lettered, or handed on as a task), false
+// when it must come back (a failure of NATS or a shutdown).
+type delivery struct {
+	e    *endpoint
+	s    *settings
+	ev   *event
+	st   attemptState
+	data []byte
+	hdr  nats.Header
+	done func(ok bool)
+}
+
+func (dl *delivery) log(l *slog.Logger, level slog.Level, msg string, args ...any) {
+	ctx := context.Background()
+	if !l.Enabled(ctx, level) {
+		return
+	}
+	attrs := append([]any{"endpoint", dl.e.id, "event_id", dl.ev.id, "event_type", dl.ev.typ}, args...)
+	l.Log(ctx, level, msg, attrs...)
+}
+
+// attempt makes one attempt of dl, which holds adm, and carries out what
+// [decide] makes of the result.
+func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
+	ep := &dl.s.ep
+	if reason, why, ok := precheck(len(dl.data), d.maxPayload, ep.Settings, dl.ev.at, d.now()); !ok {
+		adm.release()
+		if dl.st.Error == "" || reason == "rejected" {
+			dl.st.Error = why
+		}
+		d.deadLetter(dl, reason)
+		return
+	}
+	req := deliver.Request{
+		URL:                ep.URL,
+		ID:                 dl.ev.id,
+		Body:               dl.data,
+		ContentType:        dl.hdr.Get(HdrContentType),
+		Header:             dl.s.header,
+		Signer:             dl.s.signer,
+		Timeout:            ep.Timeout,
+		InsecureSkipVerify: ep.InsecureSkipVerify,
+	}
+	res := d.o.Client.Do(d.sendCtx, &req)
+	if d.sendCtx.Err() != nil {
+		adm.release() // shutdown cancelled the request: not the endpoint's fault
+		dl.done(false)
+		return
+	}
+	st := &dl.st
+	st.Attempts++
+	if st.First.IsZero() {
+		st.First = res.Sent
+	}
+	st.Last, st.Status = res.Sent, res.Status
+	first := st.Attempts == 1
+	d.observeAttempt(dl.e, res.Class.String(), first, res.Latency.Seconds(), res.Class != deliver.Rejected)
+	switch res.Class {
+	case deliver.Success:
+		d.o.Breakers.Record(dl.e.id, breaker.Success, res.Latency, first)
+	case deliver.Transient:
+		d.o.Breakers.Record(dl.e.id, breaker.Failure, res.Latency, first)
+	case deliver.Rejected:
+		d.o.Breakers.Release(dl.e.id)
+	default:
+		d.o.Breakers.Record(dl.e.id, breaker.Neutral, res.Latency, first)
+	}
+	adm.breaker = false
+	d.hour.add(d.now(), res.Class == deliver.Success)
+	if res.Class != deliver.Success {
+		st.Error = res.Reason()
+	}
+	act := decide(*st, res.Outcome, ep.Settings, dl.ev.at, d.now(), func(n int) time.Duration {
+		return deliver.Backoff(ep.Retry.Base, ep.Retry.Cap, n-1, nil)
+	})
+	d.carryOut(dl, adm, act)
+}
+
+// carryOut does what act says. After a 2xx the endpoint's in-flight slot
+// stays taken until the ledger has committed the delivery and the source is
+// settled, so what a crash can resend is bounded by max_in_flight per
+// endpoint, answered-but-unsettled deliveries included.
+func (d *Dispatcher) carryOut(dl *delivery, adm *admission, act action) {
+	switch act.Verb {
+	case actAck:
+		d.o.Ledger.MarkDelivered(dl.e.id, dl.ev.id, func(err error) {
+			if err != nil {
+				dl.log(d.log, slog.LevelWarn, "ledger write failed; settling anyway", "err", err)
+			}
+			dl.done(true)
+			adm.release()
+		})
+		return
+	case actRetry:
+		if act.Hold {
+			d.countDeferral(dl.e, "rate_limit")
+			d.hold(dl.e.id, d.now().Add(act.Wait), "rate_limit")
+		}
+		adm.release()
+		d.retry(dl, act.Wait)
+	case actDeadLetter:
+		adm.release()
+		d.deadLetter(dl, act.Reason)
+		if act.Disable {
+			d.disable(dl.e.id, "gone: the endpoint answered 410")
+		}
+	}
+}
+
+// retry stores dl as a schedule that JetStream turns into a due task after
+// wait, then settles the source.
+func (d *Dispatcher) retry(dl *delivery, wait time.Duration) {
+	at := d.now().Add(wait)
+	if err := d.publish(taskMsg(dl.e.id, dl.ev, dl.st, dl.data, dl.hdr, at)); err != nil {
+		dl.log(d.log, slog.LevelWarn, "retry not stored; the source comes back", "err", err)
+		dl.done(false)
+		return
+	}
+	d.drains.note(dl.e.id, at)
+	dl.done(true)
+	dl.log(d.log, slog.LevelInfo, "delivery failed; retrying", "attempt", dl.st.Attempts, "status", dl.st.Status, "error", dl.st.Error, "retry_in", wait.Round(time.Millisecond))
+}
+
+// park stores dl as a due task on its endpoint's subject, where it waits
+// without holding any shared consumer's ack slot until a drain takes it.
+func (d *Dispatcher) park(dl *delivery, cause string) {
+	d.countDeferral(dl.e, cause)
+	d.inflight.Add(1)
+	go func() {
+		defer d.inflight.Done()
+		if err := d.publish(taskMsg(dl.e.id, dl.ev, dl.st, dl.data, dl.hdr, time.Time{})); err != nil {
+			dl.log(d.log, slog.LevelWarn, "task not stored; the event comes back", "err", err)
+			dl.done(false)
+			return
+		}
+		d.drains.note(dl.e.id, time.Time{})
+		dl.done(true)
+	}()
+}
+
+// publish stores msg and waits for the PubAck. It uses the send context, so
+// it still works during the grace period of a shutdown.
+func (d *Dispatcher) publish(msg *nats.Msg) error {
+	ctx, cancel := context.WithTimeout(d.sendCtx, 5*time.Second)
+	defer cancel()
+	_, err := d.o.JS.PublishMsg(ctx, msg)
+	return err
+}
+
+func (d *Dispatcher) goDeadLetter(dl *delivery, reason string) {
+	d.inflight.Add(1)
+	go func() {
+		defer d.inflight.Done()
+		d.deadLetter(dl, reason)
+	}()
+}
+
+// deadLetter copies dl to HOOKJET_DLQ and settles the source once the PubAck
+// is in. The copy's Nats-Msg-Id depends only on the endpoint and the event,
+// so a crash between the two steps neither loses nor duplicates it.
+func (d *Dispatcher) deadLetter(dl *delivery, reason string) {
+	id := dl.e.id
+	if err := d.publish(deadLetterMsg(id, dl.ev, dl.st, reason, dl.data, dl.hdr)); err != nil {
+		d.countDeferral(dl.e, "infrastructure")
+		dl.log(d.log, slog.LevelWarn, "dead-letter copy not stored; the source comes back", "err", fmt.Errorf("dead-letter copy: %w", err))
+		dl.done(false)
+		return
+	}
+	if d.o.OnDeadLetter != nil {
+		d.o.OnDeadLetter(id, dl.ev.id)
+	}
+	dl.done(true)
+	d.countDeadLetter(id, reason)
+	dl.log(d.log, slog.LevelWarn, "dead-lettered", "reason", reason, "attempts", dl.st.Attempts, "status", dl.st.Status, "error", dl.st.Error)
+	d.ops("dead_letter", map[string]any{"endpoint": id, "event_id": dl.ev.id, "event_type": dl.ev.typ, "reason": reason, "attempts": dl.st.Attempts})
+}

@@ -1,0 +1,318 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookjet/hookjet/breaker"
+)
+
+// maxDrains bounds the drains one process runs at a time, and so the
+// short-lived consumers it adds to the fixed ones.
+const maxDrains = 64
+
+// drainer runs the drains: for each endpoint with tasks that can take them
+// now, a short-lived durable consumer "drain-<id>" filtered on the
+// endpoint's task subject (shared by every process, so they split the work;
+// HOOKJET_TASKS is a work queue, so one consumer per subject). It costs
+// nothing per endpoint without tasks: the due map holds only endpoints that
+// have some, and one goroutine looks at it.
+type drainer struct {
+	d    *Dispatcher
+	kick chan struct{}
+
+	mu      sync.Mutex
+	due     map[string]time.Time // endpoints with tasks -> when to look next
+	running map[string]bool
+	wg      sync.WaitGroup
+}
+
+func newDrainer(d *Dispatcher) *drainer {
+	return &drainer{d: d, kick: make(chan struct{}, 1), due: map[string]time.Time{}, running: map[string]bool{}}
+}
+
+// note records that endpoint id has tasks due at at (zero: now).
+func (r *drainer) note(id string, at time.Time) {
+	r.mu.Lock()
+	if t, ok := r.due[id]; !ok || at.Before(t) {
+		r.due[id] = at
+	}
+	r.mu.Unlock()
+	if at.IsZero() {
+		r.poke()
+	}
+}
+
+// wake tells the drainer that endpoint id can take deliveries again at at
+// (zero: now), or not before at (a hold, an open breaker).
+func (r *drainer) wake(id string, at time.Time) {
+	r.mu.Lock()
+	if _, ok := r.due[id]; ok {
+		r.due[id] = at
+	}
+	r.mu.Unlock()
+	r.poke()
+}
+
+func (r *drainer) poke() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run starts drains as endpoints become due, and every rescan looks for
+// tasks this process does not know about (stored by another process, or
+// before a restart).
+func (r *drainer) run(ctx context.Context) {
+	defer r.wg.Wait()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	rescan := time.NewTicker(10 * time.Second)
+	defer rescan.Stop()
+	r.rescan(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-rescan.C:
+			r.rescan(ctx)
+		case <-tick.C:
+		case <-r.kick:
+		}
+		r.startDue(ctx)
+	}
+}
+
+func (r *drainer) rescan(ctx context.Context) {
+	d := r.d
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := d.o.JS.Stream(sctx, TasksStream)
+	if err != nil {
+		d.log.Debug("rescan tasks", "err", err)
+		return
+	}
+	info, err := st.Info(sctx, natsjs.WithSubjectFilter(TasksPrefix+"*"))
+	if err != nil {
+		d.log.Debug("rescan tasks", "err", err)
+		return
+	}
+	for subj, n := range info.State.Subjects {
+		if id := strings.TrimPrefix(subj, TasksPrefix); n > 0 && d.endpoint(id) != nil {
+			r.note(id, time.Time{})
+		}
+	}
+}
+
+func (r *drainer) startDue(ctx context.Context) {
+	d := r.d
+	now := d.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, at := range r.due {
+		if len(r.running) >= maxDrains {
+			return
+		}
+		if r.running[id] || at.After(now) {
+			continue
+		}
+		e := d.endpoint(id)
+		if e == nil {
+			delete(r.due, id) // not ours (now): the tasks wait for it or expire
+			continue
+		}
+		expireOnly := false
+		if cause, until := d.blocked(id, now); cause == "disabled" {
+			// Nothing is delivered, but what waits past retry.max_age
+			// becomes a dead letter, so one disabled customer never fills
+			// the stream for the others.
+			expireOnly = true
+			r.due[id] = now.Add(time.Minute)
+		} else if cause != "" {
+			r.due[id] = until
+			continue
+		}
+		if h, ok := d.o.Breakers.Health(id); ok && h.State == breaker.Open && h.OpenUntil.After(now) {
+			r.due[id] = h.OpenUntil
+			continue
+		}
+		r.running[id] = true
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			next, empty := r.drain(ctx, e, expireOnly)
+			r.mu.Lock()
+			delete(r.running, id)
+			switch {
+			case empty:
+				delete(r.due, id)
+			case !expireOnly:
+				r.due[id] = next
+			}
+			r.mu.Unlock()
+		}()
+	}
+}
+
+// drain delivers e's due tasks while e can take them. It returns when to look
+// again, or empty when e has no tasks left.
+func (r *drainer) drain(ctx context.Context, e *endpoint, expireOnly bool) (next time.Time, empty bool) {
+	d := r.d
+	s := d.current(e)
+	cons, err := EnsureDrainConsumer(ctx, d.o.JS, s.ep)
+	if err != nil {
+		d.log.Warn("open drain", "endpoint", e.id, "err", err)
+		return d.now().Add(5 * time.Second), false
+	}
+	var mine sync.WaitGroup
+	defer mine.Wait()
+	for ctx.Err() == nil {
+		s = d.current(e)
+		var adm *admission
+		if !expireOnly {
+			var wait time.Time
+			if adm, wait = d.admitWait(ctx, e, s); adm == nil {
+				return wait, false
+			}
+		}
+		batch, err := cons.Fetch(1, natsjs.FetchMaxWait(time.Second), natsjs.FetchContext(ctx))
+		var msg natsjs.Msg
+		if err == nil {
+			for m := range batch.Messages() {
+				msg = m
+			}
+			err = batch.Error()
+		}
+		if msg == nil {
+			if adm != nil {
+				adm.release()
+			}
+			if err != nil && !errors.Is(err, natsjs.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				d.log.Warn("drain", "endpoint", e.id, "err", err)
+				return d.now().Add(5 * time.Second), false
+			}
+			mine.Wait()
+			return time.Time{}, d.dropIfEmpty(ctx, e.id)
+		}
+		mine.Add(1)
+		if !r.handleTask(ctx, e, s, msg, adm, expireOnly, mine.Done) {
+			return d.now().Add(time.Minute), false
+		}
+	}
+	return time.Time{}, false
+}
+
+// handleTask delivers one task (or, for a disabled endpoint, only expires
+// it). It returns false when the drain should stop: the first task of a
+// disabled endpoint that has not expired yet.
+func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg natsjs.Msg, adm *admission, expireOnly bool, finished func()) bool {
+	d := r.d
+	meta, err := msg.Metadata()
+	if err != nil {
+		finished()
+		if adm != nil {
+			adm.release()
+		}
+		return true
+	}
+	ev, st := taskOf(msg.Headers(), meta.Timestamp)
+	dl := &delivery{e: e, s: s, ev: &ev, st: st, data: msg.Data(), hdr: msg.Headers()}
+	dl.done = func(ok bool) {
+		defer finished()
+		var err error
+		if ok {
+			err = msg.Ack()
+		} else {
+			err = msg.NakWithDelay(2*time.Second + jitter(3*time.Second))
+		}
+		if err != nil {
+			dl.log(d.log, -4, "settle task", "err", err)
+		}
+	}
+	if expireOnly {
+		if reason, why, ok := precheck(0, 0, s.ep.Settings, ev.at, d.now()); !ok {
+			if dl.st.Error == "" {
+				dl.st.Error = why + " while the endpoint was disabled"
+			}
+			d.deadLetter(dl, reason)
+			return true
+		}
+		dl.done(false) // not yet expired: it waits on
+		return false
+	}
+	if d.alreadyDelivered(dl) {
+		adm.release()
+		return true
+	}
+	if meta.NumDelivered >= uint64(tasksMaxDeliver-1) {
+		adm.release()
+		dl.st.Error = "JetStream MaxDeliver of the drain consumer reached"
+		d.goDeadLetter(dl, "exhausted")
+		return true
+	}
+	d.launch(ctx, dl, adm)
+	return true
+}
+
+// admitWait waits until e can take a delivery: an in-flight slot, a
+// rate-limit token and the breaker's permission. It returns nil and when to
+// look again when e cannot take one for a while (held, disabled, breaker).
+func (d *Dispatcher) admitWait(ctx context.Context, e *endpoint, s *settings) (*admission, time.Time) {
+	for {
+		now := d.now()
+		if cause, until := d.blocked(e.id, now); cause != "" {
+			return nil, until
+		}
+		if !e.slots.tryAcquire() {
+			d.countDeferral(e, "in_flight")
+			if !e.slots.acquire(ctx, 0) {
+				return nil, time.Time{}
+			}
+		}
+		if s.limiter != nil {
+			if err := s.limiter.Wait(ctx); err != nil {
+				e.slots.release()
+				return nil, time.Time{}
+			}
+		}
+		ok, wait := d.o.Breakers.Acquire(e.id)
+		if ok {
+			return &admission{d: d, e: e, breaker: true}, time.Time{}
+		}
+		e.slots.release()
+		d.countDeferral(e, "breaker")
+		if wait >= time.Second {
+			return nil, now.Add(wait)
+		}
+		sleep(ctx, wait)
+		if ctx.Err() != nil {
+			return nil, time.Time{}
+		}
+	}
+}
+
+// dropIfEmpty deletes e's drain consumer when its subject holds no task at
+// all (none waiting, none in another process's hands), so drains stay
+// short-lived; otherwise the consumer's inactivity threshold removes it.
+func (d *Dispatcher) dropIfEmpty(ctx context.Context, id string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := d.o.JS.Stream(ctx, TasksStream)
+	if err != nil {
+		return false
+	}
+	info, err := st.Info(ctx, natsjs.WithSubjectFilter(TasksPrefix+id))
+	if err != nil || info.State.Msgs > 0 {
+		return false
+	}
+	if err := d.o.JS.DeleteConsumer(ctx, TasksStream, DrainConsumerName(id)); err != nil && !errors.Is(err, natsjs.ErrConsumerNotFound) {
+		d.log.Debug("delete drain consumer", "endpoint", id, "err", err)
+	}
+	return true
+}

@@ -1,0 +1,315 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	natsjs "github.com/nats-io/nats.go/jetstream"
+)
+
+// fanoutAckWait bounds how long an event may stay unsettled in one process
+// before JetStream hands it to another: the longest inline attempt plus the
+// wait for an in-flight slot and the ledger commit. Endpoints whose timeout
+// does not fit are always delivered through their tasks.
+const fanoutAckWait = 2 * time.Minute
+
+// inFlightWait is how long a fan-out delivery waits for a slot of its
+// endpoint's in-flight cap before it becomes a task: long enough that a
+// busy healthy endpoint is not parked for a momentary peak, short enough
+// that a slow one never holds an event for long.
+const inFlightWait = 250 * time.Millisecond
+
+// fanoutBytes bounds what the fan-out buffers in the client, process-wide.
+const fanoutBytes = 64 << 20
+
+// runFanout pulls HOOKJET_EVENTS through the shared consumer and fans each
+// event out. A consumer that disappears (deleted by an operator) is created
+// again, and the loss is logged.
+func (d *Dispatcher) runFanout(ctx context.Context, cons natsjs.Consumer) {
+	batch := cap(d.unsettled)
+	for ctx.Err() == nil {
+		it, err := cons.Messages(natsjs.PullMaxMessagesWithBytesLimit(batch, fanoutBytes))
+		if err != nil {
+			d.log.Warn("open the fan-out consumer", "err", err)
+			sleep(ctx, time.Second)
+			if errors.Is(err, natsjs.ErrConsumerNotFound) || errors.Is(err, natsjs.ErrConsumerDeleted) {
+				if c, err := EnsureFanoutConsumer(ctx, d.o.JS); err == nil {
+					d.log.Warn("the fan-out consumer was missing; created it again", "consumer", fanoutConsumer)
+					cons = c
+				}
+			}
+			continue
+		}
+		for {
+			select {
+			case d.unsettled <- struct{}{}:
+			case <-ctx.Done():
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			msg, err := it.Next(natsjs.NextContext(ctx))
+			if err != nil {
+				<-d.unsettled
+				if ctx.Err() == nil {
+					d.log.Warn("consume events", "err", err)
+					sleep(ctx, time.Second)
+				}
+				break
+			}
+			d.fanOut(ctx, msg)
+		}
+		d.returnBuffered(it)
+	}
+}
+
+// returnBuffered stops the iterator and naks what it had buffered, so those
+// messages go straight back to JetStream instead of waiting out AckWait.
+func (d *Dispatcher) returnBuffered(it natsjs.MessagesContext) {
+	it.Drain()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return
+		}
+		msg, err := it.Next(natsjs.NextMaxWait(wait))
+		if err != nil {
+			return
+		}
+		if err := msg.Nak(); err != nil {
+			d.log.Debug("nak buffered event", "err", err)
+		}
+	}
+}
+
+// fanEvent settles one event of the fan-out: it is acked once every delivery
+// is settled, or put back when one of them could not be (a NATS failure):
+// deliveries already made are then recognised by the ledger, and tasks
+// already stored by their Nats-Msg-Id.
+type fanEvent struct {
+	d      *Dispatcher
+	msg    natsjs.Msg
+	left   atomic.Int32
+	failed atomic.Bool
+}
+
+func (f *fanEvent) settle(ok bool) {
+	if !ok {
+		f.failed.Store(true)
+	}
+	if f.left.Add(-1) != 0 {
+		return
+	}
+	if f.failed.Load() {
+		if err := f.msg.NakWithDelay(2*time.Second + jitter(3*time.Second)); err != nil {
+			f.d.log.Warn("nak event", "err", err)
+		}
+	} else if err := f.msg.Ack(); err != nil {
+		f.d.log.Warn("ack event", "err", err)
+	}
+	<-f.d.unsettled
+}
+
+func (d *Dispatcher) eventOf(msg natsjs.Msg, meta *natsjs.MsgMetadata) event {
+	ev := event{seq: meta.Sequence.Stream, at: meta.Timestamp}
+	ev.key = strconv.FormatUint(ev.seq, 10)
+	subj := msg.Subject()
+	ev.typ = subj[min(len(EventsPrefix), len(subj)):]
+	ev.id = msg.Headers().Get(HdrMsgID)
+	if ev.id == "" {
+		ev.id = "seq_" + ev.key
+		if meta.NumDelivered == 1 {
+			d.o.Metrics.MissingID.Inc() // once per event, not per endpoint
+		}
+	}
+	return ev
+}
+
+// fanOut delivers one event to every endpoint whose patterns match it.
+func (d *Dispatcher) fanOut(ctx context.Context, msg natsjs.Msg) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		d.log.Error("event without metadata", "err", err)
+		<-d.unsettled
+		return
+	}
+	ev := d.eventOf(msg, meta)
+	if d.duplicate(&ev) {
+		d.o.Metrics.Duplicates.WithLabelValues("ledger").Inc()
+		if err := msg.Ack(); err != nil {
+			d.log.Warn("ack duplicate event", "err", err)
+		}
+		<-d.unsettled
+		return
+	}
+	var buf [8]string
+	targets := d.idx.match(ev.typ, buf[:0])
+	if len(targets) == 0 {
+		if err := msg.Ack(); err != nil {
+			d.log.Warn("ack event", "err", err)
+		}
+		<-d.unsettled
+		return
+	}
+	f := &fanEvent{d: d, msg: msg}
+	f.left.Store(int32(len(targets)))
+	exhausted := meta.NumDelivered >= uint64(eventsMaxDeliver-1)
+	for _, id := range targets {
+		e := d.endpoint(id)
+		if e == nil {
+			f.settle(true) // removed meanwhile
+			continue
+		}
+		dl := &delivery{e: e, s: d.current(e), ev: &ev, data: msg.Data(), hdr: msg.Headers(), done: f.settle}
+		if d.alreadyDelivered(dl) {
+			continue
+		}
+		if exhausted {
+			// The safety net, before the server gives up on the event.
+			dl.st.Error = "JetStream MaxDeliver of the fan-out consumer reached"
+			d.goDeadLetter(dl, "exhausted")
+			continue
+		}
+		d.route(ctx, dl)
+	}
+}
+
+// duplicate reports whether ev's id was already accepted as another message.
+func (d *Dispatcher) duplicate(ev *event) bool {
+	_, dup, err := d.o.Ledger.FirstSeen(ev.id, ev.seq)
+	if err != nil {
+		d.log.Warn("ledger lookup", "event_id", ev.id, "err", err)
+		return false
+	}
+	if !dup && d.shared != nil {
+		// Another process may have accepted this id: ask the shared record.
+		// If it cannot answer, deliver: a possible duplicate beats a stall.
+		if dup, err = d.shared.duplicate(d.sendCtx, ev.id, ev.seq); err != nil {
+			d.log.Warn("shared dedupe lookup failed; delivering", "event_id", ev.id, "err", err)
+		}
+	}
+	return dup
+}
+
+// alreadyDelivered settles dl at once when the ledger says its endpoint has
+// it. It is checked on every delivery, not only redeliveries: a server that
+// lost consumer state in a crash redelivers with a count of 1.
+func (d *Dispatcher) alreadyDelivered(dl *delivery) bool {
+	done, err := d.o.Ledger.Delivered(dl.e.id, dl.ev.id)
+	if err != nil || !done {
+		return false
+	}
+	d.o.Metrics.Duplicates.WithLabelValues("delivered").Inc()
+	dl.done(true)
+	return true
+}
+
+// route sends dl now if its endpoint can take it, waits briefly for an
+// in-flight slot, or parks it as a task.
+func (d *Dispatcher) route(ctx context.Context, dl *delivery) {
+	if 2*dl.s.ep.Timeout+15*time.Second > fanoutAckWait {
+		d.park(dl, "slow")
+		return
+	}
+	adm, cause := d.admit(dl.e, dl.s)
+	switch cause {
+	case "":
+		d.launch(ctx, dl, adm)
+	case "in_flight":
+		d.inflight.Add(1)
+		go func() {
+			defer d.inflight.Done()
+			if !dl.e.slots.acquire(ctx, inFlightWait) {
+				d.park(dl, "in_flight")
+				return
+			}
+			adm, cause := d.admitHolding(dl.e, dl.s)
+			if cause != "" {
+				d.park(dl, cause)
+				return
+			}
+			d.launch(ctx, dl, adm)
+		}()
+	default:
+		d.park(dl, cause)
+	}
+}
+
+// admission is what a delivery holds once admitted: a slot of its
+// endpoint's in-flight cap and its breaker's permission. release gives both
+// back when no attempt is made; after an attempt the breaker is settled by
+// its Record and only the slot is released.
+type admission struct {
+	d       *Dispatcher
+	e       *endpoint
+	breaker bool
+}
+
+func (a *admission) release() {
+	if a.breaker {
+		a.d.o.Breakers.Release(a.e.id)
+		a.breaker = false
+	}
+	a.e.slots.release()
+}
+
+// admit asks, without waiting, whether e can take a delivery now. It returns
+// the admission, or the cause that keeps e from taking it: disabled,
+// rate_limit (a receiver's Retry-After or the local limit), breaker or
+// in_flight.
+func (d *Dispatcher) admit(e *endpoint, s *settings) (*admission, string) {
+	if cause, _ := d.blocked(e.id, d.now()); cause != "" {
+		return nil, cause
+	}
+	if !e.slots.tryAcquire() {
+		return nil, "in_flight"
+	}
+	return d.admitHolding(e, s)
+}
+
+// admitHolding is admit for a caller that already holds one of e's slots;
+// the slot is given back when e cannot take the delivery.
+func (d *Dispatcher) admitHolding(e *endpoint, s *settings) (*admission, string) {
+	if cause, _ := d.blocked(e.id, d.now()); cause != "" {
+		e.slots.release()
+		return nil, cause
+	}
+	if s.limiter != nil {
+		r := s.limiter.Reserve()
+		if r.Delay() > 0 {
+			r.Cancel()
+			e.slots.release()
+			return nil, "rate_limit"
+		}
+	}
+	if ok, _ := d.o.Breakers.Acquire(e.id); !ok {
+		e.slots.release()
+		return nil, "breaker"
+	}
+	return &admission{d: d, e: e, breaker: true}, ""
+}
+
+// launch takes a slot of the global concurrency and attempts dl on a worker
+// goroutine.
+func (d *Dispatcher) launch(ctx context.Context, dl *delivery, adm *admission) {
+	select {
+	case d.global <- struct{}{}:
+	case <-ctx.Done():
+		adm.release()
+		dl.done(false)
+		return
+	}
+	m := d.o.Metrics
+	d.inflight.Add(1)
+	m.InFlight.Set(float64(d.inFlightN.Add(1)))
+	go func() {
+		defer d.inflight.Done()
+		d.attempt(dl, adm)
+		<-d.global
+		m.InFlight.Set(float64(d.inFlightN.Add(-1)))
+	}()
+}

@@ -1,0 +1,163 @@
+package jetstream
+
+import (
+	"strings"
+	"sync"
+)
+
+// index maps event types to the endpoints whose patterns match them. It is a
+// trie over '.'-separated tokens with '*' and '>' edges, so matching costs
+// the depth of the event type and the number of matches, not the number of
+// endpoints: 100,000 endpoints with one pattern each match as fast as ten.
+// Adding or removing an endpoint touches only its own patterns.
+type index struct {
+	mu   sync.RWMutex
+	root *trieNode
+	pats map[string][]string // endpoint id -> its patterns, for removal
+}
+
+type trieNode struct {
+	next map[string]*trieNode // literal tokens
+	star *trieNode            // '*'
+	tail map[string]struct{}  // endpoints with '>' here
+	ends map[string]struct{}  // endpoints whose pattern ends here
+}
+
+func newIndex() *index {
+	return &index{root: &trieNode{}, pats: map[string][]string{}}
+}
+
+// set replaces the patterns of endpoint id.
+func (x *index) set(id string, patterns []string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.removeLocked(id)
+	for _, p := range patterns {
+		n := x.root
+		toks := strings.Split(p, ".")
+		for i, t := range toks {
+			if t == ">" && i == len(toks)-1 {
+				if n.tail == nil {
+					n.tail = map[string]struct{}{}
+				}
+				n.tail[id] = struct{}{}
+				n = nil
+				break
+			}
+			n = n.child(t)
+		}
+		if n != nil {
+			if n.ends == nil {
+				n.ends = map[string]struct{}{}
+			}
+			n.ends[id] = struct{}{}
+		}
+	}
+	x.pats[id] = patterns
+}
+
+// remove drops endpoint id from the index.
+func (x *index) remove(id string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.removeLocked(id)
+}
+
+func (x *index) removeLocked(id string) {
+	for _, p := range x.pats[id] {
+		x.root.prune(strings.Split(p, "."), id)
+	}
+	delete(x.pats, id)
+}
+
+func (n *trieNode) child(tok string) *trieNode {
+	if tok == "*" {
+		if n.star == nil {
+			n.star = &trieNode{}
+		}
+		return n.star
+	}
+	c := n.next[tok]
+	if c == nil {
+		if n.next == nil {
+			n.next = map[string]*trieNode{}
+		}
+		c = &trieNode{}
+		n.next[tok] = c
+	}
+	return c
+}
+
+// prune removes id from the path of toks and reports whether n is now empty.
+func (n *trieNode) prune(toks []string, id string) bool {
+	switch {
+	case len(toks) == 1 && toks[0] == ">":
+		delete(n.tail, id)
+	case len(toks) == 0:
+		delete(n.ends, id)
+	case toks[0] == "*":
+		if n.star != nil && n.star.prune(toks[1:], id) {
+			n.star = nil
+		}
+	default:
+		if c := n.next[toks[0]]; c != nil && c.prune(toks[1:], id) {
+			delete(n.next, toks[0])
+		}
+	}
+	return len(n.next) == 0 && n.star == nil && len(n.tail) == 0 && len(n.ends) == 0
+}
+
+// match appends to dst the ids of endpoints with a pattern matching
+// eventType, each once, and returns it.
+func (x *index) match(eventType string, dst []string) []string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	start := len(dst)
+	dst = x.root.match(eventType, dst)
+	if len(dst)-start > 1 {
+		dst = dedupeTail(dst, start)
+	}
+	return dst
+}
+
+func (n *trieNode) match(rest string, dst []string) []string {
+	if rest == "" {
+		for id := range n.ends {
+			dst = append(dst, id)
+		}
+		return dst
+	}
+	for id := range n.tail {
+		dst = append(dst, id)
+	}
+	tok, after, more := strings.Cut(rest, ".")
+	if tok == "" || (more && after == "") {
+		return dst // empty token: matches nothing further
+	}
+	if c := n.next[tok]; c != nil {
+		dst = c.match(after, dst)
+	}
+	if n.star != nil {
+		dst = n.star.match(after, dst)
+	}
+	return dst
+}
+
+// dedupeTail removes repeated ids from dst[start:]: an endpoint with two
+// patterns matching one event type is delivered to once.
+func dedupeTail(dst []string, start int) []string {
+	out := dst[:start]
+	for i := start; i < len(dst); i++ {
+		dup := false
+		for _, s := range out[start:] {
+			if s == dst[i] {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, dst[i])
+		}
+	}
+	return out
+}

@@ -1,0 +1,189 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	natsjs "github.com/nats-io/nats.go/jetstream"
+)
+
+// migrate upgrades a deployment of the first design, which had one durable
+// consumer "ep-<id>" per endpoint on an interest-retention HOOKJET_EVENTS,
+// replays in HOOKJET_REPLAY and disabled states in HOOKJET_ENDPOINTS. Each
+// old consumer's unacked events become tasks of its endpoint (deterministic
+// Nats-Msg-Ids, so two processes upgrading at once store each once) before
+// the consumer is deleted; the new fan-out consumer then starts after them.
+// Nothing is lost: EnsureStreams has already switched the stream to limits
+// retention, so deleting a consumer removes no event.
+func migrate(ctx context.Context, d *Dispatcher) error {
+	if err := migrateStates(ctx, d); err != nil {
+		return err
+	}
+	st, err := d.o.JS.Stream(ctx, EventsStream)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", EventsStream, err)
+	}
+	var legacy []string
+	names := st.ConsumerNames(ctx)
+	for name := range names.Name() {
+		if strings.HasPrefix(name, legacyConsumerPrefix) {
+			legacy = append(legacy, name)
+		}
+	}
+	if err := names.Err(); err != nil {
+		return fmt.Errorf("list consumers: %w", err)
+	}
+	if len(legacy) > 0 {
+		if _, err := d.o.JS.Consumer(ctx, EventsStream, fanoutConsumer); errors.Is(err, natsjs.ErrConsumerNotFound) {
+			last := st.CachedInfo().State.LastSeq
+			if _, err := ensureFanoutConsumer(ctx, d.o.JS, last+1); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range legacy {
+		n, err := d.migrateConsumer(ctx, st, name)
+		if err != nil {
+			return fmt.Errorf("upgrade consumer %s: %w", name, err)
+		}
+		d.log.Info("upgraded a per-endpoint consumer of the first design into tasks", "consumer", name, "tasks", n)
+	}
+	return d.migrateReplays(ctx)
+}
+
+func (d *Dispatcher) migrateConsumer(ctx context.Context, st natsjs.Stream, name string) (int, error) {
+	c, err := st.Consumer(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	info := c.CachedInfo()
+	endpoint := strings.TrimPrefix(name, legacyConsumerPrefix)
+	last := st.CachedInfo().State.LastSeq
+	n := 0
+	if info.NumPending+uint64(info.NumAckPending) > 0 && info.AckFloor.Stream < last {
+		filters := info.Config.FilterSubjects
+		if info.Config.FilterSubject != "" {
+			filters = append(filters, info.Config.FilterSubject)
+		}
+		oc, err := d.o.JS.OrderedConsumer(ctx, EventsStream, natsjs.OrderedConsumerConfig{
+			FilterSubjects: filters,
+			DeliverPolicy:  natsjs.DeliverByStartSequencePolicy,
+			OptStartSeq:    info.AckFloor.Stream + 1,
+		})
+		if err != nil {
+			return 0, err
+		}
+		for {
+			msg, err := oc.Next(natsjs.FetchMaxWait(2 * time.Second))
+			if err != nil {
+				break
+			}
+			meta, err := msg.Metadata()
+			if err != nil {
+				continue
+			}
+			ev := d.eventOf(msg, meta)
+			if ok, _ := d.o.Ledger.Delivered(endpoint, ev.id); !ok {
+				if err := d.publish(taskMsg(endpoint, &ev, attemptState{}, msg.Data(), msg.Headers(), time.Time{})); err != nil {
+					return n, err
+				}
+				n++
+			}
+			if meta.Sequence.Stream >= last {
+				break
+			}
+		}
+	}
+	if err := st.DeleteConsumer(ctx, name); err != nil && !errors.Is(err, natsjs.ErrConsumerNotFound) {
+		return n, err
+	}
+	if n > 0 {
+		d.drains.note(endpoint, time.Time{})
+	}
+	return n, nil
+}
+
+// migrateReplays moves replays still waiting in the first design's
+// HOOKJET_REPLAY into tasks, then deletes that stream.
+func (d *Dispatcher) migrateReplays(ctx context.Context) error {
+	st, err := d.o.JS.Stream(ctx, legacyReplayStream)
+	if errors.Is(err, natsjs.ErrStreamNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", legacyReplayStream, err)
+	}
+	last := st.CachedInfo().State.LastSeq
+	if st.CachedInfo().State.Msgs > 0 {
+		oc, err := d.o.JS.OrderedConsumer(ctx, legacyReplayStream, natsjs.OrderedConsumerConfig{})
+		if err != nil {
+			return err
+		}
+		for {
+			msg, err := oc.Next(natsjs.FetchMaxWait(2 * time.Second))
+			if err != nil {
+				break
+			}
+			meta, _ := msg.Metadata()
+			endpoint := strings.TrimPrefix(msg.Subject(), "hookjet.replay.")
+			h := msg.Headers()
+			ev := event{id: h.Get(HdrEventID), typ: h.Get(HdrEventType), key: "r" + h.Get(HdrReplayOf), at: d.now()}
+			if err := d.publish(taskMsg(endpoint, &ev, attemptState{}, msg.Data(), h, time.Time{})); err != nil {
+				return err
+			}
+			if meta == nil || meta.Sequence.Stream >= last {
+				break
+			}
+		}
+	}
+	if err := d.o.JS.DeleteStream(ctx, legacyReplayStream); err != nil && !errors.Is(err, natsjs.ErrStreamNotFound) {
+		return err
+	}
+	d.log.Info("upgraded the first design's replay stream into tasks", "stream", legacyReplayStream)
+	return nil
+}
+
+// migrateStates moves disabled states of the first design (values
+// {"reason","at"} in HOOKJET_ENDPOINTS) into HOOKJET_ENDPOINT_STATE.
+func migrateStates(ctx context.Context, d *Dispatcher) error {
+	kv, err := d.o.JS.KeyValue(ctx, EndpointBucket)
+	if errors.Is(err, natsjs.ErrBucketNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("bucket %s: %w", EndpointBucket, err)
+	}
+	keys, err := kv.ListKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("bucket %s: %w", EndpointBucket, err)
+	}
+	for key := range keys.Keys() {
+		e, err := kv.Get(ctx, key)
+		if err != nil {
+			continue
+		}
+		var old struct {
+			URL    string    `json:"url"`
+			Reason *string   `json:"reason"`
+			At     time.Time `json:"at"`
+		}
+		if json.Unmarshal(e.Value(), &old) != nil || old.URL != "" || old.Reason == nil {
+			continue // an endpoint definition
+		}
+		err = d.updateState(ctx, key, func(s *endpointState) bool {
+			s.Disabled, s.Reason, s.At = true, *old.Reason, old.At
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		if err := kv.Delete(ctx, key, natsjs.LastRevision(e.Revision())); err != nil {
+			d.log.Debug("remove legacy state", "endpoint", key, "err", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package jetstream
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// event is what hookjet reads off an event or task message.
+type event struct {
+	id, typ string
+	// key names the event in ids derived from it (task and dead-letter
+	// Nats-Msg-Ids, schedule subjects): its HOOKJET_EVENTS sequence, or a
+	// prefixed unique token for replays, tests and redeliveries. It is a
+	// single subject token.
+	key string
+	seq uint64    // HOOKJET_EVENTS sequence; 0 when the event never was one
+	at  time.Time // when it was published: retry.max_age counts from here
+}
+
+// attemptState is what hookjet knows about the attempts of one event for one
+// endpoint. It travels in the headers of the task message that carries the
+// delivery, so every process handling it sees the same count with no shared
+// store.
+type attemptState struct {
+	Attempts int
+	First    time.Time
+	Last     time.Time
+	Status   int
+	Error    string
+}
+
+// Task message headers (HOOKJET_TASKS), besides the dead-letter ones that
+// share their names and meaning (Hookjet-Attempts, Hookjet-Last-*).
+const (
+	hdrPublished = "Hookjet-Published" // RFC 3339 publish time of the event
+	hdrEventKey  = "Hookjet-Event-Key"
+	hdrEventSeq  = "Hookjet-Event-Seq"
+	hdrSchedule  = "Nats-Schedule"
+	hdrTarget    = "Nats-Schedule-Target"
+)
+
+// traceHeaders are copied from an event to its tasks, so a trace continues
+// across retries.
+var traceHeaders = []string{"traceparent", "tracestate"}
+
+// taskMsg builds the task that carries one delivery of ev to endpoint. When
+// at is not zero the task is a schedule that JetStream turns into a due task
+// on hookjet.tasks.<endpoint> at that time; until then it costs no consumer
+// anything. The Nats-Msg-Id depends only on the endpoint, the event and the
+// attempt count, so publishing it twice (a crash between publishing and
+// settling the source) stores it once.
+func taskMsg(endpoint string, ev *event, st attemptState, data []byte, src nats.Header, at time.Time) *nats.Msg {
+	var out *nats.Msg
+	if at.IsZero() {
+		out = nats.NewMsg(TasksPrefix + endpoint)
+	} else {
+		out = nats.NewMsg(SchedPrefix + endpoint + "." + ev.key)
+		out.Header.Set(hdrSchedule, "@at "+at.UTC().Format(time.RFC3339Nano))
+		out.Header.Set(hdrTarget, TasksPrefix+endpoint)
+	}
+	out.Data = data
+	h := out.Header
+	h.Set(HdrMsgID, "task-"+endpoint+"-"+ev.key+"-"+strconv.Itoa(st.Attempts))
+	h.Set(HdrEventID, ev.id)
+	h.Set(HdrEventType, ev.typ)
+	h.Set(HdrEndpoint, endpoint)
+	h.Set(hdrEventKey, ev.key)
+	if ev.seq != 0 {
+		h.Set(hdrEventSeq, strconv.FormatUint(ev.seq, 10))
+	}
+	h.Set(hdrPublished, ev.at.UTC().Format(time.RFC3339Nano))
+	if st.Attempts > 0 {
+		setAttemptHeaders(h, st)
+	}
+	copyHeaders(h, src)
+	return out
+}
+
+func copyHeaders(dst, src nats.Header) {
+	if src == nil {
+		return
+	}
+	if ct := src.Get(HdrContentType); ct != "" {
+		dst.Set(HdrContentType, ct)
+	}
+	for _, k := range traceHeaders {
+		if v := src.Get(k); v != "" {
+			dst.Set(k, v)
+		}
+	}
+}
+
+func setAttemptHeaders(h nats.Header, st attemptState) {
+	h.Set(HdrAttempts, strconv.Itoa(st.Attempts))
+	h.Set(HdrLastStatus, "")
+	if st.Status != 0 {
+		h.Set(HdrLastStatus, strconv.Itoa(st.Status))
+	}
+	h.Set(HdrLastError, st.Error)
+	h.Set(HdrFirstTry, rfc3339(st.First))
+	h.Set(HdrLastTry, rfc3339(st.Last))
+}
+
+// taskOf reads a task message back.
+func taskOf(h nats.Header, published time.Time) (event, attemptState) {
+	ev := event{id: h.Get(HdrEventID), typ: h.Get(HdrEventType), key: h.Get(hdrEventKey), at: published}
+	ev.seq, _ = strconv.ParseUint(h.Get(hdrEventSeq), 10, 64)
+	if t, err := time.Parse(time.RFC3339Nano, h.Get(hdrPublished)); err == nil {
+		ev.at = t
+	}
+	var st attemptState
+	st.Attempts, _ = strconv.Atoi(h.Get(HdrAttempts))
+	st.Status, _ = strconv.Atoi(h.Get(HdrLastStatus))
+	st.Error = h.Get(HdrLastError)
+	st.First, _ = time.Parse(time.RFC3339, h.Get(HdrFirstTry))
+	st.Last, _ = time.Parse(time.RFC3339, h.Get(HdrLastTry))
+	return ev, st
+}
+
+// deadLetterMsg builds the DLQ copy of a delivery. Its Nats-Msg-Id depends
+// only on the endpoint and the event key, so storing it twice is
+// deduplicated by HOOKJET_DLQ.
+func deadLetterMsg(endpoint string, ev *event, st attemptState, reason string, data []byte, src nats.Header) *nats.Msg {
+	out := nats.NewMsg(DLQPrefix + endpoint)
+	out.Data = data
+	h := out.Header
+	h.Set(HdrMsgID, "dlq-"+endpoint+"-"+ev.key)
+	h.Set(HdrEventID, ev.id)
+	h.Set(HdrEventType, ev.typ)
+	h.Set(HdrEndpoint, endpoint)
+	h.Set(HdrReason, reason)
+	setAttemptHeaders(h, st)
+	copyHeaders(h, src)
+	return out
+}
+
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
