@@ -164,11 +164,11 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	if err := d.Apply(ctx, d.o.Config); err != nil {
 		return err
 	}
+	d.fanoutAckWait = fanoutAckWait(d.o.Config)
 	if err := migrate(ctx, d); err != nil {
 		return err
 	}
-	d.fanoutAckWait = fanoutAckWait
-	cons, err := EnsureFanoutConsumer(ctx, d.o.JS)
+	cons, err := EnsureFanoutConsumer(ctx, d.o.JS, d.fanoutAckWait)
 	if err != nil {
 		return err
 	}
@@ -275,6 +275,9 @@ func (d *Dispatcher) put(ep config.Endpoint) (bool, error) {
 		d.mu.Lock()
 		d.eps[ep.ID] = e
 		d.mu.Unlock()
+		if l := d.series.label(ep.ID); l != otherSeries {
+			d.o.Metrics.BreakerState.WithLabelValues(l).Set(0)
+		}
 	} else {
 		e.set.Store(s)
 		e.slots.setLimit(ep.MaxInFlight)

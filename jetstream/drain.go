@@ -181,7 +181,7 @@ func (r *drainer) drain(ctx context.Context, e *endpoint, expireOnly bool) (next
 				return wait, false
 			}
 		}
-		batch, err := cons.Fetch(1, natsjs.FetchMaxWait(time.Second), natsjs.FetchContext(ctx))
+		batch, err := cons.Fetch(1, natsjs.FetchMaxWait(time.Second))
 		var msg natsjs.Msg
 		if err == nil {
 			for m := range batch.Messages() {

@@ -8,13 +8,22 @@ import (
 	"time"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookjet/hookjet/config"
 )
 
 // fanoutAckWait bounds how long an event may stay unsettled in one process
-// before JetStream hands it to another: the longest inline attempt plus the
-// wait for an in-flight slot and the ledger commit. Endpoints whose timeout
-// does not fit are always delivered through their tasks.
-const fanoutAckWait = 2 * time.Minute
+// before JetStream hands it to another (a crash): twice the longest timeout
+// of the defaults and the config's endpoints plus 15 s, at least 30 s.
+// Endpoints added later whose timeout does not fit are delivered through
+// their tasks.
+func fanoutAckWait(cfg *config.Config) time.Duration {
+	longest := cfg.Defaults.Timeout
+	for _, ep := range cfg.Endpoints {
+		longest = max(longest, ep.Timeout)
+	}
+	return max(30*time.Second, 2*longest+15*time.Second)
+}
 
 // inFlightWait is how long a fan-out delivery waits for a slot of its
 // endpoint's in-flight cap before it becomes a task: long enough that a
@@ -36,7 +45,7 @@ func (d *Dispatcher) runFanout(ctx context.Context, cons natsjs.Consumer) {
 			d.log.Warn("open the fan-out consumer", "err", err)
 			sleep(ctx, time.Second)
 			if errors.Is(err, natsjs.ErrConsumerNotFound) || errors.Is(err, natsjs.ErrConsumerDeleted) {
-				if c, err := EnsureFanoutConsumer(ctx, d.o.JS); err == nil {
+				if c, err := EnsureFanoutConsumer(ctx, d.o.JS, d.fanoutAckWait); err == nil {
 					d.log.Warn("the fan-out consumer was missing; created it again", "consumer", fanoutConsumer)
 					cons = c
 				}
@@ -211,7 +220,7 @@ func (d *Dispatcher) alreadyDelivered(dl *delivery) bool {
 // route sends dl now if its endpoint can take it, waits briefly for an
 // in-flight slot, or parks it as a task.
 func (d *Dispatcher) route(ctx context.Context, dl *delivery) {
-	if 2*dl.s.ep.Timeout+15*time.Second > fanoutAckWait {
+	if 2*dl.s.ep.Timeout+15*time.Second > d.fanoutAckWait {
 		d.park(dl, "slow")
 		return
 	}

@@ -40,7 +40,7 @@ func migrate(ctx context.Context, d *Dispatcher) error {
 	if len(legacy) > 0 {
 		if _, err := d.o.JS.Consumer(ctx, EventsStream, fanoutConsumer); errors.Is(err, natsjs.ErrConsumerNotFound) {
 			last := st.CachedInfo().State.LastSeq
-			if _, err := ensureFanoutConsumer(ctx, d.o.JS, last+1); err != nil {
+			if _, err := ensureFanoutConsumer(ctx, d.o.JS, d.fanoutAckWait, last+1); err != nil {
 				return err
 			}
 		}

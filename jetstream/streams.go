@@ -232,12 +232,20 @@ func ackWait(ep config.Endpoint) time.Duration {
 // creating it when missing. A new one starts after the last stored event
 // when an upgrade already turned the older ones into tasks (startSeq > 0),
 // and with the first stored event otherwise.
-func EnsureFanoutConsumer(ctx context.Context, js natsjs.JetStream) (natsjs.Consumer, error) {
-	return ensureFanoutConsumer(ctx, js, 0)
+func EnsureFanoutConsumer(ctx context.Context, js natsjs.JetStream, ackWait time.Duration) (natsjs.Consumer, error) {
+	return ensureFanoutConsumer(ctx, js, ackWait, 0)
 }
 
-func ensureFanoutConsumer(ctx context.Context, js natsjs.JetStream, startSeq uint64) (natsjs.Consumer, error) {
+func ensureFanoutConsumer(ctx context.Context, js natsjs.JetStream, ackWait time.Duration, startSeq uint64) (natsjs.Consumer, error) {
 	if c, err := js.Consumer(ctx, EventsStream, fanoutConsumer); err == nil {
+		cc := c.CachedInfo().Config
+		if cc.AckWait >= ackWait {
+			return c, nil
+		}
+		cc.AckWait = ackWait // a process with longer timeouts raises it
+		if c, err = js.UpdateConsumer(ctx, EventsStream, cc); err != nil {
+			return nil, fmt.Errorf("consumer %s: %w", fanoutConsumer, err)
+		}
 		return c, nil
 	}
 	cc := natsjs.ConsumerConfig{
@@ -245,7 +253,7 @@ func ensureFanoutConsumer(ctx context.Context, js natsjs.JetStream, startSeq uin
 		Description:   "hookjet fan-out: every event to every matching endpoint, shared by all hookjet processes",
 		DeliverPolicy: natsjs.DeliverAllPolicy,
 		AckPolicy:     natsjs.AckExplicitPolicy,
-		AckWait:       fanoutAckWait,
+		AckWait:       ackWait,
 		MaxDeliver:    eventsMaxDeliver,
 		FilterSubject: EventsPrefix + ">",
 		MaxAckPending: 20000,

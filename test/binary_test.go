@@ -331,8 +331,13 @@ func TestBinarySIGHUPReloadsEndpoints(t *testing.T) {
 	hup(added)
 	_, js := connectJS(t, "nats://"+natsAddr)
 	checkFor(t, 15*time.Second, 100*time.Millisecond, func() error {
-		if _, err := js.Consumer(t.Context(), "HOOKJET_EVENTS", "ep-second"); err != nil {
-			return fmt.Errorf("consumer of the added endpoint: %w", err)
+		resp, err := http.Get("http://" + adminAddr + "/api/v1/endpoints/second")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("the added endpoint: HTTP %d", resp.StatusCode)
 		}
 		return nil
 	})

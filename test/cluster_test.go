@@ -272,14 +272,15 @@ func waitAllDelivered(t testing.TB, r *receiver, ids []string, timeout time.Dura
 	})
 }
 
-// waitSettled waits until the endpoint's consumer has nothing left to
-// deliver and nothing awaiting an ack: no further request can arrive.
+// waitSettled waits until nothing is left for the endpoint: the fan-out
+// consumer has no event pending or awaiting an ack, and HOOKJET_TASKS holds
+// no task or scheduled retry of the endpoint. No further request can arrive.
 func waitSettled(t testing.TB, js natsjs.JetStream, endpoint string, timeout time.Duration) {
 	t.Helper()
 	checkFor(t, timeout, 100*time.Millisecond, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		c, err := js.Consumer(ctx, hjs.EventsStream, hjs.ConsumerName(endpoint))
+		c, err := js.Consumer(ctx, hjs.EventsStream, "hookjet-fanout")
 		if err != nil {
 			return err
 		}
@@ -288,7 +289,22 @@ func waitSettled(t testing.TB, js natsjs.JetStream, endpoint string, timeout tim
 			return err
 		}
 		if ci.NumPending != 0 || ci.NumAckPending != 0 {
-			return fmt.Errorf("consumer %s: pending %d, awaiting ack %d", ci.Name, ci.NumPending, ci.NumAckPending)
+			return fmt.Errorf("fan-out: pending %d, awaiting ack %d", ci.NumPending, ci.NumAckPending)
+		}
+		st, err := js.Stream(ctx, hjs.TasksStream)
+		if err != nil {
+			return err
+		}
+		for _, filter := range []string{hjs.TasksPrefix + endpoint, hjs.SchedPrefix + endpoint + ".*"} {
+			info, err := st.Info(ctx, natsjs.WithSubjectFilter(filter))
+			if err != nil {
+				return err
+			}
+			for subj, n := range info.State.Subjects {
+				if n > 0 {
+					return fmt.Errorf("%d waiting on %s", n, subj)
+				}
+			}
 		}
 		return nil
 	})

@@ -379,14 +379,14 @@ func TestReloadAddsChangesAndRemovesEndpoints(t *testing.T) {
 		return nil
 	})
 
-	// Reload: a is removed; its consumer goes, b keeps working.
+	// Reload: a is removed; b keeps working.
 	last := testConfig(t, dir, "", endpointYAML{ID: "b", URL: b.URL, Events: []string{"lead.*"}})
 	last.NATS, last.Admin = cfg.NATS, cfg.Admin
 	if err := h.srv.Reload(t.Context(), last); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.js.Consumer(t.Context(), "HOOKJET_EVENTS", "ep-a"); err == nil {
-		t.Fatal("consumer of the removed endpoint still exists")
+	if code := h.api("GET", "/api/v1/endpoints/a", "", nil, nil); code != http.StatusNotFound {
+		t.Fatalf("the removed endpoint: HTTP %d, want 404", code)
 	}
 	h.publish("lead.created", "evt_3", []byte(`{}`))
 	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {

@@ -330,3 +330,27 @@ func (h *hookjet) dlq(query string) []dlqEntry {
 	}
 	return out.Entries
 }
+
+// metric returns the value of an unlabelled series from /metrics, or -1 when
+// it is missing.
+func (h *hookjet) metric(name string) float64 {
+	h.t.Helper()
+	resp, err := http.Get("http://" + h.srv.AdminAddr() + "/metrics")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			var f float64
+			if _, err := fmt.Sscan(v, &f); err == nil {
+				return f
+			}
+		}
+	}
+	return -1
+}

@@ -1,7 +1,6 @@
 package test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -34,107 +33,132 @@ func pinSetup(t *testing.T) natsjs.JetStream {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hjs.EnsureStreams(t.Context(), js, &cfg); err != nil {
+	if err := hjs.EnsureStreams(t.Context(), js, &cfg, nil); err != nil {
 		t.Fatal(err)
 	}
 	return js
 }
 
-func pinConsumer(t *testing.T, js natsjs.JetStream, id string, events ...string) natsjs.Consumer {
+func pinDrain(t *testing.T, js natsjs.JetStream, id string) natsjs.Consumer {
 	t.Helper()
-	ep := config.Endpoint{ID: id, Events: events}
+	ep := config.Endpoint{ID: id}
 	ep.Timeout = time.Second
-	ep.Retry.MaxAttempts = 5
-	c, err := hjs.EnsureConsumer(t.Context(), js, ep)
+	ep.MaxInFlight = 4
+	c, err := hjs.EnsureDrainConsumer(t.Context(), js, ep)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-func TestPinInterestRetention(t *testing.T) {
-	js := pinSetup(t)
-	a := pinConsumer(t, js, "a", "order.*")
-	pinConsumer(t, js, "b", "order.created", "lead.>")
-	for _, subj := range []string{"order.created", "lead.x.y", "user.deleted"} {
-		if _, err := js.Publish(t.Context(), hjs.EventsPrefix+subj, []byte("{}")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st, err := js.Stream(t.Context(), hjs.EventsStream)
+func fetchOne(t *testing.T, c natsjs.Consumer, wait time.Duration) (natsjs.Msg, time.Time) {
+	t.Helper()
+	batch, err := c.Fetch(1, natsjs.FetchMaxWait(wait))
 	if err != nil {
 		t.Fatal(err)
 	}
+	var got natsjs.Msg
+	at := time.Now()
+	for m := range batch.Messages() {
+		got, at = m, time.Now()
+	}
+	return got, at
+}
+
+// A retry is a message schedule on hookjet.sched.<endpoint>.<event>: the
+// server turns it into a task on hookjet.tasks.<endpoint> at its time, with
+// hookjet's headers, and purges the schedule. Its Nats-Msg-Id dedupes a
+// second publish. Until it fires no consumer holds anything for it.
+func TestPinScheduledRetry(t *testing.T) {
+	js := pinSetup(t)
+	c := pinDrain(t, js, "ep1")
+	m := nats.NewMsg(hjs.SchedPrefix + "ep1.42")
+	m.Data = []byte(`{"n":1}`)
+	at := time.Now().Add(1500 * time.Millisecond)
+	m.Header.Set("Nats-Schedule", "@at "+at.UTC().Format(time.RFC3339Nano))
+	m.Header.Set("Nats-Schedule-Target", hjs.TasksPrefix+"ep1")
+	m.Header.Set("Nats-Msg-Id", "task-ep1-42-1")
+	m.Header.Set("Hookjet-Attempts", "1")
+	for i, wantDup := range []bool{false, true} {
+		ack, err := js.PublishMsg(t.Context(), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ack.Duplicate != wantDup {
+			t.Fatalf("publish %d: duplicate=%v", i, ack.Duplicate)
+		}
+	}
+	got, when := fetchOne(t, c, 5*time.Second)
+	if got == nil {
+		t.Fatal("the schedule never fired")
+	}
+	if when.Before(at.Add(-100 * time.Millisecond)) {
+		t.Fatalf("fired %s early", at.Sub(when))
+	}
+	if got.Subject() != hjs.TasksPrefix+"ep1" || got.Headers().Get("Hookjet-Attempts") != "1" || string(got.Data()) != `{"n":1}` {
+		t.Fatalf("task %s %v %q", got.Subject(), got.Headers(), got.Data())
+	}
+	if err := got.DoubleAck(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := js.Stream(t.Context(), hjs.TasksStream)
 	info, err := st.Info(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	// user.deleted matches no consumer: interest retention does not store it.
-	if info.State.Msgs != 2 {
-		t.Fatalf("stream holds %d messages, want 2", info.State.Msgs)
-	}
-	// order.created stays until both consumers acked it.
-	msgs, err := a.Fetch(1, natsjs.FetchMaxWait(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for m := range msgs.Messages() {
-		if err := m.DoubleAck(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if info, _ = st.Info(t.Context()); info.State.Msgs != 2 {
-		t.Fatalf("after one of two acks the stream holds %d, want 2", info.State.Msgs)
+	if info.State.Msgs != 0 {
+		t.Fatalf("%d messages left: the schedule was not purged or the task not removed", info.State.Msgs)
 	}
 }
 
-func TestPinNakWithDelayAndPause(t *testing.T) {
+// Tasks wait on their endpoint's subject with no consumer; a drain consumer
+// takes them, a deleted one leaves the unacked ones in place for the next,
+// and a second consumer on the same subject is refused (work queue).
+func TestPinParkedTasks(t *testing.T) {
 	js := pinSetup(t)
-	c := pinConsumer(t, js, "slow", ">")
-	if _, err := js.Publish(t.Context(), hjs.EventsPrefix+"x", []byte("{}")); err != nil {
-		t.Fatal(err)
-	}
-	next := func(wait time.Duration) (natsjs.Msg, time.Time) {
-		t.Helper()
-		batch, err := c.Fetch(1, natsjs.FetchMaxWait(wait))
-		if err != nil {
+	for i := range 3 {
+		if _, err := js.Publish(t.Context(), hjs.TasksPrefix+"dead", []byte(fmt.Sprint(i))); err != nil {
 			t.Fatal(err)
 		}
-		var got natsjs.Msg
-		at := time.Now()
-		for m := range batch.Messages() {
-			got, at = m, time.Now()
-		}
-		return got, at
 	}
-	m, _ := next(time.Second)
-	if m == nil {
-		t.Fatal("no message")
+	c := pinDrain(t, js, "dead")
+	m, _ := fetchOne(t, c, time.Second)
+	if m == nil || string(m.Data()) != "0" {
+		t.Fatal("no first task")
 	}
-	// NakWithDelay: the consumer has no BackOff, so the delay is what we ask.
+	if _, err := js.CreateOrUpdateConsumer(t.Context(), hjs.TasksStream, natsjs.ConsumerConfig{
+		Durable: "other", FilterSubject: hjs.TasksPrefix + "dead", AckPolicy: natsjs.AckExplicitPolicy,
+	}); err == nil {
+		t.Fatal("a second consumer on one endpoint's tasks was accepted")
+	}
+	if err := js.DeleteConsumer(t.Context(), hjs.TasksStream, hjs.DrainConsumerName("dead")); err != nil {
+		t.Fatal(err)
+	}
+	c = pinDrain(t, js, "dead")
+	m, _ = fetchOne(t, c, time.Second)
+	if m == nil || string(m.Data()) != "0" {
+		t.Fatal("the unacked task did not come back to the next drain")
+	}
+	// NakWithDelay on a drain: the consumer has no BackOff, so the delay is
+	// what we ask.
 	naked := time.Now()
 	if err := m.NakWithDelay(700 * time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	m, at := next(3 * time.Second)
-	if m == nil || at.Sub(naked) < 650*time.Millisecond {
-		t.Fatalf("redelivered after %s, asked 700ms", at.Sub(naked))
-	}
-	if meta, _ := m.Metadata(); meta.NumDelivered != 2 {
-		t.Fatalf("NumDelivered = %d after one nak, want 2", meta.NumDelivered)
-	}
-	// PauseConsumer: nothing is delivered until the pause ends.
-	if err := m.Nak(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	paused := time.Now()
-	if _, err := js.PauseConsumer(ctx, hjs.EventsStream, hjs.ConsumerName("slow"), paused.Add(time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	m, at = next(3 * time.Second)
-	if m == nil || at.Sub(paused) < 900*time.Millisecond {
-		t.Fatalf("paused consumer delivered after %s, paused for 1s", at.Sub(paused))
+	for {
+		m, at := fetchOne(t, c, 3*time.Second)
+		if m == nil {
+			t.Fatal("the naked task never came back")
+		}
+		if string(m.Data()) != "0" {
+			if err := m.Ack(); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if at.Sub(naked) < 650*time.Millisecond {
+			t.Fatalf("redelivered after %s, asked 700ms", at.Sub(naked))
+		}
+		return
 	}
 }

@@ -1,47 +1,55 @@
 package test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hookjet/hookjet/cli"
 )
 
-// A message that hits JetStream's MaxDeliver before hookjet's own attempt
-// limit still ends up in HOOKJET_DLQ: the server's MAX_DELIVERIES advisory is
-// captured in HOOKJET_ADVISORIES and hookjet moves the message it names.
+// A message that hits JetStream's MaxDeliver still ends up in HOOKJET_DLQ:
+// the server's MAX_DELIVERIES advisory is captured in HOOKJET_ADVISORIES and
+// hookjet dead-letters the event it names for every matching endpoint that
+// has not had it. An advisory whose message is gone is counted as an error,
+// never taken for success (issue 13 item 2).
 func TestMaxDeliverSafetyNet(t *testing.T) {
-	r := newReceiver(t, []string{secretA, secretB}, func(w http.ResponseWriter, _ delivery) {
-		w.WriteHeader(http.StatusServiceUnavailable)
-	})
-	h := startHookjet(t, testConfig(t, t.TempDir(), "", endpointYAML{ID: "net", URL: r.URL,
-		Extra: "    retry: {max_attempts: 50}\n    breaker: {failure_threshold: 1000}\n"}), cli.Options{})
-	// Lower the consumer's MaxDeliver behind hookjet's back, far below
-	// retry.max_attempts, as if deferrals had used up the deliveries.
-	cons, err := h.js.Consumer(t.Context(), "HOOKJET_EVENTS", "ep-net")
-	if err != nil {
-		t.Fatal(err)
+	r := newReceiver(t, []string{secretA, secretB}, nil)
+	h := startHookjet(t, testConfig(t, t.TempDir(), "", endpointYAML{ID: "net", URL: r.URL}), cli.Options{})
+	// Disabled, so hookjet itself sends nothing: only the advisory acts.
+	if code := h.api("POST", "/api/v1/endpoints/net/disable", "", nil, nil); code != http.StatusOK {
+		t.Fatalf("disable: HTTP %d", code)
 	}
-	cc := cons.CachedInfo().Config
-	cc.MaxDeliver = 2
-	if _, err := h.js.UpdateConsumer(t.Context(), "HOOKJET_EVENTS", cc); err != nil {
-		t.Fatal(err)
+	ack := h.publish("order.created", "evt_net", []byte(`{"n":1}`))
+	advise := func(seq uint64) {
+		b, _ := json.Marshal(map[string]any{"stream": "HOOKJET_EVENTS", "consumer": "hookjet-fanout", "stream_seq": seq, "deliveries": 100})
+		if _, err := h.js.Publish(t.Context(), "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.HOOKJET_EVENTS.hookjet-fanout", b); err != nil {
+			t.Fatal(err)
+		}
 	}
-	h.publish("order.created", "evt_net", []byte(`{"n":1}`))
+	advise(ack.Sequence)
 	var dl []dlqEntry
 	checkFor(t, 20*time.Second, 50*time.Millisecond, func() error {
 		if dl = h.dlq(""); len(dl) != 1 {
-			return fmt.Errorf("dead letters: %d (requests %d)", len(dl), r.count())
+			return fmt.Errorf("dead letters: %d", len(dl))
 		}
 		return nil
 	})
 	e := dl[0]
-	if e.Reason != "exhausted" || e.EventID != "evt_net" || e.Endpoint != "net" || e.Attempts != 2 || e.LastStatus != "503" {
+	if e.Reason != "exhausted" || e.EventID != "evt_net" || e.Endpoint != "net" || !strings.Contains(e.LastError, "MaxDeliver") {
 		t.Fatalf("dead letter %+v", e)
 	}
-	if r.count() != 2 {
-		t.Fatalf("endpoint got %d requests, want MaxDeliver = 2", r.count())
+	if r.count() != 0 {
+		t.Fatalf("a disabled endpoint got %d requests", r.count())
 	}
+	advise(ack.Sequence + 1000) // names nothing stored
+	checkFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+		if v := h.metric("hookjet_safety_net_errors_total"); v != 1 {
+			return fmt.Errorf("hookjet_safety_net_errors_total = %v", v)
+		}
+		return nil
+	})
 }
