@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hookjet/hookjet/signature"
 )
 
 // Defaults of [ClientOptions] and [Request].
@@ -38,12 +40,12 @@ const (
 	tcpKeepAlive               = 30 * time.Second
 )
 
-// Header names set by [Client.Do]. They are written in the lower case the
-// Standard Webhooks specification uses.
+// Header names set by [Client.Do], from package signature. They are written
+// in the lower case the Standard Webhooks specification uses.
 const (
-	HeaderID        = "webhook-id"
-	HeaderTimestamp = "webhook-timestamp"
-	HeaderSignature = "webhook-signature"
+	HeaderID        = signature.HeaderID
+	HeaderTimestamp = signature.HeaderTimestamp
+	HeaderSignature = signature.HeaderSignature
 )
 
 // ClientOptions configures a [Client]. The zero value is a usable client
