@@ -16,6 +16,8 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
+
+	"github.com/hookjet/hookjet/internal/testkit"
 )
 
 var (
@@ -65,32 +67,15 @@ func hookjetBinary(t *testing.T) string {
 // process is a running `hookjet serve`.
 type process struct {
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *testkit.LockedBuffer
 	done chan error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func startBinary(t *testing.T, configPath, adminAddr string, env ...string) *process {
 	t.Helper()
 	cmd := exec.Command(hookjetBinary(t), "serve", "--config", configPath)
 	cmd.Env = append(os.Environ(), env...)
-	p := &process{cmd: cmd, out: &syncBuffer{}, done: make(chan error, 1)}
+	p := &process{cmd: cmd, out: &testkit.LockedBuffer{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

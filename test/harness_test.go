@@ -2,9 +2,6 @@ package test
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,6 +20,7 @@ import (
 
 	"github.com/hookjet/hookjet/cli"
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/internal/testkit"
 )
 
 // Two secrets, so every test checks rotation: each request must carry a valid
@@ -44,19 +42,6 @@ func checkFor(t testing.TB, timeout, interval time.Duration, fn func() error) {
 		time.Sleep(interval)
 	}
 	t.Fatalf("condition not met after %s: %v", timeout, err)
-}
-
-// refSign is the Standard Webhooks algorithm written out independently of
-// hookjet's signing code.
-func refSign(secret, id, ts string, body []byte) string {
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
-	if err != nil {
-		panic(err)
-	}
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte(id + "." + ts + "."))
-	mac.Write(body)
-	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
 }
 
 // delivery is one request a receiver got.
@@ -106,7 +91,11 @@ func (r *receiver) verify(h http.Header, body []byte) error {
 		return fmt.Errorf("want %d signatures, got %d", len(r.secrets), len(have))
 	}
 	for i, s := range r.secrets {
-		if want := refSign(s, id, ts, body); have[i] != want {
+		key, err := testkit.DecodeKey(s)
+		if err != nil {
+			return fmt.Errorf("secret %d: %w", i, err)
+		}
+		if want := testkit.RefSign(key, id, ts, body); have[i] != want {
 			return fmt.Errorf("signature %d: got %q want %q", i, have[i], want)
 		}
 	}

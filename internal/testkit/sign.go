@@ -23,11 +23,16 @@ func RefMAC(key []byte, id, ts string, body []byte) string {
 	return base64.StdEncoding.EncodeToString(mac.Sum(nil))
 }
 
-// RefKey decodes "whsec_<padded base64>" with nothing but the standard
-// library, failing the test on a malformed secret.
+// DecodeKey decodes "whsec_<padded base64>" with nothing but the standard
+// library, for code that cannot fail a test (an HTTP handler).
+func DecodeKey(secret string) ([]byte, error) {
+	return base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+}
+
+// RefKey is [DecodeKey], failing the test on a malformed secret.
 func RefKey(tb testing.TB, secret string) []byte {
 	tb.Helper()
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	key, err := DecodeKey(secret)
 	if err != nil {
 		tb.Fatalf("reference signer: bad secret: %v", err)
 	}
