@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -312,7 +313,12 @@ func TestBinarySIGHUPReloadsEndpoints(t *testing.T) {
 	// A broken file: refused, the process keeps running.
 	hup(string(original) + "  - id: Broken!\n")
 	added := string(original) + fmt.Sprintf("  - id: second\n    url: %s\n    secrets: [%s, %s]\n", b.URL, secretA, secretB)
-	time.Sleep(300 * time.Millisecond)
+	checkFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+		if !strings.Contains(p.out.String(), "reload refused") {
+			return errors.New("the broken file has not been refused yet")
+		}
+		return nil
+	})
 	hup(added)
 	_, js := connectJS(t, "nats://"+natsAddr)
 	checkFor(t, 15*time.Second, 100*time.Millisecond, func() error {
@@ -336,9 +342,6 @@ func TestBinarySIGHUPReloadsEndpoints(t *testing.T) {
 		}
 		return nil
 	})
-	if !strings.Contains(p.out.String(), "reload refused") {
-		t.Errorf("the broken file was not reported:\n%s", p.out.String())
-	}
 	if err := p.signal(t, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,11 +65,12 @@ type receiver struct {
 	mu      sync.Mutex
 	got     []delivery
 	perID   map[string]int
+	markers map[string]int // requests per marker id, kept out of got and perID
 	script  func(w http.ResponseWriter, d delivery)
 }
 
 func newReceiver(t testing.TB, secrets []string, script func(w http.ResponseWriter, d delivery)) *receiver {
-	r := &receiver{t: t, secrets: secrets, perID: map[string]int{}, script: script}
+	r := &receiver{t: t, secrets: secrets, perID: map[string]int{}, markers: map[string]int{}, script: script}
 	if r.script == nil {
 		r.script = func(w http.ResponseWriter, _ delivery) { w.WriteHeader(http.StatusNoContent) }
 	}
@@ -114,6 +116,12 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 		r.t.Errorf("receiver: %v", d.SigErr)
 	}
 	r.mu.Lock()
+	if strings.HasPrefix(d.ID, markerPrefix) {
+		r.markers[d.ID]++
+		r.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
 	r.perID[d.ID]++
 	d.Attempt = r.perID[d.ID]
 	r.got = append(r.got, d)
@@ -144,6 +152,37 @@ func (r *receiver) requestsFor(id string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.perID[id]
+}
+
+// markerPrefix starts the ids of marker events (see hookjet.settle). A
+// receiver answers them 2xx whatever its script says and leaves them out of
+// deliveries, count, distinct and requestsFor.
+const markerPrefix = "marker_"
+
+// markerCount counts marker events across the test binary, for unique ids.
+var markerCount atomic.Int64
+
+// settle publishes a marker event of type typ and waits until every
+// receiver in rs has received it. A check that nothing more arrives (no
+// retry after an ack, no second copy of a duplicate) ends with settle rather
+// than a sleep: what was published before the marker and still on its way
+// has then had the marker's whole trip to turn up, and the check fails if it
+// did. typ must reach every receiver in rs.
+func (h *hookjet) settle(typ string, rs ...*receiver) {
+	h.t.Helper()
+	id := fmt.Sprintf("%s%d", markerPrefix, markerCount.Add(1))
+	h.publish(typ, id, []byte(`{"marker":true}`))
+	checkFor(h.t, 15*time.Second, 10*time.Millisecond, func() error {
+		for i, r := range rs {
+			r.mu.Lock()
+			n := r.markers[id]
+			r.mu.Unlock()
+			if n == 0 {
+				return fmt.Errorf("receiver %d has not got marker %s", i, id)
+			}
+		}
+		return nil
+	})
 }
 
 // endpointYAML is an endpoint entry for testConfig.
