@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookjet/hookjet/breaker"
+	"github.com/hookjet/hookjet/internal/testkit"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -18,7 +19,7 @@ const ep = "crm"
 // the transitions it reports.
 type fixture struct {
 	reg   *breaker.Registry
-	clock *clock
+	clock *testkit.Clock
 	db    *bolt.DB
 	path  string
 
@@ -28,7 +29,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, s breaker.Settings) *fixture {
 	t.Helper()
-	f := &fixture{clock: newClock(), path: tempPath(t)}
+	f := &fixture{clock: testkit.NewClock(), path: testkit.TempPath(t)}
 	f.open(t)
 	f.reg.Configure(ep, s)
 	return f
@@ -37,7 +38,7 @@ func newFixture(t *testing.T, s breaker.Settings) *fixture {
 // open (re)opens the file and a registry on it.
 func (f *fixture) open(t *testing.T) {
 	t.Helper()
-	f.db = openDB(t, f.path)
+	f.db = testkit.OpenDB(t, f.path)
 	reg, err := breaker.NewRegistry(f.db,
 		breaker.WithClock(f.clock.Now),
 		breaker.WithOnTransition(func(tr breaker.Transition) {
@@ -55,7 +56,7 @@ func (f *fixture) open(t *testing.T) {
 // Flush and a new registry loads it.
 func (f *fixture) reopen(t *testing.T) {
 	t.Helper()
-	closeDB(t, f.db)
+	testkit.CloseDB(t, f.db)
 	f.open(t)
 }
 
@@ -351,8 +352,8 @@ func TestTransitionsReported(t *testing.T) {
 }
 
 func TestCallbackMayUseRegistry(t *testing.T) {
-	c := newClock()
-	db := openDB(t, tempPath(t))
+	c := testkit.NewClock()
+	db := testkit.OpenDB(t, testkit.TempPath(t))
 	var (
 		reg     *breaker.Registry
 		states  []breaker.State
@@ -626,8 +627,8 @@ func TestConfigureUpdates(t *testing.T) {
 }
 
 func TestUndecodableRecordsIgnored(t *testing.T) {
-	path := tempPath(t)
-	db := openDB(t, path)
+	path := testkit.TempPath(t)
+	db := testkit.OpenDB(t, path)
 	err := db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists([]byte("breaker"))
 		if err != nil {
@@ -713,7 +714,7 @@ func TestAcquireRecordDoNotAllocate(t *testing.T) {
 }
 
 func BenchmarkAcquireRecord(b *testing.B) {
-	reg, err := breaker.NewRegistry(openDB(b, tempPath(b)))
+	reg, err := breaker.NewRegistry(testkit.OpenDB(b, testkit.TempPath(b)))
 	if err != nil {
 		b.Fatal(err)
 	}

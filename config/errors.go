@@ -3,6 +3,8 @@ package config
 import (
 	"errors"
 	"strconv"
+
+	"github.com/hookjet/hookjet/signature"
 )
 
 // ErrInvalid is wrapped by every error that [Load], [Parse] and
@@ -11,8 +13,9 @@ import (
 var ErrInvalid = errors.New("invalid configuration")
 
 // ErrSecret is wrapped by every error from [DecodeSecret]: the value is not a
-// "whsec_<base64>" webhook signing secret of 24 to 64 bytes.
-var ErrSecret = errors.New("invalid webhook secret")
+// "whsec_<base64>" webhook signing secret of 24 to 64 bytes. It is
+// [signature.ErrSecret].
+var ErrSecret = signature.ErrSecret
 
 // FieldError is one problem with one configuration key. [Parse] and
 // [Config.Validate] return an errors.Join of FieldErrors; use errors.As to

@@ -1,13 +1,14 @@
 package config
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"strings"
+
+	"github.com/hookjet/hookjet/signature"
 )
 
 // redacted is what every printed form of a [Secret] shows.
@@ -108,34 +109,8 @@ func resolveSecret(raw string, getenv func(string) string, readFile func(string)
 	}
 }
 
-// Bounds of a decoded webhook signing secret, in bytes.
-const (
-	minSecretBytes = 24
-	maxSecretBytes = 64
-)
-
-// secretPrefix starts every webhook signing secret.
-const secretPrefix = "whsec_"
-
 // DecodeSecret decodes a webhook signing secret "whsec_<base64>" into the HMAC
-// key. The base64 is the standard alphabet, with or without padding, and must
-// decode to 24..64 bytes. Errors wrap [ErrSecret] and never contain s.
-func DecodeSecret(s string) ([]byte, error) {
-	b64, ok := strings.CutPrefix(s, secretPrefix)
-	if !ok {
-		return nil, fmt.Errorf("%w: must start with %q", ErrSecret, secretPrefix)
-	}
-	enc := base64.RawStdEncoding
-	if strings.HasSuffix(b64, "=") {
-		enc = base64.StdEncoding
-	}
-	key, err := enc.DecodeString(b64)
-	if err != nil {
-		// The base64 error quotes an offset, never the input.
-		return nil, fmt.Errorf("%w: bad base64 after %q: %w", ErrSecret, secretPrefix, err)
-	}
-	if len(key) < minSecretBytes || len(key) > maxSecretBytes {
-		return nil, fmt.Errorf("%w: decodes to %d bytes, want %d to %d", ErrSecret, len(key), minSecretBytes, maxSecretBytes)
-	}
-	return key, nil
-}
+// key with the rules of [signature.DecodeSecret], which the sender and the
+// receiver-side verifier share: standard base64, with or without padding,
+// decoding to 24..64 bytes. Errors wrap [ErrSecret] and never contain s.
+func DecodeSecret(s string) ([]byte, error) { return signature.DecodeSecret(s) }

@@ -11,9 +11,15 @@
 //     acked without sending it again.
 //
 // Writes are queued in memory and committed by the batcher (Run) in
-// transactions of up to WithBatch's maxSize records: one fsync for many
-// deliveries. MarkDelivered calls back once its record is durable, so a
+// transactions of up to WithBatch's maxSize records: one commit for many
+// deliveries. MarkDelivered calls back once its record is committed, so a
 // worker acks a message only after the ledger can answer for it.
+//
+// A commit is durable as the caller opened the file: hookjet serve sets the
+// state file's NoSync, so a commit reaches the page cache (a crash of the
+// process loses none) and the serve loop fdatasyncs the file every second,
+// which bounds what a power loss can take. With NoSync off, every commit is
+// an fsync.
 //
 // # Storage
 //

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hookjet/hookjet/dedupe"
+	"github.com/hookjet/hookjet/internal/testkit"
 	"github.com/hookjet/hookjet/state"
 	bolt "go.etcd.io/bbolt"
 	"go.uber.org/goleak"
@@ -18,33 +18,11 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// clock is a manual clock for WithClock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock {
-	return &clock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // fixture is a ledger on a real file with its batcher running.
 type fixture struct {
 	path   string
 	db     *bolt.DB
-	clock  *clock
+	clock  *testkit.Clock
 	ttl    time.Duration
 	opts   []dedupe.Option
 	ledger *dedupe.Ledger
@@ -56,14 +34,14 @@ func newFixture(tb testing.TB, ttl time.Duration, opts ...dedupe.Option) *fixtur
 	tb.Helper()
 	f := &fixture{
 		path:  filepath.Join(tb.TempDir(), "state.db"),
-		clock: newClock(),
+		clock: testkit.NewClock(),
 		ttl:   ttl,
 	}
 	f.opts = append([]dedupe.Option{dedupe.WithClock(f.clock.Now)}, opts...)
 	f.start(tb)
 	tb.Cleanup(func() {
 		f.stop()
-		closeDB(tb, f.db)
+		testkit.CloseDB(tb, f.db)
 	})
 	return f
 }
@@ -103,7 +81,7 @@ func (f *fixture) stop() {
 func (f *fixture) restart(tb testing.TB) {
 	tb.Helper()
 	f.stop()
-	closeDB(tb, f.db)
+	testkit.CloseDB(tb, f.db)
 	f.start(tb)
 }
 
@@ -131,24 +109,4 @@ func (f *fixture) keys(tb testing.TB, bucket string) []string {
 		tb.Fatalf("read %s: %v", bucket, err)
 	}
 	return keys
-}
-
-// closeDB checks db's integrity and closes it; closing twice is harmless.
-func closeDB(tb testing.TB, db *bolt.DB) {
-	tb.Helper()
-	if db == nil || db.Path() == "" {
-		return
-	}
-	err := db.View(func(tx *bolt.Tx) error {
-		for err := range tx.Check() {
-			tb.Errorf("integrity: %v", err)
-		}
-		return nil
-	})
-	if err != nil {
-		tb.Errorf("integrity view: %v", err)
-	}
-	if err := db.Close(); err != nil {
-		tb.Errorf("close: %v", err)
-	}
 }

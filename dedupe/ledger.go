@@ -57,8 +57,9 @@ func WithLogger(log *slog.Logger) Option {
 	return func(l *Ledger) { l.log = log }
 }
 
-// Stats are counters of a Ledger.
-type Stats struct {
+// stats are counters of a Ledger, read by its tests (export_test.go): they
+// show that records are committed in batches.
+type stats struct {
 	// SeenIDs is the number of event ids stored, approximately: entries
 	// past the ttl count until the sweep deletes them.
 	SeenIDs int64
@@ -78,9 +79,9 @@ type Stats struct {
 }
 
 // Ledger remembers accepted event ids and successful deliveries for ttl.
-// FirstSeen, Delivered, MarkDelivered and Stats are safe for concurrent use;
-// records are written by Run, which must be running for them to become
-// durable.
+// FirstSeen, Delivered and MarkDelivered are safe for concurrent use;
+// records are written by Run, which must be running for them to be
+// committed (see the package documentation for when a commit is durable).
 type Ledger struct {
 	db         *bolt.DB
 	ttl        time.Duration
@@ -179,7 +180,7 @@ func NewLedger(db *bolt.DB, ttl time.Duration, opts ...Option) (*Ledger, error) 
 // exists, FirstSeen queues one for seq and returns (seq, false). Concurrent
 // calls for one id agree: exactly one of them records its sequence.
 //
-// The record is durable only once the batcher has committed it (within
+// The record survives a crash only once the batcher has committed it (within
 // WithBatch's delay); after a crash before that, the id is unknown again.
 func (l *Ledger) FirstSeen(eventID string, seq uint64) (first uint64, dup bool, err error) {
 	if err := checkID("event id", eventID); err != nil {
@@ -335,12 +336,12 @@ func signal(ch chan struct{}) {
 	}
 }
 
-// Stats returns the ledger's counters.
-func (l *Ledger) Stats() Stats {
+// stats returns the ledger's counters.
+func (l *Ledger) stats() stats {
 	l.mu.Lock()
 	queued := len(l.queue)
 	l.mu.Unlock()
-	return Stats{
+	return stats{
 		SeenIDs:      l.seenN.Load(),
 		Deliveries:   l.deliveredN.Load(),
 		Queued:       queued,

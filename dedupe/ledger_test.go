@@ -56,7 +56,7 @@ func TestFirstSeen(t *testing.T) {
 					if committed {
 						time.Sleep(time.Second)
 						synctest.Wait()
-						if q := f.ledger.Stats().Queued; q != 0 {
+						if q := dedupe.LedgerStats(f.ledger).Queued; q != 0 {
 							t.Fatalf("step %d: %d records still queued", i, q)
 						}
 					}
@@ -235,7 +235,7 @@ func TestBatching(t *testing.T) {
 				if n := done.Load(); n != int32(tt.records) {
 					t.Fatalf("%d of %d callbacks called", n, tt.records)
 				}
-				st := f.ledger.Stats()
+				st := dedupe.LedgerStats(f.ledger)
 				if st.Commits != tt.wantCommits || st.Deliveries != int64(tt.records) || st.Queued != 0 {
 					t.Errorf("Stats = %+v, want %d commits, %d deliveries, none queued", st, tt.wantCommits, tt.records)
 				}
@@ -260,7 +260,7 @@ func TestManyRecordsFewTransactions(t *testing.T) {
 	wg.Wait()
 	// However the queue was split, each transaction but the last of a run
 	// is full or waited for the delay: far fewer than one per record.
-	if st := f.ledger.Stats(); st.Commits == 0 || st.Commits > n/100 {
+	if st := dedupe.LedgerStats(f.ledger); st.Commits == 0 || st.Commits > n/100 {
 		t.Errorf("%d records took %d transactions, want at most %d", n, st.Commits, n/100)
 	}
 }
@@ -275,7 +275,7 @@ func TestCommitFailure(t *testing.T) {
 	if err := <-errc; !errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
 		t.Fatalf("done(%v), want an error wrapping ErrDatabaseNotOpen", err)
 	}
-	if st := f.ledger.Stats(); st.CommitErrors != 1 || st.Commits != 0 {
+	if st := dedupe.LedgerStats(f.ledger); st.CommitErrors != 1 || st.Commits != 0 {
 		t.Errorf("Stats = %+v, want 1 commit error and no commits", st)
 	}
 	if _, err := f.ledger.Delivered("crm", "evt"); err == nil {
@@ -361,7 +361,7 @@ func TestSweep(t *testing.T) {
 		if got := f.keys(t, "dedupe_expiry"); len(got) != 2 {
 			t.Errorf("%d index entries after sweep, want 2", len(got))
 		}
-		st := f.ledger.Stats()
+		st := dedupe.LedgerStats(f.ledger)
 		if st.Expired != 2 || st.SeenIDs != 2 || st.Deliveries != 0 {
 			t.Errorf("Stats = %+v, want 2 expired, 2 seen ids, 0 deliveries", st)
 		}
@@ -389,7 +389,7 @@ func TestSweepInChunks(t *testing.T) {
 		if got := f.keys(t, "dedupe_expiry"); len(got) != 0 {
 			t.Errorf("%d index entries left, want 0", len(got))
 		}
-		if st := f.ledger.Stats(); st.Expired != n {
+		if st := dedupe.LedgerStats(f.ledger); st.Expired != n {
 			t.Errorf("Expired = %d, want %d", st.Expired, n)
 		}
 	})
@@ -404,7 +404,7 @@ func TestPersistence(t *testing.T) {
 	f.clock.Advance(ttl / 2)
 	f.restart(t)
 
-	st := f.ledger.Stats()
+	st := dedupe.LedgerStats(f.ledger)
 	if st.SeenIDs != 1 || st.Deliveries != 1 {
 		t.Errorf("Stats after reopen = %+v, want 1 seen id and 1 delivery", st)
 	}

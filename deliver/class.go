@@ -56,10 +56,6 @@ func (c Class) String() string {
 	return "Class(" + strconv.Itoa(int(c)) + ")"
 }
 
-// Retryable reports whether a message with this outcome should be attempted
-// again: true for [Transient] and [RateLimited].
-func (c Class) Retryable() bool { return c == Transient || c == RateLimited }
-
 // Outcome is the classified result of one delivery attempt.
 type Outcome struct {
 	// Class says what the attempt means for the message.
@@ -73,11 +69,6 @@ type Outcome struct {
 	// fully read. It never contains bodies or header values.
 	Err error
 }
-
-// Canceled reports whether the attempt ended because the caller's context
-// was canceled (for example at shutdown). Such an attempt says nothing about
-// the endpoint and should not be charged to the message.
-func (o Outcome) Canceled() bool { return errors.Is(o.Err, context.Canceled) }
 
 // Reason returns a short human-readable description of the outcome, suitable
 // for logs and dead letters: it never contains bodies, header values or URLs.

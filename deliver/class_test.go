@@ -186,36 +186,6 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-func TestOutcomeCanceled(t *testing.T) {
-	tests := []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"canceled", &url.Error{Op: "Post", URL: "u", Err: context.Canceled}, true},
-		{"deadline", context.DeadlineExceeded, false},
-		{"none", nil, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := Classify(nil, tt.err, time.Time{}).Canceled(); got != tt.want {
-				t.Errorf("Canceled() = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestClassRetryable(t *testing.T) {
-	want := map[Class]bool{Success: false, Transient: true, RateLimited: true, Permanent: false, Gone: false, Rejected: false}
-	for c, w := range want {
-		t.Run(c.String(), func(t *testing.T) {
-			if got := c.Retryable(); got != w {
-				t.Errorf("Retryable() = %v, want %v", got, w)
-			}
-		})
-	}
-}
-
 // TestReasonHidesURL checks that a URL's query (which may carry a token)
 // never reaches a reason.
 func TestReasonHidesURL(t *testing.T) {

@@ -9,13 +9,14 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/textproto"
 	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hookjet/hookjet/signature"
 )
 
 // Defaults of [ClientOptions] and [Request].
@@ -38,19 +39,20 @@ const (
 	tcpKeepAlive               = 30 * time.Second
 )
 
-// Header names set by [Client.Do]. They are written in the lower case the
-// Standard Webhooks specification uses.
+// Header names set by [Client.Do], from package signature. They are written
+// in the lower case the Standard Webhooks specification uses.
 const (
-	HeaderID        = "webhook-id"
-	HeaderTimestamp = "webhook-timestamp"
-	HeaderSignature = "webhook-signature"
+	HeaderID        = signature.HeaderID
+	HeaderTimestamp = signature.HeaderTimestamp
+	HeaderSignature = signature.HeaderSignature
 )
 
 // ClientOptions configures a [Client]. The zero value is a usable client
 // without SSRF protection.
 type ClientOptions struct {
-	// Guard is applied at dial time to every address connected to (for
-	// proxied requests, see Proxy); nil means no SSRF protection.
+	// Guard is applied at dial time to every address connected to; nil
+	// means no SSRF protection. Requests never go through a proxy, whatever
+	// the environment says, so the guard sees every address dialed.
 	Guard *Guard
 	// HTTPSOnly refuses http:// URLs with [ErrInsecureURL] ([Rejected]).
 	HTTPSOnly bool
@@ -68,21 +70,6 @@ type ClientOptions struct {
 	// Resolver resolves host names; nil means net.DefaultResolver. It is a
 	// test seam: production code leaves it nil.
 	Resolver *net.Resolver
-	// WrapTransport, if set, wraps each underlying transport, for example
-	// with promhttp instrumentation. It is called once per transport
-	// (there is one per combination of TLS verification and proxying).
-	WrapTransport func(http.RoundTripper) http.RoundTripper
-	// Proxy, if set, chooses an outbound proxy per request, like
-	// http.Transport's Proxy (e.g. http.ProxyFromEnvironment); nil means no
-	// proxy, whatever the environment says. For a request sent through a
-	// proxy, the dial-time guard cannot see the target (the proxy is what
-	// is dialed, and the proxy itself is always allowed), so the guard is
-	// applied instead to every address the target host resolves to just
-	// before the request. That leaves a DNS-rebinding window between this
-	// check and the proxy's own resolution; deploy without a proxy for the
-	// strongest protection. Requests for which Proxy returns nil are dialed
-	// directly and guarded at dial time.
-	Proxy func(*http.Request) (*url.URL, error)
 	// DialTimeout bounds establishing a TCP connection; 0 means 5s.
 	DialTimeout time.Duration
 	// TLSHandshakeTimeout bounds the TLS handshake; 0 means 5s.
@@ -140,15 +127,14 @@ type Client struct {
 	maxBody   int64
 	userAgent []string
 	opts      ClientOptions
-	// variants holds one HTTP client per combination of
-	// InsecureSkipVerify (bit 0) and proxying (bit 1), created on first use.
-	variants [4]variant
+	// variants holds one transport per value of InsecureSkipVerify
+	// (false, true), created on first use.
+	variants [2]variant
 }
 
-// variant is a lazily built round tripper and the transport under it.
+// variant is a lazily built transport.
 type variant struct {
 	once sync.Once
-	rt   http.RoundTripper
 	tr   atomic.Pointer[http.Transport]
 }
 
@@ -177,7 +163,7 @@ func NewClient(opts ClientOptions) *Client {
 		userAgent: []string{opts.UserAgent},
 		opts:      opts,
 	}
-	c.roundTripper(false, false) // the common case is built eagerly
+	c.roundTripper(false) // the common case is built eagerly
 	return c
 }
 
@@ -196,35 +182,26 @@ func (c *Client) CloseIdleConnections() {
 // http.Client: a RoundTripper never follows redirects (so a 3xx reaches
 // [Classify] as it is), and it skips http.Client's per-request work meant
 // for redirects and cookies (a copy of every header map, among others).
-func (c *Client) roundTripper(insecure, proxied bool) http.RoundTripper {
+func (c *Client) roundTripper(insecure bool) http.RoundTripper {
 	i := 0
 	if insecure {
-		i |= 1
-	}
-	if proxied {
-		i |= 2
+		i = 1
 	}
 	v := &c.variants[i]
 	v.once.Do(func() {
-		tr := c.newTransport(insecure, proxied)
-		var rt http.RoundTripper = tr
-		if c.opts.WrapTransport != nil {
-			rt = c.opts.WrapTransport(rt)
-		}
-		v.rt = rt
-		v.tr.Store(tr)
+		v.tr.Store(c.newTransport(insecure))
 	})
-	return v.rt
+	return v.tr.Load()
 }
 
 // newTransport returns a transport tuned for many keep-alive deliveries.
-func (c *Client) newTransport(insecure, proxied bool) *http.Transport {
+func (c *Client) newTransport(insecure bool) *http.Transport {
 	d := &net.Dialer{
 		Timeout:   c.opts.DialTimeout,
 		KeepAlive: tcpKeepAlive,
 		Resolver:  c.opts.Resolver,
 	}
-	if c.guard != nil && !proxied {
+	if c.guard != nil {
 		d.ControlContext = c.guard.control
 	}
 	tr := &http.Transport{
@@ -247,18 +224,6 @@ func (c *Client) newTransport(insecure, proxied bool) *http.Transport {
 			InsecureSkipVerify: insecure, //nolint:gosec // per-endpoint opt-in
 		},
 	}
-	if proxied {
-		proxy := c.opts.Proxy
-		tr.Proxy = func(req *http.Request) (*url.URL, error) {
-			u, err := proxy(req)
-			if err == nil && u == nil {
-				// The pre-flight check chose the proxied transport; dialing
-				// directly here would bypass the guard.
-				return nil, errNoProxy
-			}
-			return u, err
-		}
-	}
 	return tr
 }
 
@@ -266,7 +231,7 @@ func (c *Client) newTransport(insecure, proxied bool) *http.Transport {
 // error: failures are in the [Outcome], whose Err and Reason contain neither
 // the body, header values nor the URL's query. The attempt is bounded by
 // r.Timeout and by ctx; when ctx is canceled the outcome is [Transient] and
-// [Outcome.Canceled] reports true.
+// its Err wraps context.Canceled.
 func (c *Client) Do(ctx context.Context, r *Request) Result {
 	timeout := r.Timeout
 	if timeout <= 0 {
@@ -304,13 +269,7 @@ func (c *Client) do(ctx context.Context, r *Request, sent time.Time) (*http.Resp
 	if err != nil {
 		return nil, err
 	}
-	proxied := false
-	if c.opts.Proxy != nil {
-		if proxied, err = c.preflight(ctx, req); err != nil {
-			return nil, err
-		}
-	}
-	return c.roundTripper(r.InsecureSkipVerify, proxied).RoundTrip(req)
+	return c.roundTripper(r.InsecureSkipVerify).RoundTrip(req)
 }
 
 // newRequest builds the POST request with few allocations.
@@ -392,36 +351,6 @@ func reservedHeader(k string) bool {
 		return true
 	}
 	return false
-}
-
-// preflight applies the guard to the target of a request that will go
-// through a proxy, and reports whether it will.
-func (c *Client) preflight(ctx context.Context, req *http.Request) (bool, error) {
-	pu, err := c.opts.Proxy(req)
-	if err != nil {
-		return false, fmt.Errorf("choosing a proxy: %w", err)
-	}
-	if pu == nil || c.guard == nil {
-		return pu != nil, nil
-	}
-	host := req.URL.Hostname()
-	if ip, err := netip.ParseAddr(host); err == nil {
-		return true, c.guard.Check(ip)
-	}
-	res := c.opts.Resolver
-	if res == nil {
-		res = net.DefaultResolver
-	}
-	ips, err := res.LookupNetIP(ctx, "ip", host)
-	if err != nil {
-		return true, err
-	}
-	for _, ip := range ips {
-		if err := c.guard.Check(ip); err != nil {
-			return true, err
-		}
-	}
-	return true, nil
 }
 
 // newBodyReader returns a request body over b without copying it. It is an

@@ -25,8 +25,8 @@
 // reserved and documentation addresses, including IPv6 forms that embed an
 // IPv4 address (IPv4-mapped, NAT64, 6to4). The [Client] applies it at dial
 // time to the address actually being connected to, so every resolved address
-// is checked and DNS rebinding has no window. See [ClientOptions.Proxy] for
-// how the guard behaves when an outbound proxy is configured.
+// is checked and DNS rebinding has no window. Requests never go through an
+// outbound proxy, which would hide the target from the guard.
 //
 // # Secrets
 //

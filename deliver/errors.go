@@ -19,10 +19,6 @@ var (
 	// ErrInvalidURL is returned for a URL that cannot be parsed or whose
 	// scheme is neither http nor https. Such a delivery is [Rejected].
 	ErrInvalidURL = errors.New("invalid endpoint URL")
-
-	// errNoProxy is returned by the proxied transport when the proxy function
-	// changed its mind between the guard's pre-flight check and the dial.
-	errNoProxy = errors.New("proxy function returned no proxy for a proxied request")
 )
 
 // RefusedError is the error a [Guard] returns for an address it refuses.

@@ -2,9 +2,6 @@ package deliver
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"net"
@@ -14,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hookjet/hookjet/internal/testkit"
 	"go.uber.org/goleak"
 )
 
@@ -21,19 +19,11 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// refSign is an independent reference implementation of one Standard
-// Webhooks signature, written from the specification with crypto/hmac only.
-func refSign(key []byte, id string, ts int64, body []byte) string {
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte(id + "." + strconv.FormatInt(ts, 10) + "." + string(body)))
-	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
-}
-
 // refSignAll is the reference webhook-signature header value for keys.
 func refSignAll(keys [][]byte, id string, ts int64, body []byte) string {
 	sigs := make([]string, len(keys))
 	for i, k := range keys {
-		sigs[i] = refSign(k, id, ts, body)
+		sigs[i] = testkit.RefSign(k, id, strconv.FormatInt(ts, 10), body)
 	}
 	return strings.Join(sigs, " ")
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookjet/hookjet/internal/testkit"
 	"github.com/hookjet/hookjet/state"
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
@@ -18,29 +19,8 @@ import (
 // when the test ends.
 func openTemp(t *testing.T) (*bolt.DB, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "state.db")
-	db, err := state.Open(path, time.Second)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() { closeChecked(t, db) })
-	return db, path
-}
-
-func closeChecked(t *testing.T, db *bolt.DB) {
-	t.Helper()
-	err := db.View(func(tx *bolt.Tx) error {
-		for err := range tx.Check() {
-			t.Errorf("integrity: %v", err)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Errorf("integrity view: %v", err)
-	}
-	if err := db.Close(); err != nil {
-		t.Errorf("Close: %v", err)
-	}
+	path := testkit.TempPath(t)
+	return testkit.OpenDB(t, path), path
 }
 
 func TestOpenRoundTrip(t *testing.T) {
@@ -59,7 +39,7 @@ func TestOpenRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Update: %v", err)
 	}
-	closeChecked(t, db)
+	testkit.CloseDB(t, db)
 
 	info, err := os.Stat(path)
 	if err != nil {
@@ -73,7 +53,7 @@ func TestOpenRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
-	defer closeChecked(t, db)
+	defer testkit.CloseDB(t, db)
 	var got []byte
 	err = db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte("b"))
@@ -225,7 +205,7 @@ func TestOpenCorrupt(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Open after moving the corrupt file aside: %v", err)
 			}
-			closeChecked(t, db)
+			testkit.CloseDB(t, db)
 		})
 	}
 }

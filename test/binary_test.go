@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -16,6 +17,8 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
+
+	"github.com/hookjet/hookjet/internal/testkit"
 )
 
 var (
@@ -65,32 +68,15 @@ func hookjetBinary(t *testing.T) string {
 // process is a running `hookjet serve`.
 type process struct {
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *testkit.LockedBuffer
 	done chan error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func startBinary(t *testing.T, configPath, adminAddr string, env ...string) *process {
 	t.Helper()
 	cmd := exec.Command(hookjetBinary(t), "serve", "--config", configPath)
 	cmd.Env = append(os.Environ(), env...)
-	p := &process{cmd: cmd, out: &syncBuffer{}, done: make(chan error, 1)}
+	p := &process{cmd: cmd, out: &testkit.LockedBuffer{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -327,7 +313,12 @@ func TestBinarySIGHUPReloadsEndpoints(t *testing.T) {
 	// A broken file: refused, the process keeps running.
 	hup(string(original) + "  - id: Broken!\n")
 	added := string(original) + fmt.Sprintf("  - id: second\n    url: %s\n    secrets: [%s, %s]\n", b.URL, secretA, secretB)
-	time.Sleep(300 * time.Millisecond)
+	checkFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+		if !strings.Contains(p.out.String(), "reload refused") {
+			return errors.New("the broken file has not been refused yet")
+		}
+		return nil
+	})
 	hup(added)
 	_, js := connectJS(t, "nats://"+natsAddr)
 	checkFor(t, 15*time.Second, 100*time.Millisecond, func() error {
@@ -351,9 +342,6 @@ func TestBinarySIGHUPReloadsEndpoints(t *testing.T) {
 		}
 		return nil
 	})
-	if !strings.Contains(p.out.String(), "reload refused") {
-		t.Errorf("the broken file was not reported:\n%s", p.out.String())
-	}
 	if err := p.signal(t, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,8 +57,10 @@ func TestFanOutSignedDeliveries(t *testing.T) {
 	if !ids["evt_1"] || !ids["evt_2"] {
 		t.Fatalf("endpoint all got %v", ids)
 	}
-	// The unmatched event: give it time to go wrong, then check nobody got it.
-	time.Sleep(300 * time.Millisecond)
+	// The unmatched event, and no second copy of the others: markers behind
+	// them reach every receiver, then the counts must not have moved.
+	h.settle("order.created", orders, all)
+	h.settle("invoice.paid", invoices)
 	if invoices.count() != 0 || orders.count() != 1 || all.count() != 2 {
 		t.Fatalf("unexpected deliveries: invoices=%d orders=%d all=%d", invoices.count(), orders.count(), all.count())
 	}
@@ -78,16 +81,16 @@ func TestDuplicateMsgIDDeliveredOnce(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(200 * time.Millisecond)
+	h.settle("order.created", r)
 	if r.requestsFor("evt_dup") != 1 {
 		t.Fatalf("evt_dup delivered %d times", r.requestsFor("evt_dup"))
 	}
 }
 
 func TestMissingMsgIDDerivesStableID(t *testing.T) {
-	n := 0
+	var n atomic.Int32 // requests the script answered; handlers run concurrently
 	r := newReceiver(t, []string{secretA, secretB}, func(w http.ResponseWriter, d delivery) {
-		n++
+		n.Add(1)
 		if d.Attempt == 1 {
 			w.WriteHeader(http.StatusInternalServerError)
 			return
@@ -102,10 +105,14 @@ func TestMissingMsgIDDerivesStableID(t *testing.T) {
 		}
 		return nil
 	})
+	h.settle("order.created", r)
 	got := r.deliveries()
 	want := "seq_" + strconv.FormatUint(ack.Sequence, 10)
-	if got[0].ID != want || got[1].ID != want {
-		t.Fatalf("ids %q %q, want %q on both attempts", got[0].ID, got[1].ID, want)
+	if len(got) != 2 || got[0].ID != want || got[1].ID != want {
+		t.Fatalf("deliveries %+v, want two with id %q", got, want)
+	}
+	if n.Load() != 2 {
+		t.Fatalf("script answered %d requests, want 2 (a 500, then a 200)", n.Load())
 	}
 }
 
@@ -126,7 +133,7 @@ func TestFlakyEndpointDeliveredAfterFailures(t *testing.T) {
 		return nil
 	})
 	// Acked after the 2xx: nothing more arrives, nothing is dead-lettered.
-	time.Sleep(500 * time.Millisecond)
+	h.settle("order.created", r)
 	if r.count() != 3 {
 		t.Fatalf("requests after success: %d", r.count())
 	}
@@ -171,7 +178,7 @@ func TestPermanentFailureDeadLetteredAfterOneAttempt(t *testing.T) {
 	if string(raw.Data) != `{"bad":true}` || raw.Header.Get("Hookjet-Reason") != "permanent" || raw.Subject != "hookjet.dlq.strict" {
 		t.Fatalf("DLQ message subject %q reason %q body %q", raw.Subject, raw.Header.Get("Hookjet-Reason"), raw.Data)
 	}
-	time.Sleep(300 * time.Millisecond)
+	h.settle("order.created", r)
 	if r.count() != 1 {
 		t.Fatalf("a 422 was retried: %d requests", r.count())
 	}
@@ -191,6 +198,7 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 		}
 		return nil
 	})
+	h.settle("order.created", r)
 	if target.count() != 0 || r.count() != 1 {
 		t.Fatalf("redirect target got %d, endpoint got %d", target.count(), r.count())
 	}
@@ -213,7 +221,7 @@ func TestAlways503ExhaustsExactlyMaxAttempts(t *testing.T) {
 	if e.Reason != "exhausted" || e.Attempts != 4 || e.LastStatus != "503" {
 		t.Fatalf("dead letter %+v", e)
 	}
-	time.Sleep(300 * time.Millisecond)
+	h.settle("order.created", r)
 	if r.count() != 4 {
 		t.Fatalf("requests = %d, want exactly max_attempts = 4", r.count())
 	}
@@ -247,7 +255,9 @@ func TestGoneDisablesEndpoint(t *testing.T) {
 	r := newReceiver(t, []string{secretA, secretB}, func(w http.ResponseWriter, _ delivery) {
 		w.WriteHeader(http.StatusGone)
 	})
-	h := startHookjet(t, testConfig(t, t.TempDir(), "", endpointYAML{ID: "gone", URL: r.URL}), cli.Options{})
+	witness := newReceiver(t, []string{secretA, secretB}, nil) // gets every event, for settle
+	h := startHookjet(t, testConfig(t, t.TempDir(), "", endpointYAML{ID: "gone", URL: r.URL},
+		endpointYAML{ID: "witness", URL: witness.URL}), cli.Options{})
 	h.publish("order.created", "evt_410", []byte(`{}`))
 	type ep struct {
 		Disabled bool `json:"disabled"`
@@ -261,12 +271,17 @@ func TestGoneDisablesEndpoint(t *testing.T) {
 		}
 		return nil
 	})
-	// While disabled nothing is sent; the event waits in JetStream.
+	// While disabled nothing is sent; the event waits in JetStream. The
+	// witness endpoint shows it was dispatched (and a marker behind it).
 	h.publish("order.created", "evt_after", []byte(`{}`))
-	time.Sleep(500 * time.Millisecond)
+	h.settle("order.created", witness)
+	if witness.requestsFor("evt_after") != 1 {
+		t.Fatalf("witness got evt_after %d times before the marker", witness.requestsFor("evt_after"))
+	}
 	if r.count() != 1 {
 		t.Fatalf("disabled endpoint got %d requests", r.count())
 	}
+	enabled := time.Now()
 	if code := h.api("POST", "/api/v1/endpoints/gone/enable", "", nil, nil); code != 200 {
 		t.Fatalf("enable: HTTP %d", code)
 	}
@@ -276,6 +291,12 @@ func TestGoneDisablesEndpoint(t *testing.T) {
 		}
 		return nil
 	})
+	// A request made while disabled, however late, shows up here.
+	for _, d := range r.deliveries() {
+		if d.ID == "evt_after" && d.At.Before(enabled) {
+			t.Fatalf("evt_after reached the disabled endpoint at %v, before enable at %v", d.At, enabled)
+		}
+	}
 }
 
 func TestReplayKeepsWebhookID(t *testing.T) {

@@ -2,9 +2,6 @@ package test
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +21,7 @@ import (
 
 	"github.com/hookjet/hookjet/cli"
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/internal/testkit"
 )
 
 // Two secrets, so every test checks rotation: each request must carry a valid
@@ -46,19 +45,6 @@ func checkFor(t testing.TB, timeout, interval time.Duration, fn func() error) {
 	t.Fatalf("condition not met after %s: %v", timeout, err)
 }
 
-// refSign is the Standard Webhooks algorithm written out independently of
-// hookjet's signing code.
-func refSign(secret, id, ts string, body []byte) string {
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
-	if err != nil {
-		panic(err)
-	}
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte(id + "." + ts + "."))
-	mac.Write(body)
-	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
-}
-
 // delivery is one request a receiver got.
 type delivery struct {
 	ID      string
@@ -79,11 +65,12 @@ type receiver struct {
 	mu      sync.Mutex
 	got     []delivery
 	perID   map[string]int
+	markers map[string]int // requests per marker id, kept out of got and perID
 	script  func(w http.ResponseWriter, d delivery)
 }
 
 func newReceiver(t testing.TB, secrets []string, script func(w http.ResponseWriter, d delivery)) *receiver {
-	r := &receiver{t: t, secrets: secrets, perID: map[string]int{}, script: script}
+	r := &receiver{t: t, secrets: secrets, perID: map[string]int{}, markers: map[string]int{}, script: script}
 	if r.script == nil {
 		r.script = func(w http.ResponseWriter, _ delivery) { w.WriteHeader(http.StatusNoContent) }
 	}
@@ -106,7 +93,11 @@ func (r *receiver) verify(h http.Header, body []byte) error {
 		return fmt.Errorf("want %d signatures, got %d", len(r.secrets), len(have))
 	}
 	for i, s := range r.secrets {
-		if want := refSign(s, id, ts, body); have[i] != want {
+		key, err := testkit.DecodeKey(s)
+		if err != nil {
+			return fmt.Errorf("secret %d: %w", i, err)
+		}
+		if want := testkit.RefSign(key, id, ts, body); have[i] != want {
 			return fmt.Errorf("signature %d: got %q want %q", i, have[i], want)
 		}
 	}
@@ -125,6 +116,12 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 		r.t.Errorf("receiver: %v", d.SigErr)
 	}
 	r.mu.Lock()
+	if strings.HasPrefix(d.ID, markerPrefix) {
+		r.markers[d.ID]++
+		r.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
 	r.perID[d.ID]++
 	d.Attempt = r.perID[d.ID]
 	r.got = append(r.got, d)
@@ -155,6 +152,37 @@ func (r *receiver) requestsFor(id string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.perID[id]
+}
+
+// markerPrefix starts the ids of marker events (see hookjet.settle). A
+// receiver answers them 2xx whatever its script says and leaves them out of
+// deliveries, count, distinct and requestsFor.
+const markerPrefix = "marker_"
+
+// markerCount counts marker events across the test binary, for unique ids.
+var markerCount atomic.Int64
+
+// settle publishes a marker event of type typ and waits until every
+// receiver in rs has received it. A check that nothing more arrives (no
+// retry after an ack, no second copy of a duplicate) ends with settle rather
+// than a sleep: what was published before the marker and still on its way
+// has then had the marker's whole trip to turn up, and the check fails if it
+// did. typ must reach every receiver in rs.
+func (h *hookjet) settle(typ string, rs ...*receiver) {
+	h.t.Helper()
+	id := fmt.Sprintf("%s%d", markerPrefix, markerCount.Add(1))
+	h.publish(typ, id, []byte(`{"marker":true}`))
+	checkFor(h.t, 15*time.Second, 10*time.Millisecond, func() error {
+		for i, r := range rs {
+			r.mu.Lock()
+			n := r.markers[id]
+			r.mu.Unlock()
+			if n == 0 {
+				return fmt.Errorf("receiver %d has not got marker %s", i, id)
+			}
+		}
+		return nil
+	})
 }
 
 // endpointYAML is an endpoint entry for testConfig.

@@ -111,10 +111,13 @@ func TestBreakerIsolatesDeadEndpointAndSurvivesRestart(t *testing.T) {
 	if opened < 3 || opened > 3+16 { // threshold, plus what was already in flight
 		t.Fatalf("down endpoint got %d requests before its breaker opened", opened)
 	}
-	// While open: nothing but at most a probe per cooldown, nothing dead-lettered.
-	time.Sleep(1500 * time.Millisecond)
-	if got := down.count(); got > opened+1 {
-		t.Fatalf("open breaker let %d requests through", got-opened)
+	// While open: nothing but one probe per cooldown, nothing dead-lettered.
+	// Wait for that probe to fail and the breaker to open again (its cooldown
+	// doubles, so no second probe follows soon): then exactly one request
+	// more has arrived.
+	awaitFailedProbe(t, h, down, opened)
+	if got := down.count(); got != opened+1 {
+		t.Fatalf("open breaker let %d requests through in one cooldown, want 1 probe", got-opened)
 	}
 	if dl := h.dlq(""); len(dl) != 0 {
 		t.Fatalf("waiting messages were dead-lettered: %+v", dl)
@@ -127,9 +130,9 @@ func TestBreakerIsolatesDeadEndpointAndSurvivesRestart(t *testing.T) {
 	if s := h.endpoint("down").Breaker.State; s != "open" {
 		t.Fatalf("after restart breaker is %s", s)
 	}
-	time.Sleep(500 * time.Millisecond)
-	if got := down.count(); got > before+1 {
-		t.Fatalf("after restart the endpoint got %d requests at once", got-before)
+	awaitFailedProbe(t, h, down, before)
+	if got := down.count(); got != before+1 {
+		t.Fatalf("after restart the endpoint got %d requests in one cooldown, want 1 probe", got-before)
 	}
 
 	// Back up: the probe succeeds, the breaker closes and the backlog arrives.
@@ -149,6 +152,22 @@ func TestBreakerIsolatesDeadEndpointAndSurvivesRestart(t *testing.T) {
 	if dl := h.dlq(""); len(dl) != 0 {
 		t.Fatalf("dead letters: %+v", dl)
 	}
+}
+
+// awaitFailedProbe waits until the open breaker of endpoint "down" has let a
+// probe through to rec (more than seen requests) and, the probe having
+// failed, reports open again.
+func awaitFailedProbe(t *testing.T, h *hookjet, rec *receiver, seen int) {
+	t.Helper()
+	checkFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+		if rec.count() <= seen {
+			return fmt.Errorf("no probe yet")
+		}
+		if s := h.endpoint("down").Breaker.State; s != "open" {
+			return fmt.Errorf("breaker %s", s)
+		}
+		return nil
+	})
 }
 
 // An event id republished after the stream's duplicate window, and again
@@ -172,14 +191,7 @@ func TestDedupeBeyondDuplicateWindow(t *testing.T) {
 	h.stop()
 	h = startHookjet(t, cfg, cli.Options{})
 	h.publish("order.created", "evt_once", []byte(`{}`))
-	h.publish("order.created", "evt_marker", []byte(`{}`))
-	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
-		if r.requestsFor("evt_marker") != 1 {
-			return fmt.Errorf("marker not delivered")
-		}
-		return nil
-	})
-	time.Sleep(300 * time.Millisecond)
+	h.settle("order.created", r)
 	if got := r.requestsFor("evt_once"); got != 1 {
 		t.Fatalf("evt_once delivered %d times", got)
 	}

@@ -7,28 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookjet/hookjet/internal/testkit"
 	"github.com/hookjet/hookjet/webhook"
 )
 
-// fakeClock is a manually advanced clock, safe for concurrent use.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: specTime} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func newFakeClock() *testkit.Clock { return testkit.NewClockAt(specTime) }
 
 func TestDeduperFirst(t *testing.T) {
 	const ttl = time.Hour

@@ -1,6 +1,10 @@
 package webhook
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/hookjet/hookjet/signature"
+)
 
 // Errors returned by [Verifier.Verify]. They are wrapped with detail (for
 // example the name of the missing header); match them with [errors.Is].
@@ -27,10 +31,11 @@ var (
 var (
 	// ErrNoSecrets means NewVerifier was given no secret.
 	ErrNoSecrets = errors.New("webhook: no secrets")
-	// ErrInvalidSecret means a secret is not "whsec_" followed by base64, or
-	// plain base64, or decodes to no bytes. The error never contains the
-	// secret itself.
-	ErrInvalidSecret = errors.New("webhook: invalid secret")
+	// ErrInvalidSecret means a secret breaks the rules of
+	// [signature.DecodeSecret]: it is not "whsec_" followed by standard
+	// base64 of 24 to 64 bytes. It is [signature.ErrSecret]. The error never
+	// contains the secret itself.
+	ErrInvalidSecret = signature.ErrSecret
 	// ErrInvalidTolerance means WithTolerance was given a duration that is
 	// not positive.
 	ErrInvalidTolerance = errors.New("webhook: tolerance must be positive")

@@ -1,26 +1,23 @@
 package webhook
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
-	"hash"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/hookjet/hookjet/signature"
 )
 
-// Standard Webhooks header names.
+// Standard Webhooks header names, from package signature.
 const (
 	// HeaderID carries the event id, identical on every retry and replay.
-	HeaderID = "webhook-id"
+	HeaderID = signature.HeaderID
 	// HeaderTimestamp carries the unix time in seconds of the attempt.
-	HeaderTimestamp = "webhook-timestamp"
+	HeaderTimestamp = signature.HeaderTimestamp
 	// HeaderSignature carries space-separated "v1,<base64>" signatures.
-	HeaderSignature = "webhook-signature"
+	HeaderSignature = signature.HeaderSignature
 )
 
 // Canonical forms of the header names, for map lookups that neither
@@ -35,50 +32,24 @@ const (
 // unless [WithTolerance] says otherwise, as Standard Webhooks recommends.
 const DefaultTolerance = 5 * time.Minute
 
-// secretPrefix starts every Standard Webhooks secret.
-const secretPrefix = "whsec_"
-
 // maxTimestamp bounds webhook-timestamp so that converting it to a time.Time
 // cannot overflow; anything larger is certainly too new.
 const maxTimestamp = 1 << 62
 
-// sigEncoding decodes signatures. Strict: exactly one encoding of a MAC is
-// accepted, the one every Standard Webhooks sender produces.
-var sigEncoding = base64.StdEncoding.Strict()
-
-// maxPooledPrefix bounds the signed-prefix buffer kept for reuse, so that one
-// request with a huge webhook-id does not pin memory.
-const maxPooledPrefix = 4 << 10
-
-// keyring holds the decoded signing keys. Verifier refers to it through a
-// pointer so that formatting a Verifier with fmt, at any verb, prints an
-// address rather than key bytes.
-type keyring struct {
-	keys [][]byte
-}
-
 // Verifier checks Standard Webhooks signatures. Create one with
 // [NewVerifier]; the zero value is not usable. It is safe for concurrent use.
 type Verifier struct {
-	ring      *keyring
+	signer    *signature.Signer
 	tolerance time.Duration
 	now       func() time.Time
-	pool      sync.Pool // *scratch
-}
-
-// scratch holds per-call buffers and HMAC states, one per key, reused through
-// Verifier.pool so that Verify does not allocate in the common case.
-type scratch struct {
-	macs   []hash.Hash
-	sums   [][sha256.Size]byte
-	prefix []byte
 }
 
 // NewVerifier returns a Verifier that accepts a request signed with any of
-// secrets. A secret is "whsec_" followed by standard base64 (padded or not),
-// or the base64 alone; surrounding white space is ignored. Several secrets
-// let the sender rotate: add the new secret, let the sender switch, then drop
-// the old one.
+// secrets. A secret is "whsec_" followed by standard base64 (padded or not)
+// of 24 to 64 bytes; surrounding white space is ignored. These are the rules
+// of [signature.DecodeSecret], which hookjet's configuration also applies.
+// Several secrets let the sender rotate: add the new secret, let the sender
+// switch, then drop the old one.
 func NewVerifier(secrets []string, opts ...Option) (*Verifier, error) {
 	if len(secrets) == 0 {
 		return nil, ErrNoSecrets
@@ -89,51 +60,23 @@ func NewVerifier(secrets []string, opts ...Option) (*Verifier, error) {
 	}
 	keys := make([][]byte, len(secrets))
 	for i, s := range secrets {
-		k, err := decodeSecret(s)
+		k, err := signature.DecodeSecret(s)
 		if err != nil {
 			return nil, fmt.Errorf("secret %d: %w", i, err)
 		}
 		keys[i] = k
 	}
-	v := &Verifier{ring: &keyring{keys: keys}, tolerance: o.tolerance, now: o.now}
-	v.pool.New = func() any {
-		s := &scratch{
-			macs: make([]hash.Hash, len(keys)),
-			sums: make([][sha256.Size]byte, len(keys)),
-		}
-		for i, k := range keys {
-			s.macs[i] = hmac.New(sha256.New, k)
-		}
-		return s
-	}
-	return v, nil
+	return &Verifier{signer: signature.NewSigner(keys...), tolerance: o.tolerance, now: o.now}, nil
 }
 
 // Format implements fmt.Formatter so that a Verifier prints, at any verb, as
 // a summary without key material: webhook.Verifier{secrets: 2, tolerance: 5m0s}.
 func (v *Verifier) Format(f fmt.State, _ rune) {
-	if v == nil || v.ring == nil {
+	if v == nil || v.signer == nil {
 		_, _ = fmt.Fprint(f, "webhook.Verifier(nil)")
 		return
 	}
-	_, _ = fmt.Fprintf(f, "webhook.Verifier{secrets: %d, tolerance: %v}", len(v.ring.keys), v.tolerance)
-}
-
-// decodeSecret turns "whsec_<base64>" or "<base64>" into key bytes. Its
-// errors never contain the secret.
-func decodeSecret(s string) ([]byte, error) {
-	s = strings.TrimPrefix(strings.TrimSpace(s), secretPrefix)
-	k, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		k, err = base64.RawStdEncoding.DecodeString(s)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: not base64", ErrInvalidSecret)
-	}
-	if len(k) == 0 {
-		return nil, fmt.Errorf("%w: empty", ErrInvalidSecret)
-	}
-	return k, nil
+	_, _ = fmt.Fprintf(f, "webhook.Verifier{secrets: %d, tolerance: %v}", v.signer.Len(), v.tolerance)
 }
 
 // Verify reports whether a request with headers h and body body was signed
@@ -163,39 +106,10 @@ func (v *Verifier) Verify(h http.Header, body []byte) error {
 	if err := v.checkTimestamp(ts); err != nil {
 		return err
 	}
-
-	s := v.pool.Get().(*scratch)
-	defer v.put(s)
-	s.prefix = append(s.prefix[:0], id...)
-	s.prefix = append(s.prefix, '.')
-	s.prefix = append(s.prefix, ts...)
-	s.prefix = append(s.prefix, '.')
-	for i, m := range s.macs {
-		m.Reset()
-		m.Write(s.prefix) // hash.Hash.Write never returns an error
-		m.Write(body)
-		m.Sum(s.sums[i][:0])
+	if !v.signer.Verify(id, ts, sigs, body) {
+		return ErrNoMatchingSignature
 	}
-
-	var got [sha256.Size + 2]byte // DecodedLen of 44 base64 characters is 33
-	for _, header := range sigs {
-		for entry := range strings.FieldsSeq(header) {
-			version, sig, ok := strings.Cut(entry, ",")
-			if !ok || version != "v1" || len(sig) != sigEncoding.EncodedLen(sha256.Size) {
-				continue
-			}
-			n, err := sigEncoding.Decode(got[:], []byte(sig))
-			if err != nil || n != sha256.Size {
-				continue
-			}
-			for i := range s.sums {
-				if hmac.Equal(got[:n], s.sums[i][:]) {
-					return nil
-				}
-			}
-		}
-	}
-	return ErrNoMatchingSignature
+	return nil
 }
 
 // checkTimestamp parses ts and compares it with the clock.
@@ -216,13 +130,6 @@ func (v *Verifier) checkTimestamp(ts string) error {
 		return fmt.Errorf("%w: %v ahead, tolerance %v", ErrTimestampTooNew, (-age).Truncate(time.Second), v.tolerance)
 	}
 	return nil
-}
-
-func (v *Verifier) put(s *scratch) {
-	if cap(s.prefix) > maxPooledPrefix {
-		s.prefix = nil
-	}
-	v.pool.Put(s)
 }
 
 // first returns the first value of a header, like http.Header.Get.

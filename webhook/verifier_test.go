@@ -1,8 +1,6 @@
 package webhook_test
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -14,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookjet/hookjet/internal/testkit"
+	"github.com/hookjet/hookjet/signature"
 	"github.com/hookjet/hookjet/webhook"
 )
 
@@ -30,22 +30,11 @@ const (
 
 var specTime = time.Unix(specTS, 0)
 
-// refSign is the test's own reference signer, written independently of the
-// package: "v1," + base64(HMAC-SHA256(key, id.timestamp.body)).
+// refSign signs with the reference signer of package testkit, written
+// independently of package signature.
 func refSign(t testing.TB, secret, id, ts string, body []byte) string {
 	t.Helper()
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
-	if err != nil {
-		t.Fatalf("reference signer: bad secret: %v", err)
-	}
-	return "v1," + refMAC(key, id, ts, body)
-}
-
-func refMAC(key []byte, id, ts string, body []byte) string {
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte(id + "." + ts + "."))
-	mac.Write(body)
-	return base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	return testkit.RefSign(testkit.RefKey(t, secret), id, ts, body)
 }
 
 func headers(id, ts, sig string) http.Header {
@@ -92,7 +81,6 @@ func TestVerify(t *testing.T) {
 		{name: "rotation: signed with first secret", secrets: []string{specSecret, otherSecret}, h: headers(specID, ts, specSig)},
 		{name: "rotation: signed with second secret", secrets: []string{specSecret, otherSecret}, h: headers(specID, ts, otherSig)},
 		{name: "rotation: sender signs with both", secrets: []string{otherSecret}, h: headers(specID, ts, specSig+" "+otherSig)},
-		{name: "secret without whsec_ prefix", secrets: []string{strings.TrimPrefix(specSecret, "whsec_")}, h: headers(specID, ts, specSig)},
 		{name: "wrong secret", secrets: []string{otherSecret}, h: headers(specID, ts, specSig), want: webhook.ErrNoMatchingSignature},
 		{name: "tampered body", h: headers(specID, ts, specSig), body: `{"test": 2432232315}`, want: webhook.ErrNoMatchingSignature},
 		{name: "empty body when signed non-empty", h: headers(specID, ts, specSig), body: "-", want: webhook.ErrNoMatchingSignature},
@@ -188,8 +176,10 @@ func TestNewVerifier(t *testing.T) {
 		want    error
 	}{
 		{name: "whsec secret", secrets: []string{specSecret}},
-		{name: "raw base64", secrets: []string{secretMaterial}},
-		{name: "unpadded base64", secrets: []string{"whsec_" + base64.RawStdEncoding.EncodeToString([]byte("0123456789abcdefg"))}},
+		{name: "raw base64 without whsec_", secrets: []string{secretMaterial}, want: webhook.ErrInvalidSecret},
+		{name: "unpadded base64", secrets: []string{"whsec_" + base64.RawStdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdefg"))}},
+		{name: "shorter than 24 bytes", secrets: []string{"whsec_" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdefghijklm"))}, want: webhook.ErrInvalidSecret},
+		{name: "longer than 64 bytes", secrets: []string{"whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 65))}, want: webhook.ErrInvalidSecret},
 		{name: "surrounding white space", secrets: []string{" " + specSecret + "\n"}},
 		{name: "no secrets", secrets: nil, want: webhook.ErrNoSecrets},
 		{name: "empty secret", secrets: []string{""}, want: webhook.ErrInvalidSecret},
@@ -283,12 +273,12 @@ func FuzzVerify(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(specKey, specID, int64(0), []byte(specBody), specSig, "1614265330")
-	f.Add([]byte("k"), "", int64(-300), []byte{}, "", "")
-	f.Add([]byte{0, 1, 2}, "id with spaces", int64(300), []byte("\x00\xff"), "v1, v1,, ,v1 v2,abc", "-1")
-	f.Add([]byte("key"), "x", int64(1<<40), []byte("{}"), "v1,"+strings.Repeat("A", 44), "99999999999999999999999")
+	f.Add([]byte(strings.Repeat("k", 24)), "", int64(-300), []byte{}, "", "")
+	f.Add(make([]byte, 64), "id with spaces", int64(300), []byte("\x00\xff"), "v1, v1,, ,v1 v2,abc", "-1")
+	f.Add([]byte(strings.Repeat("key", 10)), "x", int64(1<<40), []byte("{}"), "v1,"+strings.Repeat("A", 44), "99999999999999999999999")
 	f.Fuzz(func(t *testing.T, key []byte, id string, skew int64, body []byte, sigHeader, tsHeader string) {
-		if len(key) == 0 {
-			return
+		if len(key) < signature.MinSecretBytes || len(key) > signature.MaxSecretBytes {
+			return // NewVerifier refuses it; TestNewVerifier covers that
 		}
 		secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
 		v, err := webhook.NewVerifier([]string{secret}, fixedClock(specTime))
@@ -300,7 +290,7 @@ func FuzzVerify(f *testing.F) {
 		// exactly the reference signature.
 		err = v.Verify(headers(id, tsHeader, sigHeader), body)
 		if err == nil {
-			want := "v1," + refMAC(key, id, tsHeader, body)
+			want := testkit.RefSign(key, id, tsHeader, body)
 			found := false
 			for _, e := range strings.Fields(sigHeader) {
 				found = found || e == want
@@ -316,7 +306,7 @@ func FuzzVerify(f *testing.F) {
 		}
 		tol := int64(webhook.DefaultTolerance / time.Second)
 		ts := strconv.FormatInt(specTS+skew%(tol+1), 10)
-		sig := "v1," + refMAC(key, id, ts, body)
+		sig := testkit.RefSign(key, id, ts, body)
 		if err := v.Verify(headers(id, ts, sig), body); err != nil {
 			t.Fatalf("Verify(reference-signed) = %v", err)
 		}

@@ -1,4 +1,4 @@
-package deliver
+package signature
 
 import (
 	"bytes"
@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/hookjet/hookjet/internal/testkit"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files from the reference implementation")
@@ -37,6 +40,15 @@ func (v signVector) keys(t testing.TB) [][]byte {
 		keys[i] = k
 	}
 	return keys
+}
+
+// refSignAll is the reference webhook-signature header value for keys.
+func refSignAll(keys [][]byte, id string, ts int64, body []byte) string {
+	sigs := make([]string, len(keys))
+	for i, k := range keys {
+		sigs[i] = testkit.RefSign(k, id, strconv.FormatInt(ts, 10), body)
+	}
+	return strings.Join(sigs, " ")
 }
 
 func (v signVector) body(t testing.TB) []byte {
@@ -138,7 +150,7 @@ func TestSignSpecExample(t *testing.T) {
 func TestSignerCopiesKeys(t *testing.T) {
 	key := []byte("secret")
 	s := NewSigner(key)
-	want := refSign([]byte("secret"), "id", 1, nil)
+	want := testkit.RefSign([]byte("secret"), "id", "1", nil)
 	key[0] = 'X'
 	if got := s.Sign("id", 1, nil); got != want {
 		t.Errorf("Sign after mutating the key = %q, want %q", got, want)

@@ -1,6 +1,6 @@
 //go:build !race
 
-package deliver
+package signature
 
 // raceEnabled reports whether the race detector is on.
 const raceEnabled = false

@@ -1,6 +1,6 @@
 //go:build race
 
-package deliver
+package signature
 
 // raceEnabled reports whether the race detector is on. It makes sync.Pool
 // drop items at random, so allocation counts are not meaningful.
