@@ -27,6 +27,8 @@ type Config struct {
 	Security Security `yaml:"security"`
 	// Defaults holds the settings every endpoint inherits.
 	Defaults Settings `yaml:"defaults"`
+	// Outbox configures the PostgreSQL outbox relay.
+	Outbox Outbox `yaml:"outbox"`
 	// Endpoints are the webhook receivers, with their settings resolved
 	// (Defaults merged with each endpoint's overrides). Nil means none.
 	Endpoints []Endpoint `yaml:"endpoints"`
@@ -245,6 +247,7 @@ func Default() Config {
 		Admin:    Admin{Listen: "127.0.0.1:8089"},
 		Log:      Log{Format: "text", Level: "info"},
 		Security: Security{MaxPayloadBytes: 1 << 20, MaxEndpoints: 10000},
+		Outbox:   defaultOutbox(),
 		Defaults: Settings{
 			Timeout:     15 * time.Second,
 			MaxInFlight: 16,

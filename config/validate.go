@@ -81,6 +81,7 @@ func (c *Config) validate() problems {
 		p.add("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
 	}
 	c.validateSecurity(&p)
+	c.validateOutbox(&p)
 
 	var defaults problems
 	validateSettings(&defaults, "defaults", c.Defaults)
