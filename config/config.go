@@ -29,6 +29,8 @@ type Config struct {
 	Defaults Settings `yaml:"defaults"`
 	// Metrics bounds the metrics' label cardinality.
 	Metrics Metrics `yaml:"metrics"`
+	// Outbox configures the PostgreSQL outbox relay.
+	Outbox Outbox `yaml:"outbox"`
 	// Endpoints are the webhook receivers, with their settings resolved
 	// (Defaults merged with each endpoint's overrides). Nil means none.
 	Endpoints []Endpoint `yaml:"endpoints"`
@@ -277,6 +279,7 @@ func Default() Config {
 		Log:      Log{Format: "text", Level: "info"},
 		Security: Security{MaxPayloadBytes: 1 << 20, MaxEndpoints: 100000},
 		Metrics:  Metrics{MaxEndpointSeries: 1000},
+		Outbox:   defaultOutbox(),
 		Defaults: Settings{
 			Timeout:     15 * time.Second,
 			MaxInFlight: 16,

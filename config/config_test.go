@@ -189,6 +189,7 @@ security:
   https_only: true
   max_payload_bytes: 262144
   max_endpoints: 50
+outbox: {dsn: "postgres://app@db/app", table: app.outbox, batch: 100, poll: 2s}
 defaults:
   timeout: 10s
   max_in_flight: 8
@@ -250,6 +251,7 @@ func TestParseFull(t *testing.T) {
 			MaxPayloadBytes:      256 << 10,
 			MaxEndpoints:         50,
 		},
+		Outbox:   Outbox{DSN: NewSecret("postgres://app@db/app"), Table: "app.outbox", Batch: 100, Poll: 2 * time.Second},
 		Defaults: defaults,
 		Endpoints: []Endpoint{
 			{

@@ -68,6 +68,21 @@ func validatePattern(p string) error {
 	return nil
 }
 
+// ValidateEventType checks an event type as published (the subject after
+// "hookjet.events."): what [MatchEvent] accepts as a pattern, without the
+// wildcards '*' and '>'. The error does not repeat s.
+func ValidateEventType(s string) error {
+	for t := range strings.SplitSeq(s, ".") {
+		if t == "*" || t == ">" {
+			return errors.New(`"*" and ">" are wildcards, not allowed in an event type`)
+		}
+	}
+	if err := validatePattern(s); err != nil {
+		return errors.New(strings.Replace(err.Error(), "pattern", "event type", 1))
+	}
+	return nil
+}
+
 // covers reports whether every event type that valid pattern b matches is
 // also matched by valid pattern a.
 func covers(a, b string) bool {

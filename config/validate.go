@@ -84,6 +84,7 @@ func (c *Config) validate() problems {
 	if n := c.Metrics.MaxEndpointSeries; n < 1 || n > 100000 {
 		p.add("metrics.max_endpoint_series", "must be between 1 and 100000, got %d", n)
 	}
+	c.validateOutbox(&p)
 
 	var defaults problems
 	validateSettings(&defaults, "defaults", c.Defaults)

@@ -1,0 +1,150 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/outbox"
+)
+
+// outboxPubTimeout bounds the wait for one PubAck of the outbox relay.
+const outboxPubTimeout = 10 * time.Second
+
+// OutboxPublisher is the [outbox.Publisher] hookjet uses: it publishes a
+// batch of outbox rows asynchronously to hookjet.events.<event_type> (or, for
+// rejected rows, to hookjet.dlq._outbox with reason "rejected") and waits for
+// every PubAck.
+type OutboxPublisher struct {
+	nc *nats.Conn
+	js natsjs.JetStream
+}
+
+// NewOutboxPublisher returns a publisher on nc that allows up to maxPending
+// publishes in flight (at least outbox.batch).
+func NewOutboxPublisher(nc *nats.Conn, maxPending int) (*OutboxPublisher, error) {
+	js, err := natsjs.New(nc,
+		natsjs.WithPublishAsyncMaxPending(max(maxPending, 1)),
+		natsjs.WithPublishAsyncTimeout(outboxPubTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return &OutboxPublisher{nc: nc, js: js}, nil
+}
+
+// Publish implements [outbox.Publisher]. A message larger than the server's
+// max_payload fails with an error wrapping [outbox.ErrRefused]; a dead letter
+// whose body would be too large is stored without it.
+func (p *OutboxPublisher) Publish(ctx context.Context, batch []outbox.Message) []outbox.Ack {
+	acks := make([]outbox.Ack, len(batch))
+	futures := make([]natsjs.PubAckFuture, len(batch))
+	limit := int(p.nc.MaxPayload())
+	for i := range batch {
+		m := p.natsMsg(batch[i], limit)
+		if size := msgSize(m); limit > 0 && size > limit {
+			acks[i].Err = fmt.Errorf("%w: %d bytes with headers exceed the NATS max_payload (%d)", outbox.ErrRefused, size, limit)
+			continue
+		}
+		f, err := p.js.PublishMsgAsync(m)
+		if err != nil {
+			acks[i].Err = fmt.Errorf("publish %s: %w", m.Subject, err)
+			continue
+		}
+		futures[i] = f
+	}
+	for i, f := range futures {
+		if f == nil {
+			continue
+		}
+		select {
+		case ack := <-f.Ok():
+			acks[i].Duplicate = ack.Duplicate
+		case err := <-f.Err():
+			acks[i].Err = fmt.Errorf("publish %s: %w", f.Msg().Subject, err)
+		case <-ctx.Done():
+			acks[i].Err = fmt.Errorf("publish %s: %w", f.Msg().Subject, ctx.Err())
+		}
+	}
+	return acks
+}
+
+// natsMsg builds the NATS message of one outbox row.
+func (p *OutboxPublisher) natsMsg(m outbox.Message, limit int) *nats.Msg {
+	if m.Reject == "" {
+		out := nats.NewMsg(EventsPrefix + m.EventType)
+		for k, v := range m.Header {
+			out.Header[k] = v
+		}
+		out.Header.Set(HdrMsgID, m.ID)
+		out.Data = m.Payload
+		return out
+	}
+	id := headerSafe(m.ID)
+	out := nats.NewMsg(DLQPrefix + config.OutboxDLQEndpoint)
+	h := out.Header
+	h.Set(HdrMsgID, "dlq-"+config.OutboxDLQEndpoint+"-"+id)
+	h.Set(HdrEventID, id)
+	h.Set(HdrEventType, headerSafe(m.EventType))
+	h.Set(HdrEndpoint, config.OutboxDLQEndpoint)
+	h.Set(HdrReason, "rejected")
+	h.Set(HdrAttempts, "0")
+	h.Set(HdrLastStatus, "")
+	h.Set(HdrLastError, headerSafe(m.Reject))
+	h.Set(HdrFirstTry, "")
+	h.Set(HdrLastTry, "")
+	if ct := m.Header[HdrContentType]; len(ct) > 0 {
+		h.Set(HdrContentType, headerSafe(ct[0]))
+	}
+	out.Data = m.Payload
+	if limit > 0 && msgSize(out) > limit {
+		out.Data = nil
+		h.Set(HdrLastError, headerSafe(m.Reject)+fmt.Sprintf("; body of %d bytes not kept (over the NATS max_payload)", len(m.Payload)))
+	}
+	return out
+}
+
+// msgSize is about what m costs against the server's max_payload.
+func msgSize(m *nats.Msg) int {
+	n := len(m.Data) + 12 // "NATS/1.0\r\n" and the final "\r\n"
+	for k, vs := range m.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n
+}
+
+// headerSafe replaces control characters, which a NATS header cannot carry.
+func headerSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+// WaitOutboxStreams waits until the streams an outbox relay publishes to
+// exist (created by `hookjet serve`), so that a relay started first does not
+// publish into nothing.
+func WaitOutboxStreams(ctx context.Context, nc *nats.Conn) error {
+	js, err := natsjs.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	for _, name := range []string{EventsStream, DLQStream} {
+		if _, err := js.Stream(ctx, name); err != nil {
+			if errors.Is(err, natsjs.ErrStreamNotFound) {
+				return fmt.Errorf("stream %s not found: start `hookjet serve` on this NATS first: %w", name, err)
+			}
+			return fmt.Errorf("stream %s: %w", name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,46 @@
+package outbox
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestMessageRejectsRowsThatCanNeverBePublished(t *testing.T) {
+	tests := []struct {
+		name   string
+		row    row
+		reject string // substring; "" means publishable
+		header map[string][]string
+	}{
+		{"valid", row{id: "e1", eventType: "order.created", payload: []byte("{}")}, "", nil},
+		{"valid with headers", row{id: "e1", eventType: "order.created", headers: []byte(`{"Content-Type":"text/plain","X-A":["1","2"]}`)}, "",
+			map[string][]string{"Content-Type": {"text/plain"}, "X-A": {"1", "2"}}},
+		{"null headers", row{id: "e1", eventType: "a", headers: []byte("null")}, "", nil},
+		{"wildcard type", row{id: "e1", eventType: "order.*"}, "event_type: ", nil},
+		{"empty token", row{id: "e1", eventType: "order..created"}, "event_type: ", nil},
+		{"space in type", row{id: "e1", eventType: "order created"}, "event_type: ", nil},
+		{"payload too large", row{id: "e1", eventType: "a", payload: make([]byte, 11)}, "payload of 11 bytes exceeds security.max_payload_bytes (10)", nil},
+		{"id with space", row{id: "e 1", eventType: "a"}, "id contains white space", nil},
+		{"id too long", row{id: strings.Repeat("x", 256), eventType: "a"}, "id is longer", nil},
+		{"headers not an object", row{id: "e1", eventType: "a", headers: []byte(`[1]`)}, "JSON object", nil},
+		{"header number", row{id: "e1", eventType: "a", headers: []byte(`{"X":1}`)}, "want a string", nil},
+		{"header overrides msg id", row{id: "e1", eventType: "a", headers: []byte(`{"nats-msg-id":"other"}`)}, "set by hookjet", nil},
+		{"header with CRLF", row{id: "e1", eventType: "a", headers: []byte(`{"X":"a\r\nB: c"}`)}, "control characters", nil},
+		{"bad header name", row{id: "e1", eventType: "a", headers: []byte(`{"X Y":"1"}`)}, "not a valid token", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := message(tt.row, 10)
+			if tt.reject == "" && m.Reject != "" || !strings.Contains(m.Reject, tt.reject) {
+				t.Fatalf("Reject = %q, want %q", m.Reject, tt.reject)
+			}
+			if tt.reject == "" && !reflect.DeepEqual(m.Header, tt.header) {
+				t.Fatalf("Header = %v, want %v", m.Header, tt.header)
+			}
+			if m.ID != tt.row.id || m.EventType != tt.row.eventType {
+				t.Fatalf("message %+v lost the row's id or type", m)
+			}
+		})
+	}
+}
