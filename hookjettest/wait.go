@@ -200,4 +200,3 @@ func (h *Hookjet) get(path string, out any) error {
 	}
 	return nil
 }
-
