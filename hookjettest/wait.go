@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/hookjet/hookjet/jetstream"
 )
 
 // poll is how often waits look again.
@@ -30,21 +32,8 @@ type DeadLetter struct {
 	FirstAttempt, LastAttempt time.Time
 }
 
-// dlqEntry is the admin API's JSON form of a dead letter.
-type dlqEntry struct {
-	Seq          uint64 `json:"seq"`
-	EventID      string `json:"event_id"`
-	EventType    string `json:"event_type"`
-	Endpoint     string `json:"endpoint"`
-	Reason       string `json:"reason"`
-	Attempts     int    `json:"attempts"`
-	LastStatus   string `json:"last_status"`
-	LastError    string `json:"last_error"`
-	FirstAttempt string `json:"first_attempt"`
-	LastAttempt  string `json:"last_attempt"`
-}
-
-func (e dlqEntry) deadLetter() DeadLetter {
+// deadLetterOf converts the admin API's dead letter.
+func deadLetterOf(e jetstream.DLQEntry) DeadLetter {
 	status, _ := strconv.Atoi(e.LastStatus)
 	first, _ := time.Parse(time.RFC3339, e.FirstAttempt)
 	last, _ := time.Parse(time.RFC3339, e.LastAttempt)
@@ -169,14 +158,14 @@ func (h *Hookjet) deadLetters(endpoint, eventID string) ([]DeadLetter, error) {
 		q.Set("ids", eventID)
 	}
 	var out struct {
-		Entries []dlqEntry `json:"entries"`
+		Entries []jetstream.DLQEntry `json:"entries"`
 	}
 	if err := h.get("/api/v1/dlq?"+q.Encode(), &out); err != nil {
 		return nil, err
 	}
 	dls := make([]DeadLetter, len(out.Entries))
 	for i, e := range out.Entries {
-		dls[i] = e.deadLetter()
+		dls[i] = deadLetterOf(e)
 	}
 	return dls, nil
 }

@@ -141,6 +141,12 @@ func (t *Tracer) parent(ctx context.Context, h Header) context.Context {
 	return t.prop.Extract(ctx, h)
 }
 
+// start starts a span named name, a child of the trace context in h.
+func (t *Tracer) start(ctx context.Context, h Header, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) Span {
+	_, s := t.tracer.Start(t.parent(ctx, h), name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+	return Span{s: s}
+}
+
 // StartAttempt starts the span of one delivery attempt, a child of the
 // trace context in the message headers h (nil: a new trace). Call
 // [Span.Header] for the request's trace headers and [Span.EndAttempt] with
@@ -149,17 +155,13 @@ func (t *Tracer) StartAttempt(ctx context.Context, h Header, a Attempt) Span {
 	if t == nil {
 		return Span{}
 	}
-	_, s := t.tracer.Start(t.parent(ctx, h), SpanAttempt,
-		trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(
-			AttrEndpoint.String(a.Endpoint),
-			AttrEventType.String(a.EventType),
-			AttrEventID.String(a.EventID),
-			AttrAttempt.Int(a.Number),
-			AttrReplay.Bool(a.Replay),
-			attribute.String("http.request.method", http.MethodPost),
-		))
-	return Span{s: s}
+	return t.start(ctx, h, SpanAttempt, trace.SpanKindClient,
+		AttrEndpoint.String(a.Endpoint),
+		AttrEventType.String(a.EventType),
+		AttrEventID.String(a.EventID),
+		AttrAttempt.Int(a.Number),
+		AttrReplay.Bool(a.Replay),
+		attribute.String("http.request.method", http.MethodPost))
 }
 
 // StartDeadLetter starts the span of a move to the dead-letter stream, a
@@ -170,16 +172,12 @@ func (t *Tracer) StartDeadLetter(ctx context.Context, h Header, d DeadLetter) Sp
 	if t == nil {
 		return Span{}
 	}
-	_, s := t.tracer.Start(t.parent(ctx, h), SpanDeadLetter,
-		trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(
-			AttrEndpoint.String(d.Endpoint),
-			AttrEventType.String(d.EventType),
-			AttrEventID.String(d.EventID),
-			AttrReason.String(d.Reason),
-			AttrAttempts.Int(d.Attempts),
-		))
-	return Span{s: s}
+	return t.start(ctx, h, SpanDeadLetter, trace.SpanKindProducer,
+		AttrEndpoint.String(d.Endpoint),
+		AttrEventType.String(d.EventType),
+		AttrEventID.String(d.EventID),
+		AttrReason.String(d.Reason),
+		AttrAttempts.Int(d.Attempts))
 }
 
 // StartReplay starts the span of a replay, a child of the trace context in
@@ -189,15 +187,11 @@ func (t *Tracer) StartReplay(ctx context.Context, h Header, r Replay) Span {
 	if t == nil {
 		return Span{}
 	}
-	_, s := t.tracer.Start(t.parent(ctx, h), SpanReplay,
-		trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(
-			AttrEndpoint.String(r.Endpoint),
-			AttrEventType.String(r.EventType),
-			AttrEventID.String(r.EventID),
-			attribute.Int64(string(AttrDLQSeq), int64(r.Seq)),
-		))
-	return Span{s: s}
+	return t.start(ctx, h, SpanReplay, trace.SpanKindProducer,
+		AttrEndpoint.String(r.Endpoint),
+		AttrEventType.String(r.EventType),
+		AttrEventID.String(r.EventID),
+		AttrDLQSeq.Int64(int64(r.Seq)))
 }
 
 // Header returns the W3C trace headers (Traceparent, Tracestate) that
