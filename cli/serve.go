@@ -40,7 +40,9 @@ Runs hookjet: with no nats.url it starts an embedded nats-server with
 JetStream (data under data_dir, clients on nats.listen); with nats.url it joins
 an existing NATS deployment, sharing the work with other hookjet processes.
 SIGTERM/SIGINT stop it gracefully (exit 0); SIGHUP reloads the endpoints.
-Every config key can be overridden with HOOKJET_<SECTION>_<KEY>.`
+Every config key can be overridden with HOOKJET_<SECTION>_<KEY>.
+OTEL_EXPORTER_OTLP_ENDPOINT (or tracing.enabled) exports a span per delivery
+attempt over OTLP; the other OTEL_* variables apply as usual.`
 
 func runServe(ctx context.Context, args []string, getenv func(string) string, _, stderr io.Writer) error {
 	fs := newFlags("serve", serveHelp, stderr)
