@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	bolt "go.etcd.io/bbolt"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookjet/hookjet/admin"
 	"github.com/hookjet/hookjet/breaker"
@@ -30,6 +31,7 @@ import (
 	"github.com/hookjet/hookjet/deliver"
 	"github.com/hookjet/hookjet/jetstream"
 	"github.com/hookjet/hookjet/state"
+	"github.com/hookjet/hookjet/tracing"
 )
 
 const serveHelp = `hookjet serve [--config FILE]
@@ -38,7 +40,9 @@ Runs hookjet: with no nats.url it starts an embedded nats-server with
 JetStream (data under data_dir, clients on nats.listen); with nats.url it joins
 an existing NATS deployment, sharing the work with other hookjet processes.
 SIGTERM/SIGINT stop it gracefully (exit 0); SIGHUP reloads the endpoints.
-Every config key can be overridden with HOOKJET_<SECTION>_<KEY>.`
+Every config key can be overridden with HOOKJET_<SECTION>_<KEY>.
+OTEL_EXPORTER_OTLP_ENDPOINT (or tracing.enabled) exports a span per delivery
+attempt over OTLP; the other OTEL_* variables apply as usual.`
 
 func runServe(ctx context.Context, args []string, getenv func(string) string, _, stderr io.Writer) error {
 	fs := newFlags("serve", serveHelp, stderr)
@@ -54,7 +58,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _,
 		return err
 	}
 	log := NewLogger(cfg.Log, stderr)
-	s, err := Start(ctx, cfg, Options{Log: log})
+	s, err := Start(ctx, cfg, Options{Log: log, Getenv: getenv})
 	if err != nil {
 		return err
 	}
@@ -111,6 +115,13 @@ type Options struct {
 	OnDeadLetter func(endpoint, eventID string)
 	// Resolver replaces the DNS resolver used for deliveries.
 	Resolver *net.Resolver
+	// TracerProvider receives the delivery spans (tests pass an SDK provider
+	// with an in-memory exporter); the caller shuts it down. Nil: the
+	// provider tracing.Setup builds from cfg.Tracing and Getenv's OTEL_*
+	// variables, or none (tracing off).
+	TracerProvider trace.TracerProvider
+	// Getenv reads the OTEL_* variables; nil: none are set.
+	Getenv func(string) string
 }
 
 // Server is a running hookjet: NATS (embedded or not), state, dispatcher and
@@ -128,6 +139,10 @@ type Server struct {
 	adminLn  net.Listener
 	registry *prometheus.Registry
 	client   *deliver.Client
+	ledger   *dedupe.Ledger
+	// stopTracing flushes and stops the tracer provider Start built; nil
+	// when there is none (tracing off, or Options.TracerProvider given).
+	stopTracing func(context.Context) error
 
 	stopLedger, stopBreakers, stopGauges, stopSync context.CancelFunc
 	ledgerDone, breakersDone, gaugesDone, syncDone chan struct{}
@@ -197,6 +212,15 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 		s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	metrics := jetstream.NewMetrics(s.registry)
+	// tracing (issue 16): the caller's provider, or the one config and OTEL_* ask for.
+	tp := o.TracerProvider
+	if tp == nil {
+		var stop func(context.Context) error
+		if tp, stop, err = tracing.Setup(ctx, cfg.Tracing, o.Getenv); err != nil {
+			return nil, fmt.Errorf("tracing: %w", err)
+		}
+		s.stopTracing = stop
+	}
 	s.client = deliver.NewClient(deliver.ClientOptions{
 		Guard:     deliver.NewGuard(cfg.Security.AllowPrivateNetworks, cfg.Security.Prefixes()),
 		HTTPSOnly: cfg.Security.HTTPSOnly,
@@ -218,6 +242,7 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	if err != nil {
 		return nil, err
 	}
+	s.ledger = ledger
 	s.ledgerDone, s.breakersDone, s.gaugesDone = make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var lctx, bctx, gctx context.Context
 	lctx, s.stopLedger = context.WithCancel(context.WithoutCancel(ctx))
@@ -229,6 +254,7 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	disp, err = jetstream.NewDispatcher(setupCtx, jetstream.Options{
 		NC: s.nc, JS: js, Client: s.client, Breakers: breakers, Ledger: ledger,
 		Metrics: metrics, Log: log, Config: cfg, OnDeadLetter: o.OnDeadLetter,
+		Tracer: tracing.New(tp), // tracing (issue 16)
 	})
 	if err != nil {
 		return nil, err
@@ -322,6 +348,13 @@ func (s *Server) abort() {
 	}
 	if s.stopGauges != nil {
 		s.stopGauges()
+	}
+	if s.stopTracing != nil { // tracing (issue 16): export the spans left
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := s.stopTracing(ctx); err != nil {
+			s.log.Warn("tracing shutdown", "err", err)
+		}
+		cancel()
 	}
 	if s.adminLn != nil && s.admin == nil {
 		_ = s.adminLn.Close()

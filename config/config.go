@@ -25,6 +25,8 @@ type Config struct {
 	Log Log `yaml:"log"`
 	// Security holds the SSRF and resource limits.
 	Security Security `yaml:"security"`
+	// Tracing configures OpenTelemetry traces (config/tracing.go).
+	Tracing Tracing `yaml:"tracing"`
 	// Defaults holds the settings every endpoint inherits.
 	Defaults Settings `yaml:"defaults"`
 	// Metrics bounds the metrics' label cardinality.

@@ -94,6 +94,11 @@ type Request struct {
 	// they may override User-Agent. The value slices are sent as they are
 	// (not copied) and must not be modified while [Client.Do] runs.
 	Header http.Header
+	// TraceHeader holds per-attempt headers that carry the trace context
+	// (traceparent, tracestate; see package tracing); nil, the untraced
+	// case, costs nothing. The same names as for Header are dropped; its
+	// values are not secret.
+	TraceHeader http.Header
 	// Signer signs the request; nil (or a Signer without keys) sends no
 	// webhook-signature header.
 	Signer *Signer
@@ -301,8 +306,13 @@ func (c *Client) newRequest(ctx context.Context, r *Request, ts int64) (*http.Re
 		req.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
 	}
 
-	h := make(http.Header, len(r.Header)+6)
+	h := make(http.Header, len(r.Header)+len(r.TraceHeader)+6)
 	for k, v := range r.Header {
+		if !reservedHeader(k) {
+			h[k] = v
+		}
+	}
+	for k, v := range r.TraceHeader {
 		if !reservedHeader(k) {
 			h[k] = v
 		}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/hookjet/hookjet/breaker"
 	"github.com/hookjet/hookjet/deliver"
+	"github.com/hookjet/hookjet/tracing"
 )
 
 // delivery is one event on its way to one endpoint, from the fan-out or from
@@ -57,7 +59,11 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
 		Timeout:            ep.Timeout,
 		InsecureSkipVerify: ep.InsecureSkipVerify,
 	}
+	// tracing (issue 16): a span per attempt, child of the event's traceparent.
+	span := d.o.Tracer.StartAttempt(d.sendCtx, tracing.Header(dl.hdr), tracing.Attempt{Endpoint: dl.e.id, EventType: dl.ev.typ, EventID: dl.ev.id, Number: dl.st.Attempts + 1, Replay: strings.HasPrefix(dl.ev.key, "r")})
+	req.TraceHeader = span.Header()
 	res := d.o.Client.Do(d.sendCtx, &req)
+	span.EndAttempt(&res)
 	if d.sendCtx.Err() != nil {
 		adm.release() // shutdown cancelled the request: not the endpoint's fault
 		dl.done(false)
@@ -176,7 +182,13 @@ func (d *Dispatcher) goDeadLetter(dl *delivery, reason string) {
 // so a crash between the two steps neither loses nor duplicates it.
 func (d *Dispatcher) deadLetter(dl *delivery, reason string) {
 	id := dl.e.id
-	if err := d.publish(deadLetterMsg(id, dl.ev, dl.st, reason, dl.data, dl.hdr)); err != nil {
+	out := deadLetterMsg(id, dl.ev, dl.st, reason, dl.data, dl.hdr)
+	// tracing (issue 16): a span for the move; the dead letter carries its traceparent.
+	span := d.o.Tracer.StartDeadLetter(d.sendCtx, tracing.Header(dl.hdr), tracing.DeadLetter{Endpoint: id, EventType: dl.ev.typ, EventID: dl.ev.id, Reason: reason, Attempts: dl.st.Attempts})
+	span.Inject(tracing.Header(out.Header))
+	err := d.publish(out)
+	span.End(err) // tracing (issue 16)
+	if err != nil {
 		d.countDeferral(dl.e, "infrastructure")
 		dl.log(d.log, slog.LevelWarn, "dead-letter copy not stored; the source comes back", "err", fmt.Errorf("dead-letter copy: %w", err))
 		dl.done(false)

@@ -20,10 +20,11 @@ import (
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/dedupe"
 	"github.com/hookjet/hookjet/deliver"
+	"github.com/hookjet/hookjet/tracing"
 )
 
 // Options are the parts a Dispatcher is built from. Every field is required
-// except Log, Now and OnDeadLetter.
+// except Log, Now, OnDeadLetter and Tracer.
 type Options struct {
 	NC           *nats.Conn
 	JS           natsjs.JetStream
@@ -35,6 +36,7 @@ type Options struct {
 	Config       *config.Config
 	Now          func() time.Time               // nil: time.Now
 	OnDeadLetter func(endpoint, eventID string) // test seam called after the DLQ copy is stored and before the source is settled; nil: nothing
+	Tracer       *tracing.Tracer                // spans of attempts, dead letters and replays; nil: tracing off, at no cost
 }
 
 // Dispatcher delivers events to endpoints with a fixed number of JetStream
@@ -67,7 +69,7 @@ type Dispatcher struct {
 	shared     *sharedSeen   // nil with the embedded server: one process, the local ledger suffices
 	global     chan struct{} // worker.concurrency: requests in flight
 	unsettled  chan struct{} // fan-out events not yet settled in this process
-	maxPayload int          // security.max_payload_bytes; SIGHUP reloads endpoints only
+	maxPayload int           // security.max_payload_bytes; SIGHUP reloads endpoints only
 	idx        *index
 	series     *series
 	drains     *drainer

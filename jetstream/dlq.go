@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookjet/hookjet/tracing"
 )
 
 // DLQEntry is one dead letter as the admin API lists it. The payload is not
@@ -275,7 +277,13 @@ func (d *Dispatcher) Replay(ctx context.Context, r ReplayRequest) (ReplayResult,
 			return true
 		}
 		ev := event{id: e.EventID, typ: e.EventType, key: "r" + strconv.FormatUint(e.Seq, 10), at: d.now()}
-		if sendErr = d.publish(taskMsg(e.Endpoint, &ev, attemptState{}, m.msg.Data(), m.msg.Headers(), time.Time{})); sendErr != nil {
+		out := taskMsg(e.Endpoint, &ev, attemptState{}, m.msg.Data(), m.msg.Headers(), time.Time{})
+		// tracing (issue 16): a replay span, child of the dead letter's traceparent; the replay carries its own.
+		span := d.o.Tracer.StartReplay(ctx, tracing.Header(m.msg.Headers()), tracing.Replay{Endpoint: e.Endpoint, EventType: e.EventType, EventID: e.EventID, Seq: e.Seq})
+		span.Inject(tracing.Header(out.Header))
+		sendErr = d.publish(out)
+		span.End(sendErr) // tracing (issue 16)
+		if sendErr != nil {
 			sendErr = fmt.Errorf("replay seq %d: %w", e.Seq, sendErr)
 			return false
 		}

@@ -13,7 +13,7 @@ import (
 )
 
 // StartEmbedded starts an in-process nats-server with JetStream file storage
-// under dataDir/nats, listening on cfg.Listen. It returns once the server
+// under dataDir/nats, listening on cfg.Listen (port 0: any free port). It returns once the server
 // accepts connections; the caller owns it and stops it with Shutdown and
 // WaitForShutdown.
 func StartEmbedded(cfg config.NATS, dataDir string) (*server.Server, error) {
@@ -24,6 +24,9 @@ func StartEmbedded(cfg config.NATS, dataDir string) (*server.Server, error) {
 	port, err := strconv.Atoi(portStr)
 	if err != nil {
 		return nil, fmt.Errorf("nats.listen: bad port %q", portStr)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT // "any free port", as for admin.listen; nats-server reads 0 as 4222
 	}
 	if port > 0 {
 		// nats-server only logs a busy port and never becomes ready: check

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/hookjet/hookjet/tracing"
 )
 
 // event is what hookjet reads off an event or task message.
@@ -86,7 +88,7 @@ func copyHeaders(dst, src nats.Header) {
 		dst.Set(HdrContentType, ct)
 	}
 	for _, k := range traceHeaders {
-		if v := src.Get(k); v != "" {
+		if v := tracing.Header(src).Get(k); v != "" { // tracing (issue 16): any case, e.g. Traceparent
 			dst.Set(k, v)
 		}
 	}

@@ -1,0 +1,210 @@
+package hookjettest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookjet/hookjet/cli"
+	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/jetstream"
+)
+
+// TB is the part of testing.TB that hookjettest uses; *testing.T and
+// *testing.B satisfy it. Call a Hookjet's methods from the test's goroutine:
+// they end the test with Fatalf when something fails.
+type TB interface {
+	Helper()
+	Cleanup(func())
+	TempDir() string
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+}
+
+// Hookjet is a running, embedded hookjet. Its methods are safe for
+// concurrent use, but since they fail the test with Fatalf they belong on
+// the test's goroutine.
+type Hookjet struct {
+	t   TB
+	o   options
+	srv *cli.Server
+	nc  *nats.Conn
+	js  natsjs.JetStream
+	api *http.Client
+
+	mu   sync.Mutex // guards cfg and n
+	cfg  *config.Config
+	n    int
+	stop sync.Once
+}
+
+// Start starts an embedded NATS server and hookjet in t.TempDir(), on free
+// loopback ports, with delivery to loopback addresses allowed, and returns
+// once hookjet delivers. t.Cleanup stops both and everything they started.
+func Start(t TB, opts ...Option) *Hookjet {
+	t.Helper()
+	o := options{wait: 10 * time.Second}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	cfg := testConfig(t.TempDir())
+	for _, fn := range o.configure {
+		fn(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("hookjettest: configuration: %v", err)
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.NewTextHandler(logWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	srv, err := cli.Start(context.Background(), &cfg, cli.Options{Log: o.log, TracerProvider: o.tp})
+	if err != nil {
+		t.Fatalf("hookjettest: start hookjet: %v", err)
+	}
+	h := &Hookjet{t: t, o: o, srv: srv, cfg: &cfg, api: &http.Client{Transport: &http.Transport{}, Timeout: o.wait}}
+	t.Cleanup(h.close)
+	// The test's own connection is in-process: no TCP, no port.
+	if h.nc, err = nats.Connect("", nats.InProcessServer(srv), nats.Name("hookjettest")); err != nil {
+		t.Fatalf("hookjettest: connect to nats: %v", err)
+	}
+	if h.js, err = natsjs.New(h.nc); err != nil {
+		t.Fatalf("hookjettest: jetstream: %v", err)
+	}
+	return h
+}
+
+// testConfig is the configuration Start begins from.
+func testConfig(dir string) config.Config {
+	c := config.Default()
+	c.DataDir = dir
+	c.NATS.Listen = "127.0.0.1:0"
+	c.Admin.Listen = "127.0.0.1:0"
+	c.Security.AllowPrivateNetworks = true
+	c.Worker.ShutdownGrace = 5 * time.Second
+	c.Defaults.Timeout = 5 * time.Second
+	c.Defaults.Retry = config.Retry{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 5, MaxAge: time.Hour}
+	return c
+}
+
+// close stops the test's connection and hookjet, embedded NATS included.
+func (h *Hookjet) close() {
+	h.stop.Do(func() {
+		if h.nc != nil {
+			h.nc.Close()
+		}
+		if err := h.srv.Shutdown(); err != nil {
+			h.t.Logf("hookjettest: shutdown: %v", err)
+		}
+		h.api.CloseIdleConnections()
+	})
+}
+
+// NATSURL is the embedded NATS server's client URL (nats://127.0.0.1:port),
+// for the application's own NATS client.
+func (h *Hookjet) NATSURL() string { return h.srv.NATSURL() }
+
+// AdminURL is the base URL of the admin API (http://127.0.0.1:port), without
+// a token.
+func (h *Hookjet) AdminURL() string { return "http://" + h.srv.AdminAddr() }
+
+// AddEndpoint adds an endpoint that receives the events matching the
+// NATS-style patterns events (all events when there are none; patterns of
+// one endpoint must not overlap) at url, and returns its id and its new
+// signing secret ("whsec_..."). Deliveries start at once: events published
+// from now on reach it.
+func (h *Hookjet) AddEndpoint(url string, events ...string) (id, secret string) {
+	h.t.Helper()
+	h.mu.Lock()
+	h.n++
+	id = fmt.Sprintf("ep%d", h.n)
+	h.mu.Unlock()
+	secret = NewSecret()
+	if len(events) == 0 {
+		events = []string{">"}
+	}
+	if err := h.addEndpoint(id, url, secret, events); err != nil {
+		h.t.Fatalf("hookjettest: add endpoint %s: %v", url, err)
+	}
+	return id, secret
+}
+
+// addEndpoint makes hookjet deliver to a new endpoint. It reloads the
+// server with the endpoint added to its configured endpoints, as SIGHUP
+// does; with an endpoint API (POST /api/v1/endpoints) it becomes one call
+// to that, and nothing else here changes.
+func (h *Hookjet) addEndpoint(id, url, secret string, events []string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	next := *h.cfg
+	next.Endpoints = append(slices.Clip(h.cfg.Endpoints), config.Endpoint{
+		ID:       id,
+		URL:      url,
+		Secrets:  []config.Secret{config.NewSecret(secret)},
+		Events:   events,
+		Settings: h.cfg.Defaults,
+	})
+	if err := next.Validate(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), h.o.wait)
+	defer cancel()
+	if err := h.srv.Reload(ctx, &next); err != nil {
+		return err
+	}
+	h.cfg = &next
+	return nil
+}
+
+// NewSecret returns a new random signing secret, "whsec_" and 32 random
+// bytes in base64.
+func NewSecret() string {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key) // never fails: crypto/rand crashes the program instead
+	return "whsec_" + base64.StdEncoding.EncodeToString(key)
+}
+
+// Publish publishes an event of type eventType (subject
+// hookjet.events.<eventType>) with event id id (header Nats-Msg-Id, the
+// webhook-id; "" publishes without one) and waits for JetStream to store it.
+func (h *Hookjet) Publish(eventType, id string, payload []byte) {
+	h.t.Helper()
+	m := nats.NewMsg(jetstream.EventsPrefix + eventType)
+	m.Data = payload
+	if id != "" {
+		m.Header.Set(jetstream.HdrMsgID, id)
+	}
+	h.PublishMsg(m)
+}
+
+// PublishMsg publishes m as it is (its subject must start with
+// "hookjet.events.") and waits for JetStream to store it: for headers such as
+// traceparent or Content-Type.
+func (h *Hookjet) PublishMsg(m *nats.Msg) {
+	h.t.Helper()
+	if !strings.HasPrefix(m.Subject, jetstream.EventsPrefix) {
+		h.t.Fatalf("hookjettest: publish to %q: events go to %s<type>", m.Subject, jetstream.EventsPrefix)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), h.o.wait)
+	defer cancel()
+	if _, err := h.js.PublishMsg(ctx, m); err != nil {
+		h.t.Fatalf("hookjettest: publish %s: %v", m.Subject, err)
+	}
+}
+
+// logWriter sends log lines to t.Logf.
+type logWriter struct{ t TB }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Logf("%s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
