@@ -129,7 +129,7 @@ func TestDefault(t *testing.T) {
 		"Log.Format":                        "text",
 		"Log.Level":                         "info",
 		"Security.MaxPayloadBytes":          1 << 20,
-		"Security.MaxEndpoints":             10000,
+		"Security.MaxEndpoints":             100000,
 		"Defaults.Timeout":                  15 * time.Second,
 		"Defaults.MaxInFlight":              16,
 		"Defaults.RateLimit.RPS":            0.0,
@@ -251,6 +251,7 @@ func TestParseFull(t *testing.T) {
 			MaxPayloadBytes:      256 << 10,
 			MaxEndpoints:         50,
 		},
+		Metrics:  Metrics{MaxEndpointSeries: 1000},
 		Outbox:   Outbox{DSN: NewSecret("postgres://app@db/app"), Table: "app.outbox", Batch: 100, Poll: 2 * time.Second},
 		Defaults: defaults,
 		Endpoints: []Endpoint{
@@ -314,6 +315,8 @@ func deepString(c Config) string {
 		switch {
 		case v.Type() == secretType:
 			b.WriteString(path + " = " + v.Interface().(Secret).Reveal() + "\n")
+		case v.Type() == reflect.TypeFor[time.Time]():
+			fmt.Fprintf(&b, "%s = %v\n", path, v.Interface())
 		case v.Kind() == reflect.Struct:
 			for i := range v.NumField() {
 				walk(v.Field(i), path+"."+v.Type().Field(i).Name)
