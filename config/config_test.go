@@ -129,7 +129,8 @@ func TestDefault(t *testing.T) {
 		"Log.Format":                        "text",
 		"Log.Level":                         "info",
 		"Security.MaxPayloadBytes":          1 << 20,
-		"Security.MaxEndpoints":             10000,
+		"Security.MaxEndpoints":             100000,
+		"Metrics.MaxEndpointSeries":         1000,
 		"Defaults.Timeout":                  15 * time.Second,
 		"Defaults.MaxInFlight":              16,
 		"Defaults.RateLimit.RPS":            0.0,
@@ -189,6 +190,9 @@ security:
   https_only: true
   max_payload_bytes: 262144
   max_endpoints: 50
+  secret_key: MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=
+metrics:
+  max_endpoint_series: 200
 defaults:
   timeout: 10s
   max_in_flight: 8
@@ -249,7 +253,9 @@ func TestParseFull(t *testing.T) {
 			HTTPSOnly:            true,
 			MaxPayloadBytes:      256 << 10,
 			MaxEndpoints:         50,
+			SecretKey:            NewSecret("MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="),
 		},
+		Metrics:  Metrics{MaxEndpointSeries: 200},
 		Defaults: defaults,
 		Endpoints: []Endpoint{
 			{
@@ -259,6 +265,7 @@ func TestParseFull(t *testing.T) {
 				Events:             []string{"order.*", "lead.created"},
 				Headers:            map[string]Secret{"X-Api-Key": NewSecret("key-123"), "X-Tenant": NewSecret("acme")},
 				InsecureSkipVerify: true,
+				Source:             SourceConfig,
 				Settings: Settings{
 					Timeout:     3 * time.Second,
 					MaxInFlight: 4,
@@ -272,6 +279,7 @@ func TestParseFull(t *testing.T) {
 				URL:      "https://billing.example.com/in",
 				Secrets:  []Secret{NewSecret(secretB)},
 				Events:   []string{">"},
+				Source:   SourceConfig,
 				Settings: defaults,
 			},
 		},
@@ -312,6 +320,8 @@ func deepString(c Config) string {
 		switch {
 		case v.Type() == secretType:
 			b.WriteString(path + " = " + v.Interface().(Secret).Reveal() + "\n")
+		case v.Type() == reflect.TypeFor[time.Time]():
+			fmt.Fprintf(&b, "%s = %v\n", path, v.Interface())
 		case v.Kind() == reflect.Struct:
 			for i := range v.NumField() {
 				walk(v.Field(i), path+"."+v.Type().Field(i).Name)
