@@ -22,6 +22,6 @@
 //     hookjet processes; written only when an attempt fails.
 //   - KV HOOKJET_SEEN: event ids already accepted, shared by all processes.
 //   - KV HOOKJET_ENDPOINTS: endpoints created through the admin API, by id
-//     ([EndpointStore]; secrets and header values sealed). Until the new
-//     engine moves them, also the endpoints disabled by a 410 or an operator.
+//     ([EndpointStore]; secrets and header values sealed). Disabled states
+//     of the first design found there are skipped.
 package jetstream
