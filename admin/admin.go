@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -24,6 +25,10 @@ type Backend interface {
 	Ready(ctx context.Context) error
 	Summary(ctx context.Context) (jetstream.Summary, error)
 	Endpoints(ctx context.Context) ([]jetstream.EndpointStatus, error)
+	// EndpointPage returns up to limit endpoints whose ids sort after
+	// after, of tenant when not empty, ordered by id, and the cursor of
+	// the next page (empty after the last).
+	EndpointPage(ctx context.Context, tenant, after string, limit int) ([]jetstream.EndpointStatus, string, error)
 	Endpoint(ctx context.Context, id string) (jetstream.EndpointStatus, error)
 	SetDisabled(ctx context.Context, id string, disabled bool, reason string) error
 	DeadLetters(ctx context.Context, f jetstream.DLQFilter) ([]jetstream.DLQEntry, error)
@@ -32,9 +37,13 @@ type Backend interface {
 }
 
 // NewHandler returns the admin API. When token is not empty every route but
-// /healthz and /readyz requires "Authorization: Bearer <token>".
-func NewHandler(b Backend, g prometheus.Gatherer, token string, log *slog.Logger) http.Handler {
-	a := &api{b: b, log: log}
+// /healthz and /readyz requires "Authorization: Bearer <token>". Endpoint
+// management needs [WithEndpointStore].
+func NewHandler(b Backend, g prometheus.Gatherer, token string, log *slog.Logger, opts ...Option) http.Handler {
+	a := &api{b: b, log: log, now: time.Now}
+	for _, o := range opts {
+		o(a)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -43,7 +52,7 @@ func NewHandler(b Backend, g prometheus.Gatherer, token string, log *slog.Logger
 	protected := http.NewServeMux()
 	protected.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorLog: nil}))
 	protected.HandleFunc("GET /api/v1/summary", a.summary)
-	protected.HandleFunc("GET /api/v1/endpoints", a.endpoints)
+	a.routeEndpoints(protected)
 	protected.HandleFunc("GET /api/v1/endpoints/{id}", a.endpoint)
 	protected.HandleFunc("POST /api/v1/endpoints/{id}/enable", a.setDisabled(false))
 	protected.HandleFunc("POST /api/v1/endpoints/{id}/disable", a.setDisabled(true))
@@ -60,6 +69,13 @@ func NewHandler(b Backend, g prometheus.Gatherer, token string, log *slog.Logger
 type api struct {
 	b   Backend
 	log *slog.Logger
+	now func() time.Time
+
+	// Endpoint management; store is nil when it is off.
+	store      *jetstream.EndpointStore
+	deliveries Deliveries
+	cfg        func() *config.Config
+	configPath string
 }
 
 func requireToken(token string, next http.Handler) http.Handler {
@@ -127,17 +143,6 @@ func (a *api) summary(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, s)
-}
-
-func (a *api) endpoints(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := timeout(r)
-	defer cancel()
-	eps, err := a.b.Endpoints(ctx)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"endpoints": eps})
 }
 
 func (a *api) endpoint(w http.ResponseWriter, r *http.Request) {

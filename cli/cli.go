@@ -62,7 +62,8 @@ Commands:
   publish     publish one event
   listen      run a local receiver that verifies and prints deliveries
   status      show the delivery summary (admin API)
-  endpoints   show endpoints, breakers and latency (admin API)
+  endpoints   list, show, add, update, remove, rotate, test and redeliver
+              endpoints (admin API)
   dlq         list, summarise and replay dead letters (admin API)
   version     print the version
 

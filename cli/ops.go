@@ -79,13 +79,9 @@ func (c *adminClient) do(ctx context.Context, method, path string, in, out any) 
 		return fmt.Errorf("admin API: %w", err)
 	}
 	if resp.StatusCode >= 300 {
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
-			return fmt.Errorf("admin API: %s (HTTP %d)", e.Error, resp.StatusCode)
-		}
-		return fmt.Errorf("admin API: HTTP %d", resp.StatusCode)
+		e := &apiError{Status: resp.StatusCode}
+		_ = json.Unmarshal(raw, e) // a body that is not the API's error leaves only the status
+		return e
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
@@ -93,6 +89,20 @@ func (c *adminClient) do(ctx context.Context, method, path string, in, out any) 
 		}
 	}
 	return nil
+}
+
+// apiError is an error answer of the admin API: {"error", "field"?}.
+type apiError struct {
+	Status int    `json:"-"`
+	Msg    string `json:"error"`
+	Field  string `json:"field"`
+}
+
+func (e *apiError) Error() string {
+	if e.Msg == "" {
+		return fmt.Sprintf("admin API: HTTP %d", e.Status)
+	}
+	return fmt.Sprintf("admin API: %s (HTTP %d)", e.Msg, e.Status)
 }
 
 func printJSON(w io.Writer, raw json.RawMessage) error {
@@ -144,18 +154,29 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	return tw.Flush()
 }
 
-const endpointsHelp = `hookjet endpoints [ID] [--json] [--enable ID | --disable ID] [--admin ADDR] [--token T] [--config FILE]
+const endpointsHelp = `hookjet endpoints [ID] [--json] [--tenant T] [--limit N] [--after ID]
+                  [--enable ID | --disable ID] [--admin ADDR] [--token T] [--config FILE]
+hookjet endpoints add|show|update|rm|rotate|test|redeliver ...   (see 'hookjet endpoints add --help')
 
-Lists endpoints with their breaker state, latency percentiles (rolling 24h),
-first-attempt success rate, pending messages and dead letters. --enable and
---disable switch an endpoint on or off for every hookjet process.`
+Lists endpoints, ordered by id, with their breaker state, latency
+percentiles (rolling 24h), first-attempt success rate, pending messages and
+dead letters: at most --limit (default 100, at most 1000) of them, after the
+id --after, of tenant --tenant; when more remain it prints the --after value
+of the next page. With ID it shows that endpoint. --enable and --disable
+switch an endpoint on or off for every hookjet process.`
 
 func runEndpoints(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && endpointCommands[args[0]] != nil {
+		return endpointCommands[args[0]](ctx, args[1:], getenv, stdout, stderr)
+	}
 	fs := newFlags("endpoints", endpointsHelp, stderr)
 	client := adminFlags(fs, getenv)
 	asJSON := fs.Bool("json", false, "print JSON")
 	enable := fs.String("enable", "", "re-enable this endpoint")
 	disable := fs.String("disable", "", "disable this endpoint")
+	tenant := fs.String("tenant", "", "list only this tenant's endpoints")
+	limit := fs.Int("limit", 100, "list at most this many (1..1000)")
+	after := fs.String("after", "", "list the endpoints whose ids sort after this one (the next page)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -174,7 +195,14 @@ func runEndpoints(ctx context.Context, args []string, getenv func(string) string
 	case fs.NArg() == 1:
 		err = c.do(ctx, http.MethodGet, "/api/v1/endpoints/"+url.PathEscape(fs.Arg(0)), nil, &raw)
 	case fs.NArg() == 0:
-		err = c.do(ctx, http.MethodGet, "/api/v1/endpoints", nil, &raw)
+		q := url.Values{"limit": {fmt.Sprint(*limit)}}
+		if *tenant != "" {
+			q.Set("tenant", *tenant)
+		}
+		if *after != "" {
+			q.Set("after", *after)
+		}
+		err = c.do(ctx, http.MethodGet, "/api/v1/endpoints?"+q.Encode(), nil, &raw)
 	default:
 		return usagef("endpoints: at most one endpoint id")
 	}
@@ -186,6 +214,7 @@ func runEndpoints(ctx context.Context, args []string, getenv func(string) string
 	}
 	var list struct {
 		Endpoints []jetstream.EndpointStatus `json:"endpoints"`
+		Next      string                     `json:"next"`
 	}
 	if err := json.Unmarshal(raw, &list); err != nil || list.Endpoints == nil {
 		var one jetstream.EndpointStatus
@@ -204,6 +233,9 @@ func runEndpoints(ctx context.Context, args []string, getenv func(string) string
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1fms\t%.1fms\t%.1fms\t%d\t%.1f%%\t%d\t%d\t%s\n", e.ID, st, e.Breaker.State,
 			e.Breaker.ConsecutiveFailures, e.LatencyMS.P50, e.LatencyMS.P95, e.LatencyMS.P99, e.LatencyMS.Samples,
 			100*e.FirstAttemptSuccessRate, e.Pending, e.DeadLetters, e.URL)
+	}
+	if list.Next != "" {
+		fmt.Fprintf(tw, "(more: --after %s)\n", list.Next)
 	}
 	return tw.Flush()
 }

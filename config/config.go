@@ -147,6 +147,12 @@ type Security struct {
 	MaxPayloadBytes int `yaml:"max_payload_bytes"`
 	// MaxEndpoints caps the number of endpoints, 1..1000000. Default 100000.
 	MaxEndpoints int `yaml:"max_endpoints"`
+	// SecretKey encrypts the signing secrets and header values of endpoints
+	// created through the admin API (AES-256-GCM): 32 random bytes in
+	// standard base64 ("openssl rand -base64 32"), or the env:/file: forms.
+	// Empty means generated into data_dir/secret.key with the embedded
+	// server, and is an error with nats.url (every process must share it).
+	SecretKey Secret `yaml:"secret_key"`
 }
 
 // Prefixes returns AllowCIDRs parsed and masked, skipping entries that do not

@@ -130,6 +130,7 @@ func TestDefault(t *testing.T) {
 		"Log.Level":                         "info",
 		"Security.MaxPayloadBytes":          1 << 20,
 		"Security.MaxEndpoints":             100000,
+		"Metrics.MaxEndpointSeries":         1000,
 		"Defaults.Timeout":                  15 * time.Second,
 		"Defaults.MaxInFlight":              16,
 		"Defaults.RateLimit.RPS":            0.0,
@@ -189,7 +190,10 @@ security:
   https_only: true
   max_payload_bytes: 262144
   max_endpoints: 50
+  secret_key: MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=
 outbox: {dsn: "postgres://app@db/app", table: app.outbox, batch: 100, poll: 2s}
+metrics:
+  max_endpoint_series: 200
 defaults:
   timeout: 10s
   max_in_flight: 8
@@ -250,9 +254,10 @@ func TestParseFull(t *testing.T) {
 			HTTPSOnly:            true,
 			MaxPayloadBytes:      256 << 10,
 			MaxEndpoints:         50,
+			SecretKey:            NewSecret("MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="),
 		},
-		Metrics:  Metrics{MaxEndpointSeries: 1000},
 		Outbox:   Outbox{DSN: NewSecret("postgres://app@db/app"), Table: "app.outbox", Batch: 100, Poll: 2 * time.Second},
+		Metrics:  Metrics{MaxEndpointSeries: 200},
 		Defaults: defaults,
 		Endpoints: []Endpoint{
 			{
@@ -262,6 +267,7 @@ func TestParseFull(t *testing.T) {
 				Events:             []string{"order.*", "lead.created"},
 				Headers:            map[string]Secret{"X-Api-Key": NewSecret("key-123"), "X-Tenant": NewSecret("acme")},
 				InsecureSkipVerify: true,
+				Source:             SourceConfig,
 				Settings: Settings{
 					Timeout:     3 * time.Second,
 					MaxInFlight: 4,
@@ -275,6 +281,7 @@ func TestParseFull(t *testing.T) {
 				URL:      "https://billing.example.com/in",
 				Secrets:  []Secret{NewSecret(secretB)},
 				Events:   []string{">"},
+				Source:   SourceConfig,
 				Settings: defaults,
 			},
 		},

@@ -556,7 +556,7 @@ func (d *decoder) endpoints(defaults Settings) []Endpoint {
 	for i, item := range n.Content {
 		path := "endpoints[" + strconv.Itoa(i) + "]"
 		d.lines[path] = item.Line
-		eps[i] = Endpoint{Events: []string{">"}, Settings: defaults}
+		eps[i] = Endpoint{Events: []string{">"}, Source: SourceConfig, Settings: defaults}
 		d.decode(item, reflect.ValueOf(&eps[i]).Elem(), path)
 	}
 	return eps

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -114,3 +115,26 @@ func resolveSecret(raw string, getenv func(string) string, readFile func(string)
 // receiver-side verifier share: standard base64, with or without padding,
 // decoding to 24..64 bytes. Errors wrap [ErrSecret] and never contain s.
 func DecodeSecret(s string) ([]byte, error) { return signature.DecodeSecret(s) }
+
+// SecretKeySize is the length of security.secret_key once decoded: an
+// AES-256 key.
+const SecretKeySize = 32
+
+// DecodeSecretKey decodes security.secret_key: standard base64, with or
+// without padding, of exactly [SecretKeySize] bytes. Errors never contain
+// the key.
+func DecodeSecretKey(s Secret) ([]byte, error) {
+	v := strings.TrimSpace(s.Reveal())
+	enc := base64.RawStdEncoding
+	if strings.HasSuffix(v, "=") {
+		enc = base64.StdEncoding
+	}
+	key, err := enc.DecodeString(v)
+	if err != nil {
+		return nil, fmt.Errorf("must be %d random bytes in base64 (openssl rand -base64 %d): %w", SecretKeySize, SecretKeySize, err)
+	}
+	if len(key) != SecretKeySize {
+		return nil, fmt.Errorf("must decode to %d bytes (openssl rand -base64 %d), got %d", SecretKeySize, SecretKeySize, len(key))
+	}
+	return key, nil
+}

@@ -189,12 +189,17 @@ func (c *Config) validateSecurity(p *problems) {
 	if s.MaxEndpoints < 1 || s.MaxEndpoints > maxEndpointsLimit {
 		p.add("security.max_endpoints", "must be between 1 and %d, got %d", maxEndpointsLimit, s.MaxEndpoints)
 	}
+	if !s.SecretKey.IsZero() {
+		if _, err := DecodeSecretKey(s.SecretKey); err != nil {
+			p.add("security.secret_key", "%w", err)
+		}
+	}
 }
 
 // validateSettings checks settings whose keys start with prefix ("defaults"
 // or "endpoints[i]").
 func validateSettings(p *problems, prefix string, s Settings) {
-	key := func(k string) string { return prefix + "." + k }
+	key := func(k string) string { return child(prefix, k) }
 	if s.Timeout < minTimeout || s.Timeout > maxTimeout {
 		p.add(key("timeout"), "must be between %s and %s, got %s", minTimeout, maxTimeout, s.Timeout)
 	}
@@ -263,19 +268,7 @@ func (c *Config) validateEndpoints(p *problems, defaultProblems problems) {
 		} else {
 			ids[e.ID] = i
 		}
-		if err := checkEndpointURL(e.URL, c.Security.HTTPSOnly); err != nil {
-			p.add(key("url"), "%w", err)
-		}
-		if len(e.Secrets) == 0 {
-			p.add(key("secrets"), "at least one signing secret (whsec_...) is required")
-		}
-		for j, s := range e.Secrets {
-			if _, err := DecodeSecret(s.Reveal()); err != nil {
-				p.add(fmt.Sprintf("%s[%d]", key("secrets"), j), "%w", err)
-			}
-		}
-		validateEvents(p, key("events"), e.Events)
-		validateHeaders(p, key("headers"), e.Headers)
+		validateEndpointFields(p, prefix, e, c.Security.HTTPSOnly)
 
 		var sp problems
 		validateSettings(&sp, prefix, e.Settings)
@@ -285,6 +278,26 @@ func (c *Config) validateEndpoints(p *problems, defaultProblems problems) {
 			}
 		}
 	}
+}
+
+// validateEndpointFields checks an endpoint's own fields but its id and
+// settings: url, secrets, events and headers, with keys under prefix
+// ("endpoints[i]", or "" for the admin API's JSON fields).
+func validateEndpointFields(p *problems, prefix string, e *Endpoint, httpsOnly bool) {
+	key := func(k string) string { return child(prefix, k) }
+	if err := checkEndpointURL(e.URL, httpsOnly); err != nil {
+		p.add(key("url"), "%w", err)
+	}
+	if len(e.Secrets) == 0 {
+		p.add(key("secrets"), "at least one signing secret (whsec_...) is required")
+	}
+	for j, s := range e.Secrets {
+		if _, err := DecodeSecret(s.Reveal()); err != nil {
+			p.add(fmt.Sprintf("%s[%d]", key("secrets"), j), "%w", err)
+		}
+	}
+	validateEvents(p, key("events"), e.Events)
+	validateHeaders(p, key("headers"), e.Headers)
 }
 
 // checkID checks an endpoint id: [a-z0-9_-]+, at most 64 bytes.

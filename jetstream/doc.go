@@ -21,5 +21,7 @@
 //   - KV HOOKJET_ATTEMPTS: per (endpoint, message) attempt state, shared by all
 //     hookjet processes; written only when an attempt fails.
 //   - KV HOOKJET_SEEN: event ids already accepted, shared by all processes.
-//   - KV HOOKJET_ENDPOINTS: endpoints disabled by a 410 or an operator.
+//   - KV HOOKJET_ENDPOINTS: endpoints created through the admin API, by id
+//     ([EndpointStore]; secrets and header values sealed). Disabled states
+//     of the first design found there are skipped.
 package jetstream

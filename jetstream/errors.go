@@ -8,3 +8,12 @@ var (
 	// ErrBadRequest wraps invalid input to an operator call (filters, ids).
 	ErrBadRequest = errors.New("bad request")
 )
+
+var (
+	// ErrEndpointExists is returned when creating an endpoint whose id is
+	// taken.
+	ErrEndpointExists = errors.New("endpoint exists")
+	// ErrConflict is returned when a change kept losing a race with other
+	// writers.
+	ErrConflict = errors.New("concurrent change")
+)

@@ -1,0 +1,516 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/jetstream"
+)
+
+// Deliveries is what endpoint management needs from the delivery engine.
+type Deliveries interface {
+	// SendTest sends a signed hookjet.test event to the endpoint only,
+	// through the normal delivery path, and returns its event id.
+	SendTest(ctx context.Context, endpointID string) (eventID string, err error)
+	// Redeliver sends every stored event in [since, until) that the
+	// endpoint's patterns match to that endpoint again, with its original id
+	// (until zero: up to now). With dryRun it only counts them.
+	Redeliver(ctx context.Context, endpointID string, since, until time.Time, dryRun bool) (matched, queued int, err error)
+	// Discard drops the deliveries waiting for a deleted endpoint and
+	// returns how many there were. Its dead letters stay.
+	Discard(ctx context.Context, endpointID string) (discarded int, err error)
+	// ConfigEndpoint returns the config-file endpoint (source "config")
+	// with this id, which the API may not change.
+	ConfigEndpoint(id string) (config.Endpoint, bool)
+}
+
+// Option configures the admin API.
+type Option func(*api)
+
+// WithEndpointStore turns on endpoint management (create, update, delete,
+// rotate, test, redeliver): s stores the API endpoints, d reaches the
+// delivery engine, and cfg returns the configuration in force (defaults,
+// security settings), which a reload may change. Without it those routes
+// answer 501.
+func WithEndpointStore(s *jetstream.EndpointStore, d Deliveries, cfg func() *config.Config) Option {
+	return func(a *api) { a.store, a.deliveries, a.cfg = s, d, cfg }
+}
+
+// WithConfigPath names the config file in the 409 answers for endpoints it
+// owns.
+func WithConfigPath(path string) Option { return func(a *api) { a.configPath = path } }
+
+// WithClock sets the clock for timestamps, secret expiry and "ago"
+// durations; the default is time.Now.
+func WithClock(now func() time.Time) Option { return func(a *api) { a.now = now } }
+
+// Limits of endpoint management.
+const (
+	maxBody      = 64 << 10
+	defaultGrace = 24 * time.Hour
+	maxGrace     = 7 * 24 * time.Hour
+	defaultPage  = 100
+	maxPage      = 1000
+	maxSecrets   = 10 // signing secrets an endpoint keeps through repeated rotations
+	// DiscardedHeader counts the deliveries a DELETE discarded.
+	DiscardedHeader = "Hookjet-Discarded"
+)
+
+// routeEndpoints registers the endpoint management routes on mux.
+func (a *api) routeEndpoints(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/v1/endpoints", a.listEndpoints)
+	mux.HandleFunc("POST /api/v1/endpoints", a.managed(a.createEndpoint))
+	mux.HandleFunc("PATCH /api/v1/endpoints/{id}", a.managed(a.patchEndpoint))
+	mux.HandleFunc("DELETE /api/v1/endpoints/{id}", a.managed(a.deleteEndpoint))
+	mux.HandleFunc("POST /api/v1/endpoints/{id}/secret/rotate", a.managed(a.rotateSecret))
+	mux.HandleFunc("POST /api/v1/endpoints/{id}/test", a.managed(a.testEndpoint))
+	mux.HandleFunc("POST /api/v1/endpoints/{id}/redeliver", a.managed(a.redeliver))
+}
+
+// managed answers 501 when endpoint management is not configured.
+func (a *api) managed(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if a.store == nil {
+			writeError(w, http.StatusNotImplemented, "endpoint management is not enabled in this process")
+			return
+		}
+		h(w, r)
+	}
+}
+
+// fieldError is a 400 answer naming the offending field.
+type fieldError struct {
+	Error string `json:"error"`
+	Field string `json:"field"`
+}
+
+func writeFieldError(w http.ResponseWriter, status int, field, msg string) {
+	writeJSON(w, status, fieldError{Error: msg, Field: field})
+}
+
+// failEndpoint answers an error of endpoint management.
+func (a *api) failEndpoint(w http.ResponseWriter, r *http.Request, err error) {
+	switch fe, isField := errors.AsType[*config.FieldError](err); {
+	case isField:
+		writeFieldError(w, http.StatusBadRequest, fe.Key, fe.Error())
+	case errors.Is(err, jetstream.ErrEndpointExists), errors.Is(err, jetstream.ErrConflict):
+		writeError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, errors.ErrUnsupported):
+		writeError(w, http.StatusNotImplemented, err.Error())
+	default:
+		a.fail(w, r, err)
+	}
+}
+
+// readBody reads a request body of at most maxBody bytes, answering 413
+// for a longer one. An empty body reads as nil.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", maxBody))
+		} else {
+			writeError(w, http.StatusBadRequest, "body: "+err.Error())
+		}
+		return nil, false
+	}
+	return b, true
+}
+
+// decodeStrict decodes a small JSON body into v, refusing unknown fields;
+// an empty body leaves v alone. It answers 400 naming the field itself.
+func decodeStrict(w http.ResponseWriter, body []byte, v any) bool {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return true
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("must hold one JSON object and nothing after it")
+	}
+	if err == nil {
+		return true
+	}
+	field, msg := "body", err.Error()
+	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		field, msg = strings.Trim(name, `"`), "unknown field"
+	} else if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
+		field, msg = te.Field, "want "+te.Type.String()+", got "+te.Value
+	}
+	writeFieldError(w, http.StatusBadRequest, field, field+": "+msg)
+	return false
+}
+
+// refuseConfigEndpoint answers 409 when id is a config-file endpoint.
+func (a *api) refuseConfigEndpoint(w http.ResponseWriter, id, action string) bool {
+	if _, ok := a.deliveries.ConfigEndpoint(id); !ok {
+		return false
+	}
+	file := a.configPath
+	if file == "" {
+		file = "the config file"
+	}
+	writeError(w, http.StatusConflict, fmt.Sprintf("endpoint %q comes from %s (source config): %s it by editing that file and reloading (SIGHUP)", id, file, action))
+	return true
+}
+
+// newSecret returns a random signing secret: whsec_ + base64(32 bytes).
+func newSecret() config.Secret {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return config.NewSecret("whsec_" + base64.StdEncoding.EncodeToString(b))
+}
+
+// newID returns a random endpoint id: ep_ and 20 characters of [a-z2-7].
+func newID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return "ep_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
+}
+
+// endpointObject is an endpoint as the API shows it: the status fields and
+// where the endpoint comes from. Never a secret, except Secret in the
+// answers to create and rotate.
+type endpointObject struct {
+	jetstream.EndpointStatus
+	Source      string     `json:"source"`
+	Tenant      string     `json:"tenant"`
+	Description string     `json:"description"`
+	CreatedAt   *time.Time `json:"created_at"`
+	UpdatedAt   *time.Time `json:"updated_at"`
+	Secret      string     `json:"secret,omitempty"`
+}
+
+// objectOf builds the answer for an API endpoint from its resolved
+// definition, over the engine's status when it already runs it.
+func (a *api) objectOf(ctx context.Context, ep config.Endpoint) endpointObject {
+	st, err := a.b.Endpoint(ctx, ep.ID)
+	if err != nil {
+		st = jetstream.EndpointStatus{Breaker: jetstream.BreakerStatus{State: "closed"}}
+	}
+	st.ID, st.URL, st.Events, st.Secrets = ep.ID, ep.URL, ep.Events, len(ep.Secrets)
+	st.HeaderNames = slices.Sorted(maps.Keys(ep.Headers))
+	created, updated := ep.CreatedAt.UTC(), ep.UpdatedAt.UTC()
+	return endpointObject{
+		EndpointStatus: st,
+		Source:         config.SourceAPI,
+		Tenant:         ep.Tenant,
+		Description:    ep.Description,
+		CreatedAt:      &created,
+		UpdatedAt:      &updated,
+	}
+}
+
+// resolve checks spec as the config file would, plus security.https_only.
+func (a *api) resolve(spec config.EndpointSpec) (config.Endpoint, error) {
+	cfg := a.cfg()
+	ep, err := config.ResolveEndpoint(cfg.Defaults, spec)
+	if err != nil {
+		return config.Endpoint{}, err
+	}
+	if err := cfg.Security.CheckURL(ep.URL); err != nil {
+		return config.Endpoint{}, err
+	}
+	return ep, nil
+}
+
+func (a *api) createEndpoint(w http.ResponseWriter, r *http.Request) {
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	patch, err := config.DecodeEndpointPatch(body)
+	if err != nil {
+		a.failEndpoint(w, r, err)
+		return
+	}
+	spec := patch.Apply(config.EndpointSpec{})
+	if patch.ID == nil {
+		spec.ID = newID()
+	}
+	var secret string
+	if !patch.Has("secrets") {
+		s := newSecret()
+		spec.Secrets, secret = []config.Secret{s}, s.Reveal()
+	}
+	ep, err := a.resolve(spec)
+	if err != nil {
+		a.failEndpoint(w, r, err)
+		return
+	}
+	if a.refuseConfigEndpoint(w, spec.ID, "change") {
+		return
+	}
+	ctx, cancel := timeout(r)
+	defer cancel()
+	if err := a.checkRoom(ctx); err != nil {
+		a.failEndpoint(w, r, err)
+		return
+	}
+	rec := a.store.Record(spec)
+	rec.CreatedAt = a.now().UTC()
+	rec.UpdatedAt = rec.CreatedAt
+	if err := a.store.Create(ctx, rec); err != nil {
+		a.failEndpoint(w, r, err)
+		return
+	}
+	ep.CreatedAt, ep.UpdatedAt = rec.CreatedAt, rec.UpdatedAt
+	obj := a.objectOf(ctx, ep)
+	obj.Secret = secret
+	w.Header().Set("Location", "/api/v1/endpoints/"+ep.ID)
+	writeJSON(w, http.StatusCreated, obj)
+}
+
+// checkRoom refuses a new endpoint beyond security.max_endpoints. The cheap
+// count is an upper bound; the exact one is taken only near the limit.
+func (a *api) checkRoom(ctx context.Context) error {
+	limit := a.cfg().Security.MaxEndpoints
+	n, err := a.store.Count(ctx, false)
+	if err == nil && n >= limit {
+		n, err = a.store.Count(ctx, true)
+	}
+	if err != nil {
+		return err
+	}
+	if n >= limit {
+		return fmt.Errorf("%w: security.max_endpoints (%d) reached", jetstream.ErrConflict, limit)
+	}
+	return nil
+}
+
+func (a *api) patchEndpoint(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if a.refuseConfigEndpoint(w, id, "change") {
+		return
+	}
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	patch, err := config.DecodeEndpointPatch(body)
+	if err != nil {
+		a.failEndpoint(w, r, err)
+		return
+	}
+	if patch.Has("id") && (patch.ID == nil || *patch.ID != id) {
+		writeFieldError(w, http.StatusBadRequest, "id", "id: cannot be changed; create a new endpoint instead")
+		return
+	}
+	ctx, cancel := timeout(r)
+	defer cancel()
+	var ep config.Endpoint
+	_, err = a.store.Update(ctx, id, func(rec *jetstream.EndpointRecord) error {
+		spec, err := a.store.Spec(*rec)
+		if err != nil {
+			return err
+		}
+		spec = jetstream.DropExpiredSecrets(patch.Apply(spec), a.now())
+		if ep, err = a.resolve(spec); err != nil {
+			return err
+		}
+		created := rec.CreatedAt
+		*rec = a.store.Record(spec)
+		rec.CreatedAt, rec.UpdatedAt = created, a.now().UTC()
+		ep.CreatedAt, ep.UpdatedAt = rec.CreatedAt, rec.UpdatedAt
+		return nil
+	})
+	if err != nil {
+		a.failEndpoint(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a.objectOf(ctx, ep))
+}
+
+func (a *api) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if a.refuseConfigEndpoint(w, id, "remove") {
+		return
+	}
+	ctx, cancel := timeout(r)
+	defer cancel()
+	if err := a.store.Delete(ctx, id); err != nil {
+		a.failEndpoint(w, r, err)
+		return
+	}
+	n, err := a.deliveries.Discard(ctx, id)
+	if err != nil {
+		a.fail(w, r, fmt.Errorf("endpoint %s deleted, but discarding its waiting deliveries failed: %w", id, err))
+		return
+	}
+	w.Header().Set(DiscardedHeader, strconv.Itoa(n))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *api) rotateSecret(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if a.refuseConfigEndpoint(w, id, "rotate its secrets") {
+		return
+	}
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	req := struct {
+		Grace *string `json:"grace"`
+	}{}
+	if !decodeStrict(w, body, &req) {
+		return
+	}
+	grace := defaultGrace
+	if req.Grace != nil {
+		d, err := time.ParseDuration(*req.Grace)
+		if err != nil || d < 0 || d > maxGrace {
+			writeFieldError(w, http.StatusBadRequest, "grace", fmt.Sprintf("grace: want a duration from 0s to %s, such as 24h", maxGrace))
+			return
+		}
+		grace = d
+	}
+	secret := newSecret()
+	ctx, cancel := timeout(r)
+	defer cancel()
+	_, err := a.store.Update(ctx, id, func(rec *jetstream.EndpointRecord) error {
+		spec, err := a.store.Spec(*rec)
+		if err != nil {
+			return err
+		}
+		spec = rotate(jetstream.DropExpiredSecrets(spec, a.now()), secret, a.now().Add(grace))
+		created := rec.CreatedAt
+		*rec = a.store.Record(spec)
+		rec.CreatedAt, rec.UpdatedAt = created, a.now().UTC()
+		return nil
+	})
+	if err != nil {
+		a.failEndpoint(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"secret": secret.Reveal()})
+}
+
+// rotate puts secret first and makes every other secret expire at until at
+// the latest; it keeps at most maxSecrets.
+func rotate(spec config.EndpointSpec, secret config.Secret, until time.Time) config.EndpointSpec {
+	secrets := []config.Secret{secret}
+	expiry := []time.Time{{}}
+	for i, s := range spec.Secrets {
+		exp := until.UTC()
+		if i < len(spec.SecretExpiry) && !spec.SecretExpiry[i].IsZero() && spec.SecretExpiry[i].Before(exp) {
+			exp = spec.SecretExpiry[i]
+		}
+		secrets, expiry = append(secrets, s), append(expiry, exp)
+	}
+	n := min(len(secrets), maxSecrets)
+	spec.Secrets, spec.SecretExpiry = secrets[:n], expiry[:n]
+	return spec
+}
+
+// known answers 404 unless id is an API or a config endpoint.
+func (a *api) known(ctx context.Context, w http.ResponseWriter, r *http.Request, id string) bool {
+	if _, ok := a.deliveries.ConfigEndpoint(id); ok {
+		return true
+	}
+	if _, err := a.store.Get(ctx, id); err != nil {
+		a.failEndpoint(w, r, err)
+		return false
+	}
+	return true
+}
+
+func (a *api) testEndpoint(w http.ResponseWriter, r *http.Request) {
+	body, ok := readBody(w, r)
+	if !ok || !decodeStrict(w, body, &struct{}{}) {
+		return
+	}
+	id := r.PathValue("id")
+	ctx, cancel := timeout(r)
+	defer cancel()
+	if !a.known(ctx, w, r, id) {
+		return
+	}
+	eventID, err := a.deliveries.SendTest(ctx, id)
+	if err != nil {
+		a.failEndpoint(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"event_id": eventID})
+}
+
+func (a *api) redeliver(w http.ResponseWriter, r *http.Request) {
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	var req struct {
+		Since  string `json:"since"`
+		Until  string `json:"until"`
+		DryRun bool   `json:"dry_run"`
+	}
+	if !decodeStrict(w, body, &req) {
+		return
+	}
+	now := a.now()
+	if req.Since == "" {
+		writeFieldError(w, http.StatusBadRequest, "since", "since: is required (RFC 3339 time or a duration ago, such as 24h)")
+		return
+	}
+	since, err := jetstream.ParseTime(req.Since, now)
+	if err != nil {
+		writeFieldError(w, http.StatusBadRequest, "since", "since: "+err.Error())
+		return
+	}
+	until, err := jetstream.ParseTime(req.Until, now)
+	if err != nil || (!until.IsZero() && !until.After(since)) {
+		writeFieldError(w, http.StatusBadRequest, "until", "until: must be an RFC 3339 time or a duration ago, after since")
+		return
+	}
+	id := r.PathValue("id")
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Minute)
+	defer cancel()
+	if !a.known(ctx, w, r, id) {
+		return
+	}
+	matched, queued, err := a.deliveries.Redeliver(ctx, id, since, until, req.DryRun)
+	if err != nil {
+		a.failEndpoint(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"matched": matched, "queued": queued})
+}
+
+func (a *api) listEndpoints(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := defaultPage
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxPage {
+			writeFieldError(w, http.StatusBadRequest, "limit", fmt.Sprintf("limit: must be a number from 1 to %d", maxPage))
+			return
+		}
+		limit = n
+	}
+	ctx, cancel := timeout(r)
+	defer cancel()
+	eps, next, err := a.b.EndpointPage(ctx, q.Get("tenant"), q.Get("after"), limit)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if eps == nil {
+		eps = []jetstream.EndpointStatus{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"endpoints": eps, "next": next})
+}

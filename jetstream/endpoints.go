@@ -1,0 +1,426 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/seal"
+)
+
+// endpointRecordVersion is the version of EndpointRecord's JSON form.
+const endpointRecordVersion = 1
+
+// EndpointRecord is an endpoint created through the admin API as the KV
+// bucket HOOKJET_ENDPOINTS stores it under its id: its own definition (the
+// settings it overrides, not resolved values, so that a change of the
+// defaults reaches it) with signing secrets and header values sealed
+// (AES-256-GCM with security.secret_key). [EndpointStore.Record] builds one
+// from a [config.EndpointSpec]; [EndpointStore.Spec] and
+// [EndpointStore.Resolve] open it.
+type EndpointRecord struct {
+	// V is the version of this JSON form; 0 is read as 1.
+	V int `json:"v"`
+	// ID is the endpoint id, also the KV key.
+	ID string `json:"id"`
+	// URL is where deliveries go. Every record has one; a value without it
+	// is not an endpoint (the first design kept disabled states here).
+	URL string `json:"url"`
+	// Events are the endpoint's patterns; nil means every event.
+	Events []string `json:"events,omitempty"`
+	// Tenant and Description are free text; empty means none.
+	Tenant      string `json:"tenant,omitempty"`
+	Description string `json:"description,omitempty"`
+	// Headers maps extra header names to sealed values; nil means none.
+	Headers map[string][]byte `json:"headers,omitempty"`
+	// Secrets are the sealed signing secrets, newest first.
+	Secrets []SealedSecret `json:"secrets"`
+	// InsecureSkipVerify turns off TLS certificate verification.
+	InsecureSkipVerify bool `json:"insecure_skip_verify,omitempty"`
+	// Overrides are the settings the endpoint sets itself.
+	Overrides config.Overrides `json:"overrides"`
+	// CreatedAt and UpdatedAt are set by the admin API.
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// Revision is the KV revision the record was read at; 0 when it was not
+	// read from the bucket.
+	Revision uint64 `json:"-"`
+}
+
+// SealedSecret is one sealed signing secret.
+type SealedSecret struct {
+	// Sealed is the secret sealed with the context "<id>/secrets".
+	Sealed []byte `json:"sealed"`
+	// Expires is when a rotated-out secret stops signing; nil means never.
+	Expires *time.Time `json:"expires,omitempty"`
+}
+
+// EndpointStore keeps the endpoints created through the admin API in the KV
+// bucket HOOKJET_ENDPOINTS, shared by every hookjet process on the same
+// NATS. It is safe for concurrent use.
+type EndpointStore struct {
+	kv  natsjs.KeyValue
+	box *seal.Box
+	log *slog.Logger
+	now func() time.Time
+}
+
+// StoreOption configures an EndpointStore.
+type StoreOption func(*EndpointStore)
+
+// StoreLogger sets the store's logger; the default discards.
+func StoreLogger(l *slog.Logger) StoreOption { return func(s *EndpointStore) { s.log = l } }
+
+// StoreClock sets the clock that decides which rotated-out secrets have
+// expired; the default is time.Now.
+func StoreClock(now func() time.Time) StoreOption { return func(s *EndpointStore) { s.now = now } }
+
+// endpointBucketConfig is HOOKJET_ENDPOINTS' configuration: one revision per
+// key, values bounded (a definition comes from a body of at most 64 KiB),
+// room for far more than 100,000 endpoints.
+func endpointBucketConfig(replicas int) natsjs.KeyValueConfig {
+	return natsjs.KeyValueConfig{
+		Bucket:       EndpointBucket,
+		Description:  "hookjet endpoints created through the admin API, by id (secrets and header values sealed)",
+		History:      1,
+		Storage:      natsjs.FileStorage,
+		Replicas:     replicas,
+		MaxValueSize: 256 << 10,
+		MaxBytes:     2 << 30,
+	}
+}
+
+// OpenEndpointStore creates or updates the bucket and returns the store.
+// key is the 32-byte secret key (see seal.LoadSecretKey).
+func OpenEndpointStore(ctx context.Context, js natsjs.JetStream, key []byte, replicas int, opts ...StoreOption) (*EndpointStore, error) {
+	box, err := seal.New(key)
+	if err != nil {
+		return nil, fmt.Errorf("endpoint store: %w", err)
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, endpointBucketConfig(replicas))
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", EndpointBucket, err)
+	}
+	s := &EndpointStore{kv: kv, box: box, log: slog.New(slog.DiscardHandler), now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
+}
+
+// secretsContext is the sealing context of an endpoint's signing secrets.
+func secretsContext(id string) []byte { return []byte(id + "/secrets") }
+
+// headerContext is the sealing context of one header value.
+func headerContext(id, name string) []byte { return []byte(id + "/headers/" + name) }
+
+// Record seals spec into a record. CreatedAt and UpdatedAt are left zero.
+func (s *EndpointStore) Record(spec config.EndpointSpec) EndpointRecord {
+	rec := EndpointRecord{
+		V:                  endpointRecordVersion,
+		ID:                 spec.ID,
+		URL:                spec.URL,
+		Events:             slices.Clone(spec.Events),
+		Tenant:             spec.Tenant,
+		Description:        spec.Description,
+		InsecureSkipVerify: spec.InsecureSkipVerify,
+		Overrides:          spec.Overrides,
+		Secrets:            make([]SealedSecret, len(spec.Secrets)),
+	}
+	for i, sec := range spec.Secrets {
+		rec.Secrets[i].Sealed = s.box.Seal([]byte(sec.Reveal()), secretsContext(spec.ID))
+		if i < len(spec.SecretExpiry) && !spec.SecretExpiry[i].IsZero() {
+			t := spec.SecretExpiry[i].UTC()
+			rec.Secrets[i].Expires = &t
+		}
+	}
+	if spec.Headers != nil {
+		rec.Headers = make(map[string][]byte, len(spec.Headers))
+		for name, v := range spec.Headers {
+			rec.Headers[name] = s.box.Seal([]byte(v.Reveal()), headerContext(spec.ID, name))
+		}
+	}
+	return rec
+}
+
+// Spec opens rec into the definition it was built from, every secret
+// included. Errors wrap [seal.ErrOpen] (wrong secret_key, or a value
+// changed or moved) and name the field, never a value.
+func (s *EndpointStore) Spec(rec EndpointRecord) (config.EndpointSpec, error) {
+	spec := config.EndpointSpec{
+		ID:                 rec.ID,
+		URL:                rec.URL,
+		Events:             slices.Clone(rec.Events),
+		Tenant:             rec.Tenant,
+		Description:        rec.Description,
+		InsecureSkipVerify: rec.InsecureSkipVerify,
+		Overrides:          rec.Overrides,
+		Secrets:            make([]config.Secret, len(rec.Secrets)),
+		SecretExpiry:       make([]time.Time, len(rec.Secrets)),
+	}
+	for i, sec := range rec.Secrets {
+		plain, err := s.box.Open(sec.Sealed, secretsContext(rec.ID))
+		if err != nil {
+			return config.EndpointSpec{}, fmt.Errorf("endpoint %s: secrets[%d]: %w", rec.ID, i, err)
+		}
+		spec.Secrets[i] = config.NewSecret(string(plain))
+		if sec.Expires != nil {
+			spec.SecretExpiry[i] = *sec.Expires
+		}
+	}
+	if rec.Headers != nil {
+		spec.Headers = make(map[string]config.Secret, len(rec.Headers))
+		for name, sealed := range rec.Headers {
+			plain, err := s.box.Open(sealed, headerContext(rec.ID, name))
+			if err != nil {
+				return config.EndpointSpec{}, fmt.Errorf("endpoint %s: headers.%s: %w", rec.ID, name, err)
+			}
+			spec.Headers[name] = config.NewSecret(string(plain))
+		}
+	}
+	return spec, nil
+}
+
+// Resolve turns rec into the endpoint the engine delivers to: secrets
+// opened, rotated-out secrets whose grace has ended dropped, defaults
+// applied field by field under the record's overrides, Source "api",
+// CreatedAt and UpdatedAt from the record. SecretExpiry tells the caller
+// when to resolve again (a secret expires).
+func (s *EndpointStore) Resolve(rec EndpointRecord, defaults config.Settings) (config.Endpoint, error) {
+	spec, err := s.Spec(rec)
+	if err != nil {
+		return config.Endpoint{}, err
+	}
+	spec = DropExpiredSecrets(spec, s.now())
+	ep, err := config.ResolveEndpoint(defaults, spec)
+	if err != nil {
+		return config.Endpoint{}, fmt.Errorf("endpoint %s: %w", rec.ID, err)
+	}
+	ep.Source = config.SourceAPI
+	ep.CreatedAt, ep.UpdatedAt = rec.CreatedAt, rec.UpdatedAt
+	return ep, nil
+}
+
+// DropExpiredSecrets returns spec without the secrets whose expiry is at or
+// before now.
+func DropExpiredSecrets(spec config.EndpointSpec, now time.Time) config.EndpointSpec {
+	var secrets []config.Secret
+	var expiry []time.Time
+	for i, sec := range spec.Secrets {
+		var exp time.Time
+		if i < len(spec.SecretExpiry) {
+			exp = spec.SecretExpiry[i]
+		}
+		if !exp.IsZero() && !exp.After(now) {
+			continue
+		}
+		secrets = append(secrets, sec)
+		expiry = append(expiry, exp)
+	}
+	spec.Secrets, spec.SecretExpiry = secrets, expiry
+	return spec
+}
+
+// decodeRecord decodes a KV value, reporting false for a value that is not
+// an endpoint definition (no url: a disabled state of the first design).
+func decodeRecord(e natsjs.KeyValueEntry) (EndpointRecord, bool, error) {
+	var rec EndpointRecord
+	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+		return EndpointRecord{}, false, fmt.Errorf("endpoint %s: %w", e.Key(), err)
+	}
+	if rec.URL == "" {
+		return EndpointRecord{}, false, nil
+	}
+	rec.ID = e.Key()
+	rec.Revision = e.Revision()
+	return rec, true, nil
+}
+
+// Create stores a new record under rec.ID. It returns an error wrapping
+// [ErrEndpointExists] when an endpoint has that id; a leftover value that
+// is not an endpoint is replaced.
+func (s *EndpointStore) Create(ctx context.Context, rec EndpointRecord) error {
+	rec.V = endpointRecordVersion
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("endpoint %s: %w", rec.ID, err)
+	}
+	_, err = s.kv.Create(ctx, rec.ID, b)
+	if errors.Is(err, natsjs.ErrKeyExists) {
+		e, gerr := s.kv.Get(ctx, rec.ID)
+		if gerr != nil {
+			return fmt.Errorf("endpoint %s: %w", rec.ID, gerr)
+		}
+		if _, ok, _ := decodeRecord(e); ok {
+			return fmt.Errorf("%w: %q", ErrEndpointExists, rec.ID)
+		}
+		s.log.Debug("replacing a value that is not an endpoint", "bucket", EndpointBucket, "key", rec.ID)
+		_, err = s.kv.Update(ctx, rec.ID, b, e.Revision())
+		if errors.Is(err, natsjs.ErrKeyRevisionMismatch) {
+			return fmt.Errorf("%w: %q", ErrEndpointExists, rec.ID)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("create endpoint %s: %w", rec.ID, err)
+	}
+	return nil
+}
+
+// Get returns the record stored under id, or an error wrapping
+// [ErrUnknownEndpoint].
+func (s *EndpointStore) Get(ctx context.Context, id string) (EndpointRecord, error) {
+	e, err := s.kv.Get(ctx, id)
+	if errors.Is(err, natsjs.ErrKeyNotFound) || errors.Is(err, natsjs.ErrInvalidKey) {
+		return EndpointRecord{}, fmt.Errorf("%w: %q", ErrUnknownEndpoint, id)
+	}
+	if err != nil {
+		return EndpointRecord{}, fmt.Errorf("endpoint %s: %w", id, err)
+	}
+	rec, ok, err := decodeRecord(e)
+	if err != nil {
+		return EndpointRecord{}, err
+	}
+	if !ok {
+		return EndpointRecord{}, fmt.Errorf("%w: %q", ErrUnknownEndpoint, id)
+	}
+	return rec, nil
+}
+
+// maxUpdateTries bounds the compare-and-set retries of Update.
+const maxUpdateTries = 10
+
+// Update reads the record under id, lets fn change it, and writes it back
+// only if nobody changed it meanwhile, retrying fn on a conflict. When fn
+// returns an error nothing is written and that error is returned. The
+// record written, with its new revision, is returned.
+func (s *EndpointStore) Update(ctx context.Context, id string, fn func(*EndpointRecord) error) (EndpointRecord, error) {
+	for range maxUpdateTries {
+		rec, err := s.Get(ctx, id)
+		if err != nil {
+			return EndpointRecord{}, err
+		}
+		rev := rec.Revision
+		if err := fn(&rec); err != nil {
+			return EndpointRecord{}, err
+		}
+		rec.ID, rec.V = id, endpointRecordVersion
+		b, err := json.Marshal(rec)
+		if err != nil {
+			return EndpointRecord{}, fmt.Errorf("endpoint %s: %w", id, err)
+		}
+		rec.Revision, err = s.kv.Update(ctx, id, b, rev)
+		if errors.Is(err, natsjs.ErrKeyRevisionMismatch) {
+			continue
+		}
+		if err != nil {
+			return EndpointRecord{}, fmt.Errorf("update endpoint %s: %w", id, err)
+		}
+		return rec, nil
+	}
+	return EndpointRecord{}, fmt.Errorf("update endpoint %s: %w", id, ErrConflict)
+}
+
+// Delete removes the record under id, or returns an error wrapping
+// [ErrUnknownEndpoint].
+func (s *EndpointStore) Delete(ctx context.Context, id string) error {
+	rec, err := s.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	err = s.kv.Delete(ctx, id, natsjs.LastRevision(rec.Revision))
+	if errors.Is(err, natsjs.ErrKeyRevisionMismatch) {
+		return s.Delete(ctx, id) // changed meanwhile: delete what is there now
+	}
+	if err != nil {
+		return fmt.Errorf("delete endpoint %s: %w", id, err)
+	}
+	return nil
+}
+
+// Count returns an upper bound of the number of stored endpoints that is
+// cheap to get (the bucket's message count, delete markers included), or
+// the exact number when exact is set (which reads every key).
+func (s *EndpointStore) Count(ctx context.Context, exact bool) (int, error) {
+	if !exact {
+		st, err := s.kv.Status(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("bucket %s: %w", EndpointBucket, err)
+		}
+		return int(st.Values()), nil
+	}
+	keys, err := s.kv.ListKeys(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("bucket %s: %w", EndpointBucket, err)
+	}
+	n := 0
+	for range keys.Keys() {
+		n++
+	}
+	return n, nil
+}
+
+// Watch calls fn with every stored endpoint, then returns and keeps calling
+// fn, from one goroutine and in the bucket's order, for every change: the
+// new record, or nil when the endpoint was deleted. Values that are not
+// endpoints are skipped. stop ends the watch and waits for fn to return;
+// cancelling ctx ends it too.
+func (s *EndpointStore) Watch(ctx context.Context, fn func(id string, rec *EndpointRecord)) (stop func(), err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	w, err := s.kv.WatchAll(ctx)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("watch %s: %w", EndpointBucket, err)
+	}
+	updates := w.Updates()
+	for e := range updates { // the current values, then nil
+		if e == nil {
+			break
+		}
+		if e.Operation() == natsjs.KeyValuePut {
+			s.apply(e, fn)
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for e := range updates {
+			if e != nil {
+				s.apply(e, fn)
+			}
+		}
+	})
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			if err := w.Stop(); err != nil {
+				s.log.Debug("stop endpoint watch", "err", err)
+			}
+			wg.Wait()
+		})
+	}, nil
+}
+
+// apply passes one watched entry to fn.
+func (s *EndpointStore) apply(e natsjs.KeyValueEntry, fn func(string, *EndpointRecord)) {
+	if e.Operation() != natsjs.KeyValuePut {
+		fn(e.Key(), nil)
+		return
+	}
+	rec, ok, err := decodeRecord(e)
+	switch {
+	case err != nil:
+		s.log.Warn("skipping an endpoint that does not decode", "bucket", EndpointBucket, "key", e.Key(), "err", err)
+	case !ok:
+		s.log.Debug("skipping a value that is not an endpoint", "bucket", EndpointBucket, "key", e.Key())
+	default:
+		fn(e.Key(), &rec)
+	}
+}

@@ -1,0 +1,359 @@
+package jetstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/seal"
+)
+
+const (
+	testSecret  = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	testSecret2 = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
+	testHeader  = "header-value-that-is-a-credential"
+)
+
+// startJS starts an embedded nats-server with JetStream in a temporary
+// directory and returns a JetStream context on a connection to it.
+func startJS(t *testing.T) natsjs.JetStream {
+	t.Helper()
+	ns, err := StartEmbedded(config.NATS{Listen: "127.0.0.1:-1"}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		nc.Close()
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	})
+	js, err := natsjs.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+func testKey(fill byte) []byte { return bytes.Repeat([]byte{fill}, 32) }
+
+func openStore(t *testing.T, js natsjs.JetStream, opts ...StoreOption) *EndpointStore {
+	t.Helper()
+	s, err := OpenEndpointStore(t.Context(), js, testKey(1), 1, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func testSpec(id string) config.EndpointSpec {
+	four := 4
+	return config.EndpointSpec{
+		ID:        id,
+		URL:       "https://" + id + ".example.com/hooks",
+		Events:    []string{"order.*"},
+		Tenant:    "acme",
+		Headers:   map[string]config.Secret{"X-Api-Key": config.NewSecret(testHeader)},
+		Secrets:   []config.Secret{config.NewSecret(testSecret)},
+		Overrides: config.Overrides{RetryMaxAttempts: &four},
+	}
+}
+
+func TestEndpointStoreCreateGetResolve(t *testing.T) {
+	js := startJS(t)
+	s := openStore(t, js)
+	ctx := t.Context()
+	rec := s.Record(testSpec("crm"))
+	rec.CreatedAt = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	rec.UpdatedAt = rec.CreatedAt
+	if err := s.Create(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(ctx, s.Record(testSpec("crm"))); !errors.Is(err, ErrEndpointExists) {
+		t.Fatalf("second create: %v, want ErrEndpointExists", err)
+	}
+	got, err := s.Get(ctx, "crm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults := config.Default().Defaults
+	ep, err := s.Resolve(got, defaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.Source != config.SourceAPI || ep.URL != "https://crm.example.com/hooks" || ep.Tenant != "acme" ||
+		!ep.CreatedAt.Equal(rec.CreatedAt) || ep.Retry.MaxAttempts != 4 || ep.Retry.Base != defaults.Retry.Base {
+		t.Errorf("resolved = %+v", ep)
+	}
+	if len(ep.Secrets) != 1 || ep.Secrets[0].Reveal() != testSecret || ep.Headers["X-Api-Key"].Reveal() != testHeader {
+		t.Error("secrets or headers did not survive the round trip")
+	}
+	if _, err := s.Get(ctx, "nope"); !errors.Is(err, ErrUnknownEndpoint) {
+		t.Errorf("Get(nope) = %v", err)
+	}
+}
+
+// TestEndpointBucketShowsNoSecret reads the bucket as the nats CLI would and
+// looks for any secret in clear text or in base64.
+func TestEndpointBucketShowsNoSecret(t *testing.T) {
+	js := startJS(t)
+	s := openStore(t, js)
+	ctx := t.Context()
+	if err := s.Create(ctx, s.Record(testSpec("crm"))); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, EndpointBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(ctx, "crm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := string(e.Value())
+	if !strings.Contains(raw, `"url":"https://crm.example.com/hooks"`) {
+		t.Fatalf("raw value does not look like a record: %s", raw)
+	}
+	key, _ := config.DecodeSecret(testSecret)
+	for _, needle := range []string{
+		testSecret, strings.TrimPrefix(testSecret, "whsec_"), base64.StdEncoding.EncodeToString([]byte(testSecret)),
+		base64.StdEncoding.EncodeToString(key), testHeader, base64.StdEncoding.EncodeToString([]byte(testHeader)),
+	} {
+		if strings.Contains(raw, needle) {
+			t.Errorf("raw KV value contains %q", needle)
+		}
+	}
+}
+
+func TestEndpointStoreWrongKeyOrMovedValue(t *testing.T) {
+	js := startJS(t)
+	s := openStore(t, js)
+	ctx := t.Context()
+	if err := s.Create(ctx, s.Record(testSpec("a"))); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.Get(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := OpenEndpointStore(ctx, js, testKey(2), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Resolve(rec, config.Default().Defaults); !errors.Is(err, seal.ErrOpen) {
+		t.Errorf("resolve with another key: %v", err)
+	}
+	moved := rec
+	moved.ID = "b" // a sealed secret copied to another endpoint
+	_, err = s.Spec(moved)
+	if !errors.Is(err, seal.ErrOpen) {
+		t.Fatalf("moved secret opened: %v", err)
+	}
+	if strings.Contains(err.Error(), strings.TrimPrefix(testSecret, "whsec_")) || !strings.Contains(err.Error(), "secrets[0]") {
+		t.Errorf("error %q shows the secret or does not name the field", err)
+	}
+}
+
+func TestEndpointStoreUpdate(t *testing.T) {
+	js := startJS(t)
+	s := openStore(t, js)
+	ctx := t.Context()
+	if err := s.Create(ctx, s.Record(testSpec("a"))); err != nil {
+		t.Fatal(err)
+	}
+	refused := errors.New("refused")
+	if _, err := s.Update(ctx, "a", func(r *EndpointRecord) error { r.URL = "https://changed/"; return refused }); !errors.Is(err, refused) {
+		t.Fatalf("update = %v", err)
+	}
+	if rec, _ := s.Get(ctx, "a"); rec.URL != "https://a.example.com/hooks" {
+		t.Fatal("a refused update changed the record")
+	}
+	// Concurrent updates each see the other's write: none is lost.
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if _, err := s.Update(ctx, "a", func(r *EndpointRecord) error {
+				r.Description += "x"
+				return nil
+			}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if rec, _ := s.Get(ctx, "a"); rec.Description != "xxxxxxxx" {
+		t.Errorf("description = %q after 8 concurrent appends", rec.Description)
+	}
+	if _, err := s.Update(ctx, "nope", func(*EndpointRecord) error { return nil }); !errors.Is(err, ErrUnknownEndpoint) {
+		t.Errorf("update unknown = %v", err)
+	}
+}
+
+func TestEndpointStoreDropsExpiredSecrets(t *testing.T) {
+	js := startJS(t)
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	s := openStore(t, js, StoreClock(func() time.Time { return now }))
+	spec := testSpec("a")
+	spec.Secrets = []config.Secret{config.NewSecret(testSecret2), config.NewSecret(testSecret)}
+	spec.SecretExpiry = []time.Time{{}, now.Add(time.Hour)}
+	rec := s.Record(spec)
+	ep, err := s.Resolve(rec, config.Default().Defaults)
+	if err != nil || len(ep.Secrets) != 2 || !ep.SecretExpiry[1].Equal(now.Add(time.Hour)) {
+		t.Fatalf("during the grace: %d secrets, expiry %v, %v", len(ep.Secrets), ep.SecretExpiry, err)
+	}
+	now = now.Add(time.Hour)
+	ep, err = s.Resolve(rec, config.Default().Defaults)
+	if err != nil || len(ep.Secrets) != 1 || ep.Secrets[0].Reveal() != testSecret2 {
+		t.Fatalf("after the grace: %d secrets, %v", len(ep.Secrets), err)
+	}
+}
+
+func TestEndpointStoreWatch(t *testing.T) {
+	js := startJS(t)
+	s := openStore(t, js)
+	ctx := t.Context()
+	kv, err := js.KeyValue(ctx, EndpointBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A disabled state of the first design: skipped, not an error.
+	if _, err := kv.Put(ctx, "legacy", []byte(`{"reason":"gone","at":"2025-01-01T00:00:00Z"}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b", "gone"} {
+		if err := s.Create(ctx, s.Record(testSpec(id))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Delete(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	type event struct {
+		id  string
+		url string // "" for a delete
+	}
+	events := make(chan event, 16)
+	stop, err := s.Watch(ctx, func(id string, rec *EndpointRecord) {
+		ev := event{id: id}
+		if rec != nil {
+			ev.url = rec.URL
+		}
+		events <- ev
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var initial []string
+	for len(events) > 0 {
+		initial = append(initial, (<-events).id)
+	}
+	if strings.Join(initial, ",") != "a,b" {
+		t.Fatalf("replayed %v before Watch returned, want a,b", initial)
+	}
+	if _, err := s.Update(ctx, "a", func(r *EndpointRecord) error { r.URL = "https://new.example.com/"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []event{{"a", "https://new.example.com/"}, {"b", ""}} {
+		select {
+		case got := <-events:
+			if got != want {
+				t.Errorf("event %+v, want %+v", got, want)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("no event %+v within 2s", want)
+		}
+	}
+	stop()
+	if err := s.Create(ctx, s.Record(testSpec("late"))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-events:
+		t.Errorf("event %+v after stop", ev)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+func TestEndpointStoreCreateReplacesLegacyState(t *testing.T) {
+	js := startJS(t)
+	s := openStore(t, js)
+	ctx := t.Context()
+	kv, err := js.KeyValue(ctx, EndpointBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "old", []byte(`{"reason":"operator"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "old"); !errors.Is(err, ErrUnknownEndpoint) {
+		t.Errorf("a legacy state reads as an endpoint: %v", err)
+	}
+	if err := s.Create(ctx, s.Record(testSpec("old"))); err != nil {
+		t.Fatalf("create over a legacy state: %v", err)
+	}
+	if n, err := s.Count(ctx, true); err != nil || n != 1 {
+		t.Errorf("count = %d, %v", n, err)
+	}
+}
+
+func TestEndpointStoreDelete(t *testing.T) {
+	js := startJS(t)
+	s := openStore(t, js)
+	ctx := t.Context()
+	if err := s.Delete(ctx, "nope"); !errors.Is(err, ErrUnknownEndpoint) {
+		t.Errorf("delete unknown = %v", err)
+	}
+	if err := s.Create(ctx, s.Record(testSpec("a"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "a"); !errors.Is(err, ErrUnknownEndpoint) {
+		t.Errorf("get after delete = %v", err)
+	}
+	if err := s.Create(ctx, s.Record(testSpec("a"))); err != nil {
+		t.Errorf("create after delete = %v", err)
+	}
+}
+
+func TestEnsureStreamsKeepsTheStoreBucket(t *testing.T) {
+	js := startJS(t)
+	ctx := context.Background()
+	s := openStore(t, js)
+	cfg := config.Default()
+	if err := EnsureStreams(ctx, js, &cfg, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(ctx, s.Record(testSpec("a"))); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, EndpointBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.History() != 1 || st.Bytes() == 0 {
+		t.Errorf("bucket status history %d bytes %d", st.History(), st.Bytes())
+	}
+}
