@@ -30,6 +30,7 @@ import (
 	"github.com/hookjet/hookjet/dedupe"
 	"github.com/hookjet/hookjet/deliver"
 	"github.com/hookjet/hookjet/jetstream"
+	"github.com/hookjet/hookjet/seal"
 	"github.com/hookjet/hookjet/state"
 	"github.com/hookjet/hookjet/tracing"
 )
@@ -58,7 +59,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _,
 		return err
 	}
 	log := NewLogger(cfg.Log, stderr)
-	s, err := Start(ctx, cfg, Options{Log: log, Getenv: getenv})
+	s, err := Start(ctx, cfg, Options{Log: log, Getenv: getenv, ConfigPath: *path})
 	if err != nil {
 		return err
 	}
@@ -122,6 +123,9 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 	// Getenv reads the OTEL_* variables; nil: none are set.
 	Getenv func(string) string
+	// ConfigPath names the config file in the admin API's answers about
+	// endpoints it owns; empty: "the config file".
+	ConfigPath string
 }
 
 // Server is a running hookjet: NATS (embedded or not), state, dispatcher and
@@ -143,6 +147,10 @@ type Server struct {
 	// stopTracing flushes and stops the tracer provider Start built; nil
 	// when there is none (tracing off, or Options.TracerProvider given).
 	stopTracing func(context.Context) error
+	// stopWatch ends the watch of the endpoints stored through the API.
+	stopWatch func()
+	// cfgMu guards cfg, which Reload replaces.
+	cfgMu sync.Mutex
 
 	stopLedger, stopBreakers, stopGauges, stopSync context.CancelFunc
 	ledgerDone, breakersDone, gaugesDone, syncDone chan struct{}
@@ -160,6 +168,9 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	s := &Server{cfg: cfg, log: log, registry: o.Registry}
 	defer func() {
 		if err != nil {
+			if s.stopWatch != nil {
+				s.stopWatch()
+			}
 			if s.disp != nil {
 				s.disp.Stop(time.Second)
 			}
@@ -265,11 +276,26 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	}
 	go func() { defer close(s.gaugesDone); disp.RunGauges(gctx, 5*time.Second) }()
 
+	// Endpoints created through the admin API: stored in a KV bucket with
+	// their secrets sealed, applied here and on every other process.
+	key, err := seal.LoadSecretKey(cfg)
+	if err != nil {
+		return nil, err
+	}
+	store, err := jetstream.OpenEndpointStore(setupCtx, js, key, cfg.Streams.Replicas, jetstream.StoreLogger(log))
+	if err != nil {
+		return nil, err
+	}
+	if s.stopWatch, err = disp.WatchEndpoints(context.WithoutCancel(ctx), store, func() config.Settings { return s.config().Defaults }); err != nil {
+		return nil, err
+	}
+
 	if s.adminLn, err = net.Listen("tcp", cfg.Admin.Listen); err != nil {
 		return nil, fmt.Errorf("admin.listen: %w", err)
 	}
 	s.admin = &http.Server{
-		Handler:           admin.NewHandler(disp, s.registry, cfg.Admin.Token.Reveal(), log),
+		Handler: admin.NewHandler(disp, s.registry, cfg.Admin.Token.Reveal(), log,
+			admin.WithEndpointStore(store, disp, s.config), admin.WithConfigPath(o.ConfigPath)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
@@ -307,9 +333,23 @@ func syncEvery(ctx context.Context, db *bolt.DB, interval time.Duration, log *sl
 // AdminAddr is the address the admin API listens on.
 func (s *Server) AdminAddr() string { return s.adminLn.Addr().String() }
 
-// Reload applies cfg's endpoints without dropping work.
+// Reload applies cfg's endpoints without dropping work. Endpoints created
+// through the admin API are not touched.
 func (s *Server) Reload(ctx context.Context, cfg *config.Config) error {
-	return s.disp.Apply(ctx, cfg)
+	if err := s.disp.Apply(ctx, cfg); err != nil {
+		return err
+	}
+	s.cfgMu.Lock()
+	s.cfg = cfg
+	s.cfgMu.Unlock()
+	return nil
+}
+
+// config returns the configuration in force.
+func (s *Server) config() *config.Config {
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	return s.cfg
 }
 
 // Shutdown stops the server in the order documented on Server. It is safe to
@@ -321,7 +361,10 @@ func (s *Server) Shutdown() error {
 }
 
 func (s *Server) shutdown() error {
-	s.disp.Stop(s.cfg.Worker.ShutdownGrace)
+	if s.stopWatch != nil {
+		s.stopWatch()
+	}
+	s.disp.Stop(s.config().Worker.ShutdownGrace)
 	s.client.CloseIdleConnections()
 	s.stopGauges()
 	<-s.gaugesDone

@@ -198,7 +198,8 @@ func testConfig(t testing.TB, dir string, extra string, eps ...endpointYAML) *co
 	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "data_dir: %s\nnats:\n  listen: 127.0.0.1:%d\nadmin:\n  listen: 127.0.0.1:0\n", dir, freePort(t))
-	b.WriteString("log:\n  level: debug\nsecurity:\n  allow_private_networks: true\nworker:\n  shutdown_grace: 5s\n")
+	// A shared secret_key, as every process on one NATS needs (nats.url).
+	b.WriteString("log:\n  level: debug\nsecurity:\n  allow_private_networks: true\n  secret_key: MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\nworker:\n  shutdown_grace: 5s\n")
 	b.WriteString("defaults:\n  timeout: 2s\n  retry: {base: 50ms, cap: 200ms, max_attempts: 5, max_age: 1h}\n")
 	b.WriteString(extra)
 	b.WriteString("endpoints:\n")

@@ -1,0 +1,249 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/hookjet/hookjet/breaker"
+	"github.com/hookjet/hookjet/config"
+)
+
+// WatchEndpoints applies the endpoints stored through the admin API, now
+// and whenever one changes, on this process: within the watch's latency of
+// the change on every process. The stored endpoints are applied as one
+// batch first, so 100,000 of them start in linear time. defaults returns the
+// settings API endpoints inherit (a reload may change them). stop ends the
+// watch.
+func (d *Dispatcher) WatchEndpoints(ctx context.Context, store *EndpointStore, defaults func() config.Settings) (stop func(), err error) {
+	var mu sync.Mutex // held while the initial batch is applied
+	initial := map[string]config.Endpoint{}
+	started := false
+	stop, err = store.Watch(ctx, func(id string, rec *EndpointRecord) {
+		mu.Lock()
+		defer mu.Unlock()
+		if rec == nil {
+			delete(initial, id)
+			if started {
+				d.RemoveEndpoint(id)
+			}
+			return
+		}
+		ep, err := store.Resolve(*rec, defaults())
+		if err != nil {
+			d.log.Error("API endpoint not applied", "endpoint", id, "err", err)
+			return
+		}
+		if !started {
+			initial[id] = ep
+			return
+		}
+		if err := d.PutEndpoint(ep); err != nil {
+			d.log.Error("API endpoint not applied", "endpoint", id, "err", err)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	mu.Lock()
+	eps := make([]config.Endpoint, 0, len(initial))
+	for _, ep := range initial {
+		eps = append(eps, ep)
+	}
+	d.putAll(eps)
+	started = true
+	mu.Unlock()
+	d.log.Info("applied the endpoints of the admin API", "endpoints", len(eps))
+	return stop, nil
+}
+
+// putAll is PutEndpoint for many endpoints, with one breaker update.
+func (d *Dispatcher) putAll(eps []config.Endpoint) {
+	d.applyMu.Lock()
+	defer d.applyMu.Unlock()
+	configure := make([]breaker.Config, 0, len(eps))
+	for _, ep := range eps {
+		d.mu.RLock()
+		owned := d.fromCfg[ep.ID]
+		d.mu.RUnlock()
+		if owned {
+			d.log.Warn("an API endpoint has the id of a config-file endpoint; the file's wins", "endpoint", ep.ID)
+			continue
+		}
+		ep.Source = config.SourceAPI
+		changed, err := d.put(ep)
+		if err != nil {
+			d.log.Error("API endpoint not applied", "endpoint", ep.ID, "err", err)
+			continue
+		}
+		if changed {
+			configure = append(configure, breaker.Config{ID: ep.ID, Settings: breakerSettings(ep)})
+		}
+	}
+	d.o.Breakers.ConfigureAll(configure)
+}
+
+// ConfigEndpoint returns the config-file endpoint id, if the file owns it.
+func (d *Dispatcher) ConfigEndpoint(id string) (config.Endpoint, bool) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if !d.fromCfg[id] {
+		return config.Endpoint{}, false
+	}
+	e := d.eps[id]
+	if e == nil {
+		return config.Endpoint{}, false
+	}
+	return e.set.Load().ep, true
+}
+
+// TestEventType is the type of the events SendTest sends.
+const TestEventType = "hookjet.test"
+
+// SendTest sends a signed hookjet.test event to endpoint id only, through
+// its normal delivery path (a task its drain delivers), and returns the
+// event id.
+func (d *Dispatcher) SendTest(ctx context.Context, id string) (string, error) {
+	if d.endpoint(id) == nil {
+		return "", fmt.Errorf("%w: %q", ErrUnknownEndpoint, id)
+	}
+	now := d.now().UTC()
+	n := nuid.Next()
+	ev := event{id: "test_" + n, typ: TestEventType, key: "t" + n, at: now}
+	body, err := json.Marshal(map[string]string{"type": TestEventType, "endpoint": id, "sent_at": now.Format(time.RFC3339)})
+	if err != nil {
+		return "", err
+	}
+	if err := d.publishCtx(ctx, taskMsg(id, &ev, attemptState{}, body, nil, time.Time{})); err != nil {
+		return "", fmt.Errorf("test event: %w", err)
+	}
+	d.o.Metrics.Published.Inc()
+	d.drains.note(id, time.Time{})
+	return ev.id, nil
+}
+
+// Redeliver sends every event stored in HOOKJET_EVENTS between since and
+// until (zero: now) that endpoint id's patterns match to that endpoint again,
+// as tasks with the original event ids, through the endpoint's normal
+// limits. It reads the log with an ordered consumer, in batches, so memory
+// does not grow with the window. With dryRun it only counts.
+func (d *Dispatcher) Redeliver(ctx context.Context, id string, since, until time.Time, dryRun bool) (matched, queued int, err error) {
+	e := d.endpoint(id)
+	if e == nil {
+		return 0, 0, fmt.Errorf("%w: %q", ErrUnknownEndpoint, id)
+	}
+	if until.IsZero() {
+		until = d.now()
+	}
+	if !since.Before(until) {
+		return 0, 0, fmt.Errorf("%w: since must be before until", ErrBadRequest)
+	}
+	st, err := d.o.JS.Stream(ctx, EventsStream)
+	if err != nil {
+		return 0, 0, fmt.Errorf("stream %s: %w", EventsStream, err)
+	}
+	last := st.CachedInfo().State.LastSeq
+	if st.CachedInfo().State.Msgs == 0 {
+		return 0, 0, nil
+	}
+	var filters []string
+	for _, p := range e.set.Load().ep.Events {
+		filters = append(filters, EventsPrefix+p)
+	}
+	start := since
+	cons, err := d.o.JS.OrderedConsumer(ctx, EventsStream, natsjs.OrderedConsumerConfig{
+		FilterSubjects: filters, DeliverPolicy: natsjs.DeliverByStartTimePolicy, OptStartTime: &start,
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("read %s: %w", EventsStream, err)
+	}
+	nonce := nuid.Next()[:8]
+	for done := false; !done; {
+		batch, err := cons.Fetch(256, natsjs.FetchMaxWait(time.Second))
+		if err != nil {
+			return matched, queued, fmt.Errorf("read %s: %w", EventsStream, err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			meta, err := m.Metadata()
+			if err != nil || done {
+				continue
+			}
+			if !meta.Timestamp.Before(until) || meta.Sequence.Stream > last {
+				done = true
+				continue
+			}
+			matched++
+			if meta.NumPending == 0 || meta.Sequence.Stream >= last {
+				done = true
+			}
+			if dryRun {
+				continue
+			}
+			ev := d.eventOf(m, meta)
+			ev.key = "d" + strconv.FormatUint(ev.seq, 10) + "x" + nonce
+			ev.at = d.now() // retry.max_age counts from the redelivery
+			if err := d.publishCtx(ctx, taskMsg(id, &ev, attemptState{}, m.Data(), m.Headers(), time.Time{})); err != nil {
+				return matched, queued, fmt.Errorf("redeliver seq %d: %w", ev.seq, err)
+			}
+			queued++
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, natsjs.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) {
+			return matched, queued, fmt.Errorf("read %s: %w", EventsStream, err)
+		}
+		if n == 0 {
+			done = true
+		}
+	}
+	if queued > 0 {
+		d.drains.note(id, time.Time{})
+	}
+	d.log.Info("redelivered history", "endpoint", id, "since", since, "until", until, "matched", matched, "queued", queued, "dry_run", dryRun)
+	return matched, queued, nil
+}
+
+// Discard drops every delivery waiting for endpoint id (tasks and
+// scheduled retries), its drain consumer and its disabled or held state,
+// and returns how many deliveries it dropped. The admin API calls it when
+// it deletes an endpoint it owns; its dead letters stay.
+func (d *Dispatcher) Discard(ctx context.Context, id string) (int, error) {
+	st, err := d.o.JS.Stream(ctx, TasksStream)
+	if err != nil {
+		return 0, fmt.Errorf("stream %s: %w", TasksStream, err)
+	}
+	w, err := d.waiting(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	n := int(w[id].due + w[id].scheduled)
+	if err := d.o.JS.DeleteConsumer(ctx, TasksStream, DrainConsumerName(id)); err != nil && !errors.Is(err, natsjs.ErrConsumerNotFound) {
+		d.log.Debug("delete drain consumer", "endpoint", id, "err", err)
+	}
+	for _, subj := range []string{TasksPrefix + id, SchedPrefix + id + ".>"} {
+		if err := st.Purge(ctx, natsjs.WithPurgeSubject(subj)); err != nil {
+			return n, fmt.Errorf("discard %s: %w", subj, err)
+		}
+	}
+	if err := d.stateKV.Purge(ctx, id); err != nil && !errors.Is(err, natsjs.ErrKeyNotFound) {
+		d.log.Warn("remove endpoint state", "endpoint", id, "err", err)
+	}
+	d.log.Info("discarded the deliveries waiting for a deleted endpoint", "endpoint", id, "discarded", n)
+	return n, nil
+}
+
+// publishCtx is publish bounded by ctx as well.
+func (d *Dispatcher) publishCtx(ctx context.Context, msg *nats.Msg) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := d.o.JS.PublishMsg(ctx, msg)
+	return err
+}
