@@ -80,6 +80,7 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
 	switch res.Class {
 	case deliver.Success:
 		d.o.Breakers.Record(dl.e.id, breaker.Success, res.Latency, first)
+		dl.e.last.Store(&LastDelivery{EventID: dl.ev.id, Status: res.Status, LatencyMS: ms(res.Latency), At: res.Sent.UTC()})
 	case deliver.Transient:
 		d.o.Breakers.Record(dl.e.id, breaker.Failure, res.Latency, first)
 	case deliver.Rejected:

@@ -103,6 +103,15 @@ type endpoint struct {
 	set     atomic.Pointer[settings]
 	slots   slots
 	removed atomic.Bool
+	last    atomic.Pointer[LastDelivery] // this process's last 2xx
+}
+
+// LastDelivery is an endpoint's last successful delivery from this process.
+type LastDelivery struct {
+	EventID   string    `json:"event_id"`
+	Status    int       `json:"status"`
+	LatencyMS float64   `json:"latency_ms"`
+	At        time.Time `json:"at"`
 }
 
 type settings struct {

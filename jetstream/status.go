@@ -71,6 +71,7 @@ type EndpointStatus struct {
 	LastFailure             *time.Time    `json:"last_failure,omitempty"`
 	HeaderNames             []string      `json:"header_names,omitempty"`
 	Secrets                 int           `json:"secrets"`
+	LastDelivery            *LastDelivery `json:"last_delivery,omitempty"`
 	Source                  string        `json:"source"`
 	Tenant                  string        `json:"tenant"`
 	Description             string        `json:"description"`
@@ -157,6 +158,7 @@ func (d *Dispatcher) status(e *endpoint, w waitingCount, deadLetters uint64) End
 		DeadLetters: deadLetters, Secrets: len(ep.Secrets), Source: ep.Source, Tenant: ep.Tenant,
 		Description: ep.Description, CreatedAt: timePtr(ep.CreatedAt), UpdatedAt: timePtr(ep.UpdatedAt),
 		Pending: w.due + w.scheduled, AwaitingRetry: w.scheduled, InFlight: e.slots.inUse(),
+		LastDelivery: e.last.Load(),
 	}
 	if st.HoldUntil.After(d.now()) {
 		s.HeldUntil = timePtr(st.HoldUntil)

@@ -383,3 +383,14 @@ func (h *hookjet) metric(name string) float64 {
 	}
 	return -1
 }
+
+// waitFor waits until id has arrived at r.
+func (r *receiver) waitFor(t testing.TB, id string) {
+	t.Helper()
+	checkFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+		if r.requestsFor(id) == 0 {
+			return fmt.Errorf("%s has not arrived", id)
+		}
+		return nil
+	})
+}
