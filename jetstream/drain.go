@@ -246,7 +246,9 @@ func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg 
 		dl.done(false) // not yet expired: it waits on
 		return false
 	}
-	if d.alreadyDelivered(dl) {
+	// A redelivery asked for through the API goes again although the
+	// ledger knows the endpoint had the event: that is its point.
+	if !strings.HasPrefix(ev.key, redeliverKey) && d.alreadyDelivered(dl) {
 		adm.release()
 		return true
 	}

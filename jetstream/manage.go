@@ -105,6 +105,9 @@ func (d *Dispatcher) ConfigEndpoint(id string) (config.Endpoint, bool) {
 	return e.set.Load().ep, true
 }
 
+// redeliverKey starts the key of a task made by Redeliver.
+const redeliverKey = "d"
+
 // TestEventType is the type of the events SendTest sends.
 const TestEventType = "hookjet.test"
 
@@ -190,7 +193,7 @@ func (d *Dispatcher) Redeliver(ctx context.Context, id string, since, until time
 				continue
 			}
 			ev := d.eventOf(m, meta)
-			ev.key = "d" + strconv.FormatUint(ev.seq, 10) + "x" + nonce
+			ev.key = redeliverKey + strconv.FormatUint(ev.seq, 10) + "x" + nonce
 			ev.at = d.now() // retry.max_age counts from the redelivery
 			if err := d.publishCtx(ctx, taskMsg(id, &ev, attemptState{}, m.Data(), m.Headers(), time.Time{})); err != nil {
 				return matched, queued, fmt.Errorf("redeliver seq %d: %w", ev.seq, err)
