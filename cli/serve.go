@@ -205,6 +205,15 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	if s.nc, err = jetstream.Connect(cfg.NATS, s.ns, "hookjet", log); err != nil {
 		return nil, err
 	}
+	if err := checkPayloadHeadroom(cfg, s.nc.MaxPayload()); err != nil {
+		if cfg.Security.MaxPayloadBytes != config.Default().Security.MaxPayloadBytes {
+			return nil, err
+		}
+		// The default against a server with a smaller max_payload (1 MB
+		// by default): lower it to fit rather than refuse to start.
+		cfg.Security.MaxPayloadBytes = int(s.nc.MaxPayload() - payloadHeadroom)
+		log.Warn("security.max_payload_bytes lowered to fit the NATS server's max_payload with hookjet's headers", "max_payload_bytes", cfg.Security.MaxPayloadBytes, "server_max_payload", s.nc.MaxPayload())
+	}
 	js, err := natsjs.New(s.nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
@@ -286,8 +295,25 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	if err != nil {
 		return nil, err
 	}
-	if s.stopWatch, err = disp.WatchEndpoints(context.WithoutCancel(ctx), store, func() config.Settings { return s.config().Defaults }); err != nil {
+	stopAPI, err := disp.WatchEndpoints(context.WithoutCancel(ctx), store, func() config.Settings { return s.config().Defaults })
+	if err != nil {
 		return nil, err
+	}
+	s.stopWatch = stopAPI
+	if cfg.NATS.URL != "" {
+		// Several processes share the fan-out: each must know every
+		// process's config endpoints, or it would ack events only those
+		// endpoints want. Each publishes its file's and applies the others'.
+		shared, err := jetstream.OpenEndpointStore(setupCtx, js, key, cfg.Streams.Replicas, jetstream.StoreLogger(log),
+			jetstream.StoreBucket(jetstream.ConfigEndpointBucket, "hookjet config-file endpoints of every process, by id (secrets and header values sealed)"))
+		if err != nil {
+			return nil, err
+		}
+		stopShared, err := disp.ShareConfigEndpoints(context.WithoutCancel(ctx), shared)
+		if err != nil {
+			return nil, err
+		}
+		s.stopWatch = func() { stopShared(); stopAPI() }
 	}
 
 	if s.adminLn, err = net.Listen("tcp", cfg.Admin.Listen); err != nil {
@@ -312,6 +338,22 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	}
 	log.Info("hookjet serving", "version", Version, "nats", natsURL, "admin", "http://"+s.adminLn.Addr().String(), "endpoints", len(cfg.Endpoints), "data_dir", cfg.DataDir)
 	return s, nil
+}
+
+// payloadHeadroom is what hookjet adds to an event when it stores it as a
+// task or a dead letter (its Hookjet-* headers).
+const payloadHeadroom = 64 << 10
+
+// checkPayloadHeadroom refuses a security.max_payload_bytes that the NATS
+// server's max_payload cannot carry with hookjet's headers: such an event
+// could be accepted but never parked or dead-lettered.
+func checkPayloadHeadroom(cfg *config.Config, serverMax int64) error {
+	if need := int64(cfg.Security.MaxPayloadBytes) + payloadHeadroom; serverMax > 0 && need > serverMax {
+		return &config.FieldError{Key: "security.max_payload_bytes", Err: fmt.Errorf(
+			"%d bytes plus %d of headroom for hookjet's task and dead-letter headers exceed the NATS server's max_payload (%d): lower it or raise max_payload",
+			cfg.Security.MaxPayloadBytes, payloadHeadroom, serverMax)}
+	}
+	return nil
 }
 
 // syncEvery fdatasyncs db every interval until ctx is done.

@@ -546,3 +546,22 @@ func (s Security) CheckURL(u string) error {
 	}
 	return nil
 }
+
+// SpecOf returns the definition of a resolved endpoint with every setting
+// as an override, so that resolving it against any defaults gives ep's
+// settings back. Processes use it to share the endpoints of their config
+// files.
+func SpecOf(ep Endpoint) EndpointSpec {
+	s := ep.Settings
+	return EndpointSpec{
+		ID: ep.ID, URL: ep.URL, Events: ep.Events, Tenant: ep.Tenant, Description: ep.Description,
+		Headers: ep.Headers, Secrets: ep.Secrets, SecretExpiry: ep.SecretExpiry, InsecureSkipVerify: ep.InsecureSkipVerify,
+		Overrides: Overrides{
+			Timeout: &s.Timeout, MaxInFlight: &s.MaxInFlight,
+			RateLimitRPS: &s.RateLimit.RPS, RateLimitBurst: &s.RateLimit.Burst,
+			RetryBase: &s.Retry.Base, RetryCap: &s.Retry.Cap, RetryMaxAttempts: &s.Retry.MaxAttempts, RetryMaxAge: &s.Retry.MaxAge,
+			BreakerFailureThreshold: &s.Breaker.FailureThreshold, BreakerCooldown: &s.Breaker.Cooldown,
+			BreakerMaxCooldown: &s.Breaker.MaxCooldown, BreakerSlowP95: &s.Breaker.SlowP95,
+		},
+	}
+}

@@ -87,11 +87,14 @@ type Dispatcher struct {
 	mu      sync.RWMutex // guards the fields below; never held while waiting
 	eps     map[string]*endpoint
 	fromCfg map[string]bool // ids owned by the config file
+	others  map[string]bool // ids other processes' config files define
 	cfg     *config.Config
 	states  map[string]endpointState
 
 	fanoutAckWait time.Duration
 	hour          hourStats
+	cfgStore      *EndpointStore // shared config endpoints; nil until ShareConfigEndpoints
+
 }
 
 // endpoint is one endpoint's runtime state. Its settings are an immutable
@@ -132,6 +135,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 		cfg:        cfg,
 		eps:        map[string]*endpoint{},
 		fromCfg:    map[string]bool{},
+		others:     map[string]bool{},
 		states:     map[string]endpointState{},
 		global:     make(chan struct{}, cfg.Worker.Concurrency),
 		unsettled:  make(chan struct{}, 2*cfg.Worker.Concurrency),
@@ -228,10 +232,16 @@ func (d *Dispatcher) Apply(_ context.Context, cfg *config.Config) error {
 		}
 	}
 	d.fromCfg = keep
+	for id := range keep {
+		delete(d.others, id)
+	}
 	d.cfg = cfg
 	d.mu.Unlock()
 	for _, id := range gone {
 		d.remove(id)
+	}
+	if d.cfgStore != nil {
+		d.publishConfig(context.Background(), nil, gone)
 	}
 	return errors.Join(errs...)
 }

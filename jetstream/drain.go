@@ -133,7 +133,7 @@ func (r *drainer) startDue(ctx context.Context) {
 			// becomes a dead letter, so one disabled customer never fills
 			// the stream for the others.
 			expireOnly = true
-			r.due[id] = now.Add(time.Minute)
+			r.due[id] = now.Add(expiryCheck(d.current(e).ep.Retry.MaxAge))
 		} else if cause != "" {
 			r.due[id] = until
 			continue
@@ -146,7 +146,13 @@ func (r *drainer) startDue(ctx context.Context) {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			next, empty := r.drain(ctx, e, expireOnly)
+			var next time.Time
+			var empty bool
+			if expireOnly {
+				empty = r.expire(ctx, e)
+			} else {
+				next, empty = r.drain(ctx, e)
+			}
 			r.mu.Lock()
 			delete(r.running, id)
 			switch {
@@ -162,7 +168,7 @@ func (r *drainer) startDue(ctx context.Context) {
 
 // drain delivers e's due tasks while e can take them. It returns when to look
 // again, or empty when e has no tasks left.
-func (r *drainer) drain(ctx context.Context, e *endpoint, expireOnly bool) (next time.Time, empty bool) {
+func (r *drainer) drain(ctx context.Context, e *endpoint) (next time.Time, empty bool) {
 	d := r.d
 	s := d.current(e)
 	cons, err := EnsureDrainConsumer(ctx, d.o.JS, s.ep)
@@ -174,12 +180,9 @@ func (r *drainer) drain(ctx context.Context, e *endpoint, expireOnly bool) (next
 	defer mine.Wait()
 	for ctx.Err() == nil {
 		s = d.current(e)
-		var adm *admission
-		if !expireOnly {
-			var wait time.Time
-			if adm, wait = d.admitWait(ctx, e, s); adm == nil {
-				return wait, false
-			}
+		adm, wait := d.admitWait(ctx, e, s)
+		if adm == nil {
+			return wait, false
 		}
 		batch, err := cons.Fetch(1, natsjs.FetchMaxWait(time.Second))
 		var msg natsjs.Msg
@@ -190,9 +193,7 @@ func (r *drainer) drain(ctx context.Context, e *endpoint, expireOnly bool) (next
 			err = batch.Error()
 		}
 		if msg == nil {
-			if adm != nil {
-				adm.release()
-			}
+			adm.release()
 			if err != nil && !errors.Is(err, natsjs.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 				d.log.Warn("drain", "endpoint", e.id, "err", err)
 				return d.now().Add(5 * time.Second), false
@@ -201,25 +202,19 @@ func (r *drainer) drain(ctx context.Context, e *endpoint, expireOnly bool) (next
 			return time.Time{}, d.dropIfEmpty(ctx, e.id)
 		}
 		mine.Add(1)
-		if !r.handleTask(ctx, e, s, msg, adm, expireOnly, mine.Done) {
-			return d.now().Add(time.Minute), false
-		}
+		r.handleTask(ctx, e, s, msg, adm, mine.Done)
 	}
 	return time.Time{}, false
 }
 
-// handleTask delivers one task (or, for a disabled endpoint, only expires
-// it). It returns false when the drain should stop: the first task of a
-// disabled endpoint that has not expired yet.
-func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg natsjs.Msg, adm *admission, expireOnly bool, finished func()) bool {
+// handleTask delivers one task.
+func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg natsjs.Msg, adm *admission, finished func()) {
 	d := r.d
 	meta, err := msg.Metadata()
 	if err != nil {
 		finished()
-		if adm != nil {
-			adm.release()
-		}
-		return true
+		adm.release()
+		return
 	}
 	ev, st := taskOf(msg.Headers(), meta.Timestamp)
 	dl := &delivery{e: e, s: s, ev: &ev, st: st, data: msg.Data(), hdr: msg.Headers()}
@@ -235,31 +230,68 @@ func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg 
 			dl.log(d.log, -4, "settle task", "err", err)
 		}
 	}
-	if expireOnly {
-		if reason, why, ok := precheck(0, 0, s.ep.Settings, ev.at, d.now()); !ok {
-			if dl.st.Error == "" {
-				dl.st.Error = why + " while the endpoint was disabled"
-			}
-			d.deadLetter(dl, reason)
-			return true
-		}
-		dl.done(false) // not yet expired: it waits on
-		return false
-	}
 	// A redelivery asked for through the API goes again although the
 	// ledger knows the endpoint had the event: that is its point.
 	if !strings.HasPrefix(ev.key, redeliverKey) && d.alreadyDelivered(dl) {
 		adm.release()
-		return true
+		return
 	}
 	if meta.NumDelivered >= uint64(tasksMaxDeliver-1) {
 		adm.release()
 		dl.st.Error = "JetStream MaxDeliver of the drain consumer reached"
 		d.goDeadLetter(dl, "exhausted")
-		return true
+		return
 	}
 	d.launch(ctx, dl, adm)
-	return true
+}
+
+// expiryCheck is how often a disabled endpoint's tasks are checked for
+// retry.max_age.
+func expiryCheck(maxAge time.Duration) time.Duration {
+	return min(time.Minute, max(time.Second, maxAge/4))
+}
+
+// expire dead-letters a disabled endpoint's tasks that are past
+// retry.max_age, oldest first, and stops at the first that is not. It reads
+// the stream directly, without a consumer, so checking costs the tasks no
+// JetStream delivery. It reports whether the endpoint has no task left.
+func (r *drainer) expire(ctx context.Context, e *endpoint) (empty bool) {
+	d := r.d
+	st, err := d.o.JS.Stream(ctx, TasksStream)
+	if err != nil {
+		return false
+	}
+	s := d.current(e)
+	for seq := uint64(1); ctx.Err() == nil; {
+		gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		raw, err := st.GetMsg(gctx, seq, natsjs.WithGetMsgSubject(TasksPrefix+e.id))
+		cancel()
+		if errors.Is(err, natsjs.ErrMsgNotFound) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		ev, ast := taskOf(raw.Header, raw.Time)
+		reason, why, fresh := precheck(0, 0, s.ep.Settings, ev.at, d.now())
+		if fresh {
+			return false
+		}
+		if ast.Error == "" {
+			ast.Error = why + " while the endpoint was disabled"
+		}
+		ok := false
+		d.deadLetter(&delivery{e: e, s: s, ev: &ev, st: ast, data: raw.Data, hdr: raw.Header, done: func(v bool) { ok = v }}, reason)
+		if !ok {
+			return false
+		}
+		if err := st.DeleteMsg(ctx, raw.Sequence); err != nil && !errors.Is(err, natsjs.ErrMsgNotFound) {
+			d.log.Warn("remove expired task", "endpoint", e.id, "err", err)
+			return false
+		}
+		seq = raw.Sequence + 1
+	}
+	return false
 }
 
 // admitWait waits until e can take a delivery: an in-flight slot, a

@@ -67,10 +67,11 @@ type SealedSecret struct {
 // bucket HOOKJET_ENDPOINTS, shared by every hookjet process on the same
 // NATS. It is safe for concurrent use.
 type EndpointStore struct {
-	kv  natsjs.KeyValue
-	box *seal.Box
-	log *slog.Logger
-	now func() time.Time
+	bucket, description string
+	kv                  natsjs.KeyValue
+	box                 *seal.Box
+	log                 *slog.Logger
+	now                 func() time.Time
 }
 
 // StoreOption configures an EndpointStore.
@@ -78,6 +79,12 @@ type StoreOption func(*EndpointStore)
 
 // StoreLogger sets the store's logger; the default discards.
 func StoreLogger(l *slog.Logger) StoreOption { return func(s *EndpointStore) { s.log = l } }
+
+// StoreBucket keeps the endpoints in another bucket than HOOKJET_ENDPOINTS
+// (the shared definitions of config-file endpoints).
+func StoreBucket(name, description string) StoreOption {
+	return func(s *EndpointStore) { s.bucket, s.description = name, description }
+}
 
 // StoreClock sets the clock that decides which rotated-out secrets have
 // expired; the default is time.Now.
@@ -105,13 +112,16 @@ func OpenEndpointStore(ctx context.Context, js natsjs.JetStream, key []byte, rep
 	if err != nil {
 		return nil, fmt.Errorf("endpoint store: %w", err)
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, endpointBucketConfig(replicas))
-	if err != nil {
-		return nil, fmt.Errorf("bucket %s: %w", EndpointBucket, err)
-	}
-	s := &EndpointStore{kv: kv, box: box, log: slog.New(slog.DiscardHandler), now: time.Now}
+	s := &EndpointStore{box: box, log: slog.New(slog.DiscardHandler), now: time.Now, bucket: EndpointBucket}
 	for _, o := range opts {
 		o(s)
+	}
+	kc := endpointBucketConfig(replicas)
+	if s.bucket != EndpointBucket {
+		kc.Bucket, kc.Description = s.bucket, s.description
+	}
+	if s.kv, err = js.CreateOrUpdateKeyValue(ctx, kc); err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", s.bucket, err)
 	}
 	return s, nil
 }
@@ -341,6 +351,18 @@ func (s *EndpointStore) Delete(ctx context.Context, id string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("delete endpoint %s: %w", id, err)
+	}
+	return nil
+}
+
+// Put stores rec whatever is there; a config file's owner uses it.
+func (s *EndpointStore) Put(ctx context.Context, rec EndpointRecord) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encode endpoint %s: %w", rec.ID, err)
+	}
+	if _, err := s.kv.Put(ctx, rec.ID, b); err != nil {
+		return fmt.Errorf("store endpoint %s: %w", rec.ID, err)
 	}
 	return nil
 }
