@@ -310,9 +310,15 @@ func (d *Dispatcher) admitWait(ctx context.Context, e *endpoint, s *settings) (*
 			}
 		}
 		if s.limiter != nil {
-			if err := s.limiter.Wait(ctx); err != nil {
-				e.slots.release()
-				return nil, time.Time{}
+			r := s.limiter.Reserve()
+			if wait := r.Delay(); wait > 0 {
+				d.countDeferral(e, "rate_limit")
+				sleep(ctx, wait)
+				if ctx.Err() != nil {
+					r.Cancel()
+					e.slots.release()
+					return nil, time.Time{}
+				}
 			}
 		}
 		ok, wait := d.o.Breakers.Acquire(e.id)

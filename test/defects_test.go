@@ -1,0 +1,158 @@
+package test
+
+import (
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookjet/hookjet/cli"
+	hjs "github.com/hookjet/hookjet/jetstream"
+)
+
+// Regression tests for the defects of issue 13, named by item.
+
+// Item 1: a process whose config lacks an endpoint (here: no endpoints at
+// all, as `HOOKJET_NATS_URL=... hookjet serve` without --config) shares the
+// fan-out with the process that has it, and neither loses an event for it
+// nor deletes anything of it.
+func TestDefect01ProcessWithoutTheEndpointLosesNothing(t *testing.T) {
+	ns := startNATSNode(t, "own", standaloneNATS(t))
+	r := newReceiver(t, []string{secretA, secretB}, nil)
+	cfgA := testConfig(t, t.TempDir(), "", endpointYAML{ID: "a", URL: r.URL, Events: []string{"order.*"}})
+	cfgA.NATS.URL = ns.url()
+	a := startHookjet(t, cfgA, cli.Options{})
+	cfgB := testConfig(t, t.TempDir(), "")
+	cfgB.NATS.URL = ns.url()
+	b := startHookjet(t, cfgB, cli.Options{})
+	checkFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if code := b.api("GET", "/api/v1/endpoints/a", "", nil, nil); code != http.StatusOK {
+			return fmt.Errorf("the process without the endpoint does not know it: HTTP %d", code)
+		}
+		return nil
+	})
+	const n = 60
+	for i := range n {
+		a.publish("order.created", fmt.Sprintf("evt_own_%02d", i), []byte(`{}`))
+	}
+	for i := range n {
+		r.waitFor(t, fmt.Sprintf("evt_own_%02d", i))
+	}
+	a.settle("order.created", r)
+	if dups := r.count() - r.distinct(); dups != 0 {
+		t.Fatalf("%d duplicates", dups)
+	}
+	var st struct {
+		Disabled bool `json:"disabled"`
+	}
+	if code := a.api("GET", "/api/v1/endpoints/a", "", nil, &st); code != http.StatusOK || st.Disabled {
+		t.Fatalf("the owner's endpoint after the other process ran: HTTP %d, disabled %v", code, st.Disabled)
+	}
+}
+
+// Item 3: a disabled endpoint's waiting deliveries expire into the DLQ as
+// "expired" at retry.max_age instead of sitting in the stream for days.
+func TestDefect03DisabledBacklogExpires(t *testing.T) {
+	r := newReceiver(t, []string{secretA, secretB}, nil)
+	h := startHookjet(t, testConfig(t, t.TempDir(), "", endpointYAML{ID: "off", URL: r.URL,
+		Extra: "    retry: {max_age: 2s}\n"}), cli.Options{})
+	if code := h.api("POST", "/api/v1/endpoints/off/disable", "", nil, nil); code != http.StatusOK {
+		t.Fatalf("disable: HTTP %d", code)
+	}
+	for i := range 3 {
+		h.publish("order.created", fmt.Sprintf("evt_exp_%d", i), []byte(`{}`))
+	}
+	var dl []dlqEntry
+	checkFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+		if dl = h.dlq("?endpoint=off"); len(dl) != 3 {
+			return fmt.Errorf("%d dead letters", len(dl))
+		}
+		return nil
+	})
+	for _, e := range dl {
+		if e.Reason != "expired" || e.Attempts != 0 {
+			t.Fatalf("dead letter %+v", e)
+		}
+	}
+	waitSettled(t, h.js, "off", 10*time.Second)
+	if r.count() != 0 {
+		t.Fatalf("a disabled endpoint got %d requests", r.count())
+	}
+}
+
+// Item 4: while an endpoint is held (Retry-After), its events wait as tasks:
+// nothing is naked, so no JetStream delivery is spent without an attempt.
+func TestDefect04HoldSpendsNoDeliveries(t *testing.T) {
+	var first atomic.Bool
+	r := newReceiver(t, []string{secretA, secretB}, func(w http.ResponseWriter, _ delivery) {
+		if first.CompareAndSwap(false, true) {
+			w.Header().Set("Retry-After", "2")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	h := startHookjet(t, testConfig(t, t.TempDir(), "", endpointYAML{ID: "held", URL: r.URL,
+		Extra: "    retry: {cap: 10s}\n"}), cli.Options{})
+	h.publish("order.created", "evt_hold_0", []byte(`{}`))
+	checkFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if !first.Load() {
+			return fmt.Errorf("no 429 yet")
+		}
+		return nil
+	})
+	held := time.Now()
+	for i := 1; i <= 20; i++ {
+		h.publish("order.created", fmt.Sprintf("evt_hold_%d", i), []byte(`{}`))
+	}
+	for i := 0; i <= 20; i++ {
+		r.waitFor(t, fmt.Sprintf("evt_hold_%d", i))
+	}
+	for _, d := range r.deliveries() {
+		if d.ID != "evt_hold_0" && d.At.Before(held.Add(1500*time.Millisecond)) {
+			t.Fatalf("%s was sent %s into a 2 s hold", d.ID, d.At.Sub(held))
+		}
+	}
+	c, err := h.js.Consumer(t.Context(), hjs.EventsStream, "hookjet-fanout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := c.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ci.NumRedelivered != 0 {
+		t.Fatalf("the fan-out redelivered %d events during the hold", ci.NumRedelivered)
+	}
+}
+
+// Item 6: deleting an API endpoint removes its disabled state, so the id
+// created again starts enabled.
+func TestDefect06RecreatedEndpointStartsEnabled(t *testing.T) {
+	in := newInbox(t)
+	h := startHookjet(t, testConfig(t, t.TempDir(), ""), cli.Options{})
+	body := `{"id":"again","url":"` + in.URL + `"}`
+	if code, _, out := h.call("POST", "/api/v1/endpoints", body); code != http.StatusCreated {
+		t.Fatalf("create: %d %v", code, out)
+	}
+	h.applied("again")
+	if code := h.api("POST", "/api/v1/endpoints/again/disable", "", nil, nil); code != http.StatusOK {
+		t.Fatalf("disable: HTTP %d", code)
+	}
+	if code, _, _ := h.call("DELETE", "/api/v1/endpoints/again", ""); code != http.StatusNoContent {
+		t.Fatalf("delete: HTTP %d", code)
+	}
+	checkFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if code := h.api("GET", "/api/v1/endpoints/again", "", nil, nil); code != http.StatusNotFound {
+			return fmt.Errorf("HTTP %d", code)
+		}
+		return nil
+	})
+	if code, _, out := h.call("POST", "/api/v1/endpoints", body); code != http.StatusCreated {
+		t.Fatalf("create again: %d %v", code, out)
+	}
+	h.applied("again")
+	h.publish("order.created", "evt_again", []byte(`{}`))
+	in.wait(t, "evt_again", 1)
+}
