@@ -91,6 +91,11 @@ func testConfig(dir string) config.Config {
 	c.NATS.Listen = "127.0.0.1:0"
 	c.Admin.Listen = "127.0.0.1:0"
 	c.Security.AllowPrivateNetworks = true
+	// JetStream reserves every stream's max_bytes against the store's disk
+	// (75% of what is free): production sizes would not fit a CI runner or
+	// a tmpfs TMPDIR.
+	c.Streams.MaxBytes = 256 << 20
+	c.Streams.DLQMaxBytes = 64 << 20
 	c.Worker.ShutdownGrace = 5 * time.Second
 	c.Defaults.Timeout = 5 * time.Second
 	c.Defaults.Retry = config.Retry{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 5, MaxAge: time.Hour}
