@@ -23,7 +23,7 @@ listen: build
 ## under -race (it makes sync.Pool drop items), without it
 test:
 	$(GO) test -race -count=1 -timeout 30m ./...
-	$(GO) test -count=1 -run 'Alloc' ./signature ./deliver ./webhook ./dedupe ./breaker ./config
+	$(GO) test -count=1 -run 'Alloc' ./signature ./deliver ./webhook ./dedupe ./breaker ./config ./tracing
 
 ## check: formatting, vet, lint, short fuzzing, alert rules, tests
 check: fmt-check vet lint fuzz promtool test

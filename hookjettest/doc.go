@@ -28,7 +28,8 @@
 // so that failing endpoints reach the dead-letter stream within a test;
 // [WithSettings] and [WithRetry] change that, [WithConfig] any other key.
 //
-// A Start costs about 35-80ms once the test binary is warm
-// (BenchmarkStart); every Hookjet is independent, so tests may run in
-// parallel.
+// A Start costs about 35-80ms on a quiet 2-core machine once the test binary
+// is warm, up to ~100ms on a busy one, ~25ms with TMPDIR on a tmpfs such as
+// /dev/shm (BenchmarkStart); every Hookjet is independent, so tests may run
+// in parallel.
 package hookjettest

@@ -4,10 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
+	neturl "net/url"
 	"strings"
 	"sync"
 	"time"
@@ -42,8 +43,8 @@ type Hookjet struct {
 	js  natsjs.JetStream
 	api *http.Client
 
-	mu   sync.Mutex // guards cfg and n
-	cfg  *config.Config
+	mu   sync.Mutex // guards ids and n
+	ids  map[string]bool
 	n    int
 	stop sync.Once
 }
@@ -71,7 +72,7 @@ func Start(t TB, opts ...Option) *Hookjet {
 	if err != nil {
 		t.Fatalf("hookjettest: start hookjet: %v", err)
 	}
-	h := &Hookjet{t: t, o: o, srv: srv, cfg: &cfg, api: &http.Client{Transport: &http.Transport{}, Timeout: o.wait}}
+	h := &Hookjet{t: t, o: o, srv: srv, ids: map[string]bool{}, api: &http.Client{Transport: &http.Transport{}, Timeout: o.wait}}
 	t.Cleanup(h.close)
 	// The test's own connection is in-process: no TCP, no port.
 	if h.nc, err = nats.Connect("", nats.InProcessServer(srv), nats.Name("hookjettest")); err != nil {
@@ -90,6 +91,11 @@ func testConfig(dir string) config.Config {
 	c.NATS.Listen = "127.0.0.1:0"
 	c.Admin.Listen = "127.0.0.1:0"
 	c.Security.AllowPrivateNetworks = true
+	// JetStream reserves every stream's max_bytes against the store's disk
+	// (75% of what is free): production sizes would not fit a CI runner or
+	// a tmpfs TMPDIR.
+	c.Streams.MaxBytes = 256 << 20
+	c.Streams.DLQMaxBytes = 64 << 20
 	c.Worker.ShutdownGrace = 5 * time.Second
 	c.Defaults.Timeout = 5 * time.Second
 	c.Defaults.Retry = config.Retry{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 5, MaxAge: time.Hour}
@@ -118,10 +124,10 @@ func (h *Hookjet) NATSURL() string { return h.srv.NATSURL() }
 func (h *Hookjet) AdminURL() string { return "http://" + h.srv.AdminAddr() }
 
 // AddEndpoint adds an endpoint that receives the events matching the
-// NATS-style patterns events (all events when there are none; patterns of
-// one endpoint must not overlap) at url, and returns its id and its new
-// signing secret ("whsec_..."). Deliveries start at once: events published
-// from now on reach it.
+// NATS-style patterns events (all events when there are none) at url,
+// through the admin API as an operator would, and returns its id ("ep1",
+// "ep2", ...) and its new signing secret ("whsec_..."). It returns once the
+// endpoint is applied: events published from then on reach it.
 func (h *Hookjet) AddEndpoint(url string, events ...string) (id, secret string) {
 	h.t.Helper()
 	h.mu.Lock()
@@ -138,30 +144,32 @@ func (h *Hookjet) AddEndpoint(url string, events ...string) (id, secret string) 
 	return id, secret
 }
 
-// addEndpoint makes hookjet deliver to a new endpoint. It reloads the
-// server with the endpoint added to its configured endpoints, as SIGHUP
-// does; with an endpoint API (POST /api/v1/endpoints) it becomes one call
-// to that, and nothing else here changes.
+// addEndpoint makes hookjet deliver to a new endpoint through the admin
+// API, as an operator would (POST /api/v1/endpoints, "source": "api"), and
+// returns once this process applies it (GET /api/v1/endpoints/{id} answers),
+// so that events published afterwards reach it.
 func (h *Hookjet) addEndpoint(id, url, secret string, events []string) error {
+	body, err := json.Marshal(map[string]any{"id": id, "url": url, "events": events, "secrets": []string{secret}})
+	if err != nil {
+		return err
+	}
+	if err := h.call(http.MethodPost, "/api/v1/endpoints", body, http.StatusCreated, nil); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(h.o.wait)
+	for {
+		err := h.get("/api/v1/endpoints/"+neturl.PathEscape(id), &json.RawMessage{})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("endpoint %s created but not applied within %s: %w", id, h.o.wait, err)
+		}
+		time.Sleep(poll)
+	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	next := *h.cfg
-	next.Endpoints = append(slices.Clip(h.cfg.Endpoints), config.Endpoint{
-		ID:       id,
-		URL:      url,
-		Secrets:  []config.Secret{config.NewSecret(secret)},
-		Events:   events,
-		Settings: h.cfg.Defaults,
-	})
-	if err := next.Validate(); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), h.o.wait)
-	defer cancel()
-	if err := h.srv.Reload(ctx, &next); err != nil {
-		return err
-	}
-	h.cfg = &next
+	h.ids[id] = true
+	h.mu.Unlock()
 	return nil
 }
 

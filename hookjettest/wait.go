@@ -1,6 +1,7 @@
 package hookjettest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -140,12 +141,7 @@ func (h *Hookjet) waitDeadLetter(endpoint, eventID string) (DeadLetter, error) {
 func (h *Hookjet) known(endpoint string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, ep := range h.cfg.Endpoints {
-		if ep.ID == endpoint {
-			return true
-		}
-	}
-	return false
+	return h.ids[endpoint]
 }
 
 // deadLetters lists dead letters through the admin API.
@@ -172,20 +168,36 @@ func (h *Hookjet) deadLetters(endpoint, eventID string) ([]DeadLetter, error) {
 
 // get calls the admin API and decodes its JSON answer into out.
 func (h *Hookjet) get(path string, out any) error {
-	resp, err := h.api.Get(h.AdminURL() + path)
+	return h.call(http.MethodGet, path, nil, http.StatusOK, out)
+}
+
+// call sends a JSON body (nil: none) to the admin API, expects status want
+// and decodes the answer into out (nil: ignored).
+func (h *Hookjet) call(method, path string, body []byte, want int, out any) error {
+	req, err := http.NewRequest(method, h.AdminURL()+path, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("admin API %s %s: %w", method, path, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := h.api.Do(req)
 	if err != nil {
 		return fmt.Errorf("admin API: %w", err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
+	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return fmt.Errorf("admin API GET %s: %w", path, err)
+		return fmt.Errorf("admin API %s %s: %w", method, path, err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("admin API GET %s: HTTP %d: %s", path, resp.StatusCode, body)
+	if resp.StatusCode != want {
+		return fmt.Errorf("admin API %s %s: HTTP %d: %s", method, path, resp.StatusCode, raw)
 	}
-	if err := json.Unmarshal(body, out); err != nil {
-		return fmt.Errorf("admin API GET %s: %w", path, err)
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("admin API %s %s: %w", method, path, err)
 	}
 	return nil
 }

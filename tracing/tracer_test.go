@@ -165,7 +165,7 @@ func TestDeadLetterReplayChain(t *testing.T) {
 
 // TestNilTracerIsFree proves the untraced path: every call on a nil *Tracer
 // and its zero Span returns without allocating.
-func TestNilTracerIsFree(t *testing.T) {
+func TestNilTracerAllocsNothing(t *testing.T) {
 	var tr *tracing.Tracer
 	h := tracing.Header{"traceparent": {traceparent}}
 	res := &deliver.Result{Outcome: deliver.Outcome{Class: deliver.Transient, Status: 503}}
