@@ -64,6 +64,7 @@ Commands:
   status      show the delivery summary (admin API)
   endpoints   show endpoints, breakers and latency (admin API)
   dlq         list, summarise and replay dead letters (admin API)
+  outbox      relay a PostgreSQL outbox table into JetStream; 'outbox schema' prints its DDL
   version     print the version
 
 Run 'hookjet <command> --help' for a command's flags.
@@ -97,6 +98,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runEndpoints(ctx, rest, getenv, stdout, stderr)
 	case "dlq":
 		return runDLQ(ctx, rest, getenv, stdout, stderr)
+	case "outbox":
+		return runOutbox(ctx, rest, getenv, stdout, stderr)
 	default:
 		fmt.Fprint(stderr, usage)
 		return usagef("unknown command %q", cmd)

@@ -29,6 +29,7 @@ import (
 	"github.com/hookjet/hookjet/dedupe"
 	"github.com/hookjet/hookjet/deliver"
 	"github.com/hookjet/hookjet/jetstream"
+	"github.com/hookjet/hookjet/outbox"
 	"github.com/hookjet/hookjet/state"
 )
 
@@ -128,6 +129,9 @@ type Server struct {
 	adminLn  net.Listener
 	registry *prometheus.Registry
 	client   *deliver.Client
+	// outbox is the in-process outbox relay (outbox.dsn set; cli/outbox.go).
+	outbox     *outbox.Relay
+	stopOutbox func()
 
 	stopLedger, stopBreakers, stopGauges, stopSync context.CancelFunc
 	ledgerDone, breakersDone, gaugesDone, syncDone chan struct{}
@@ -236,6 +240,11 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	}
 	go func() { defer close(s.gaugesDone); disp.RunGauges(gctx, 5*time.Second) }()
 
+	if !cfg.Outbox.DSN.IsZero() { // the outbox relay in-process: cli/outbox.go
+		if s.outbox, s.stopOutbox, err = startOutbox(ctx, cfg, s.nc, log, s.registry); err != nil {
+			return nil, err
+		}
+	}
 	if s.adminLn, err = net.Listen("tcp", cfg.Admin.Listen); err != nil {
 		return nil, fmt.Errorf("admin.listen: %w", err)
 	}
@@ -309,6 +318,9 @@ func (s *Server) shutdown() error {
 
 // abort stops whatever was started, in reverse order.
 func (s *Server) abort() {
+	if s.stopOutbox != nil {
+		s.stopOutbox() // finishes its batch while NATS is still connected
+	}
 	if s.stopLedger != nil {
 		s.stopLedger() // flushes and acks what was delivered
 		<-s.ledgerDone
