@@ -65,6 +65,7 @@ Commands:
   endpoints   list, show, add, update, remove, rotate, test and redeliver
               endpoints (admin API)
   dlq         list, summarise and replay dead letters (admin API)
+  outbox      relay a PostgreSQL outbox table into JetStream; 'outbox schema' prints its DDL
   version     print the version
 
 Run 'hookjet <command> --help' for a command's flags.
@@ -98,6 +99,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runEndpoints(ctx, rest, getenv, stdout, stderr)
 	case "dlq":
 		return runDLQ(ctx, rest, getenv, stdout, stderr)
+	case "outbox":
+		return runOutbox(ctx, rest, getenv, stdout, stderr)
 	default:
 		fmt.Fprint(stderr, usage)
 		return usagef("unknown command %q", cmd)

@@ -30,6 +30,7 @@ import (
 	"github.com/hookjet/hookjet/dedupe"
 	"github.com/hookjet/hookjet/deliver"
 	"github.com/hookjet/hookjet/jetstream"
+	"github.com/hookjet/hookjet/outbox"
 	"github.com/hookjet/hookjet/seal"
 	"github.com/hookjet/hookjet/state"
 	"github.com/hookjet/hookjet/tracing"
@@ -151,6 +152,9 @@ type Server struct {
 	stopWatch func()
 	// cfgMu guards cfg, which Reload replaces.
 	cfgMu sync.Mutex
+	// outbox is the in-process outbox relay (outbox.dsn set; cli/outbox.go).
+	outbox     *outbox.Relay
+	stopOutbox func()
 
 	stopLedger, stopBreakers, stopGauges, stopSync context.CancelFunc
 	ledgerDone, breakersDone, gaugesDone, syncDone chan struct{}
@@ -316,6 +320,11 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 		s.stopWatch = func() { stopShared(); stopAPI() }
 	}
 
+	if !cfg.Outbox.DSN.IsZero() { // the outbox relay in-process: cli/outbox.go
+		if s.outbox, s.stopOutbox, err = startOutbox(ctx, cfg, s.nc, log, s.registry); err != nil {
+			return nil, err
+		}
+	}
 	if s.adminLn, err = net.Listen("tcp", cfg.Admin.Listen); err != nil {
 		return nil, fmt.Errorf("admin.listen: %w", err)
 	}
@@ -423,6 +432,9 @@ func (s *Server) shutdown() error {
 
 // abort stops whatever was started, in reverse order.
 func (s *Server) abort() {
+	if s.stopOutbox != nil {
+		s.stopOutbox() // finishes its batch while NATS is still connected
+	}
 	if s.stopLedger != nil {
 		s.stopLedger() // flushes and acks what was delivered
 		<-s.ledgerDone

@@ -103,3 +103,7 @@ func checkIdent(s string, limit int) error {
 	}
 	return nil
 }
+
+// ValidHeaderName reports whether s is an RFC 9110 token, the syntax of a
+// header name (used for outbox rows' headers too).
+func ValidHeaderName(s string) bool { return validHeaderName(s) }

@@ -78,7 +78,7 @@ func parseHeaders(raw []byte) (map[string][]string, error) {
 	}
 	h := make(map[string][]string, len(obj))
 	for name, v := range obj {
-		if !validHeaderName(name) {
+		if !config.ValidHeaderName(name) {
 			return nil, fmt.Errorf("header name %q is not a valid token", name)
 		}
 		lower := strings.ToLower(name)
@@ -100,23 +100,6 @@ func parseHeaders(raw []byte) (map[string][]string, error) {
 		h[name] = values
 	}
 	return h, nil
-}
-
-// validHeaderName reports whether s is an RFC 9110 token.
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := range len(s) {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // row is one claimed outbox row.

@@ -72,14 +72,9 @@ func WithRegisterer(reg prometheus.Registerer) Option {
 // pub. maxPayload is security.max_payload_bytes: larger payloads are
 // rejected. It does not connect yet.
 func New(cfg config.Outbox, maxPayload int, pub Publisher, opts ...Option) (*Relay, error) {
-	if cfg.DSN.IsZero() {
-		return nil, fmt.Errorf("%w: outbox.dsn: required to run the outbox relay", config.ErrInvalid)
-	}
-	cc, err := pgx.ParseConfig(cfg.DSN.Reveal())
+	cc, err := parseDSN(cfg.DSN)
 	if err != nil {
-		// The cause is not wrapped: a parse error may quote the DSN, password
-		// included.
-		return nil, fmt.Errorf("%w: outbox.dsn: not a valid PostgreSQL connection string (not shown: it may hold a password)", config.ErrInvalid)
+		return nil, err
 	}
 	t, err := newTable(cfg.Table)
 	if err != nil {
@@ -297,4 +292,24 @@ func sideName(side error) string {
 		return "nats"
 	}
 	return "postgresql"
+}
+
+// CheckDSN reports whether dsn (outbox.dsn) is a PostgreSQL connection
+// string; the error, which wraps [config.ErrInvalid], never shows it.
+func CheckDSN(dsn config.Secret) error {
+	_, err := parseDSN(dsn)
+	return err
+}
+
+func parseDSN(dsn config.Secret) (*pgx.ConnConfig, error) {
+	if dsn.IsZero() {
+		return nil, fmt.Errorf("%w: outbox.dsn: required to run the outbox relay", config.ErrInvalid)
+	}
+	cc, err := pgx.ParseConfig(dsn.Reveal())
+	if err != nil {
+		// The cause is not wrapped: a parse error may quote the DSN, password
+		// included.
+		return nil, fmt.Errorf("%w: outbox.dsn: not a valid PostgreSQL connection string (not shown: it may hold a password)", config.ErrInvalid)
+	}
+	return cc, nil
 }

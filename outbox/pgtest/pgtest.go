@@ -216,20 +216,24 @@ func (s *Server) CreateDB(t testing.TB, name string) string {
 // Exec runs sql (one or more statements) and fails the test on error.
 func (s *Server) Exec(t testing.TB, sql string, args ...any) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, s.DSN())
-	if err != nil {
-		t.Fatalf("pgtest: connect: %v", err)
-	}
-	defer func() { _ = conn.Close(ctx) }()
-	if _, err := conn.Exec(ctx, sql, args...); err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
+	s.withConn(t, func(ctx context.Context, conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, sql, args...)
+		return err
+	})
 }
 
 // Count returns the result of a query returning one integer.
 func (s *Server) Count(t testing.TB, query string, args ...any) int {
+	t.Helper()
+	var n int
+	s.withConn(t, func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, query, args...).Scan(&n)
+	})
+	return n
+}
+
+// withConn runs fn on a new connection to database postgres.
+func (s *Server) withConn(t testing.TB, fn func(context.Context, *pgx.Conn) error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -238,9 +242,7 @@ func (s *Server) Count(t testing.TB, query string, args ...any) int {
 		t.Fatalf("pgtest: connect: %v", err)
 	}
 	defer func() { _ = conn.Close(ctx) }()
-	var n int
-	if err := conn.QueryRow(ctx, query, args...).Scan(&n); err != nil {
+	if err := fn(ctx, conn); err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	return n
 }
