@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -129,12 +130,16 @@ type Options struct {
 	ConfigPath string
 }
 
-// Server is a running hookjet: NATS (embedded or not), state, dispatcher and
-// admin API. Shutdown stops it in order: stop pulling, finish or return
-// in-flight deliveries within the grace period, flush the ledger (acks) and
-// breaker state, close the state file, drain NATS, stop the embedded server.
+// Server is a running hookjet: NATS (embedded or not), state, dispatcher,
+// endpoint watches, outbox relay and admin API. Shutdown stops it in order:
+// stop watching endpoints, stop pulling and finish or return in-flight
+// deliveries within the grace period, stop the admin API, then (abort) the
+// outbox relay, the ledger (flushing its acks), the breakers (flushing their
+// state), tracing, NATS, the state file and the embedded server.
 type Server struct {
-	cfg      *config.Config
+	cfgMu sync.Mutex // guards cfg, which Reload replaces
+	cfg   *config.Config
+
 	log      *slog.Logger
 	ns       *server.Server
 	nc       *nats.Conn
@@ -148,18 +153,42 @@ type Server struct {
 	// stopTracing flushes and stops the tracer provider Start built; nil
 	// when there is none (tracing off, or Options.TracerProvider given).
 	stopTracing func(context.Context) error
-	// stopWatch ends the watch of the endpoints stored through the API.
+	// stopWatch ends the watches of endpoints stored in KV buckets.
 	stopWatch func()
-	// cfgMu guards cfg, which Reload replaces.
-	cfgMu sync.Mutex
 	// outbox is the in-process outbox relay (outbox.dsn set; cli/outbox.go).
 	outbox     *outbox.Relay
 	stopOutbox func()
 
-	stopLedger, stopBreakers, stopGauges, stopSync context.CancelFunc
-	ledgerDone, breakersDone, gaugesDone, syncDone chan struct{}
-	adminDone                                      chan struct{}
-	once                                           sync.Once
+	// The goroutines the Server owns, each stopped by its own stop.
+	stateSync, ledgerRun, breakersRun, gauges, adminRun *owned
+	once                                                sync.Once
+	stopped                                             bool // the dispatcher has been stopped
+}
+
+// owned is a goroutine a Server started: stop cancels its context and waits
+// for it to return. A nil *owned stops nothing.
+type owned struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// goOwned runs fn on a goroutine with a context of its own, detached from
+// parent's cancellation: the Server decides when each one stops.
+func goOwned(parent context.Context, fn func(context.Context)) *owned {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	o := &owned{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(o.done)
+		fn(ctx)
+	}()
+	return o
+}
+
+func (o *owned) stop() {
+	if o != nil {
+		o.cancel()
+		<-o.done
+	}
 }
 
 // Start brings hookjet up and returns once it is delivering and its admin API
@@ -172,55 +201,15 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	s := &Server{cfg: cfg, log: log, registry: o.Registry}
 	defer func() {
 		if err != nil {
-			if s.stopWatch != nil {
-				s.stopWatch()
-			}
-			if s.disp != nil {
-				s.disp.Stop(time.Second)
-			}
 			s.abort()
 		}
 	}()
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("data_dir: %w", err)
-	}
-	db, err := state.Open(filepath.Join(cfg.DataDir, "state.db"), 2*time.Second)
-	if err != nil {
+	if err := s.openState(ctx); err != nil {
 		return nil, err
 	}
-	s.db = db
-	// Commits of state.db go to the page cache and a process crash loses
-	// none of them; an fdatasync every second bounds what a power loss can
-	// take (JetStream's own store syncs every two minutes by default). A
-	// commit per delivery batch therefore costs microseconds, not an fsync.
-	db.NoSync = true
-	var syncCtx context.Context
-	syncCtx, s.stopSync = context.WithCancel(context.WithoutCancel(ctx))
-	s.syncDone = make(chan struct{})
-	go func() {
-		defer close(s.syncDone)
-		syncEvery(syncCtx, db, time.Second, log)
-	}()
-	if cfg.NATS.URL == "" {
-		if s.ns, err = jetstream.StartEmbedded(cfg.NATS, cfg.DataDir); err != nil {
-			return nil, err
-		}
-	}
-	if s.nc, err = jetstream.Connect(cfg.NATS, s.ns, "hookjet", log); err != nil {
-		return nil, err
-	}
-	if err := checkPayloadHeadroom(cfg, s.nc.MaxPayload()); err != nil {
-		if cfg.Security.MaxPayloadBytes != config.Default().Security.MaxPayloadBytes {
-			return nil, err
-		}
-		// The default against a server with a smaller max_payload (1 MB
-		// by default): lower it to fit rather than refuse to start.
-		cfg.Security.MaxPayloadBytes = int(s.nc.MaxPayload() - payloadHeadroom)
-		log.Warn("security.max_payload_bytes lowered to fit the NATS server's max_payload with hookjet's headers", "max_payload_bytes", cfg.Security.MaxPayloadBytes, "server_max_payload", s.nc.MaxPayload())
-	}
-	js, err := natsjs.New(s.nc)
+	js, err := s.connect()
 	if err != nil {
-		return nil, fmt.Errorf("jetstream: %w", err)
+		return nil, err
 	}
 	// A cluster that is recovering may take a while to answer: every
 	// start-up call is retried with a short timeout and backoff (and
@@ -230,18 +219,89 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	if err := jetstream.EnsureStreams(setupCtx, js, cfg, log); err != nil {
 		return nil, err
 	}
+	if err := s.startEngine(ctx, setupCtx, js, o); err != nil {
+		return nil, err
+	}
+	store, err := s.watchEndpoints(ctx, setupCtx, js)
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.Outbox.DSN.IsZero() { // the outbox relay in-process: cli/outbox.go
+		if s.outbox, s.stopOutbox, err = startOutbox(ctx, cfg, s.nc, log, s.registry); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.startAdmin(store, o); err != nil {
+		return nil, err
+	}
+	natsURL := cfg.NATS.URL
+	if s.ns != nil {
+		natsURL = s.ns.ClientURL() + " (embedded)"
+	}
+	log.Info("hookjet serving", "version", Version, "nats", natsURL, "admin", "http://"+s.adminLn.Addr().String(), "endpoints", len(cfg.Endpoints), "data_dir", cfg.DataDir)
+	return s, nil
+}
 
+// openState opens state.db and starts its sync policy.
+func (s *Server) openState(ctx context.Context) error {
+	if err := os.MkdirAll(s.cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data_dir: %w", err)
+	}
+	db, err := state.Open(filepath.Join(s.cfg.DataDir, "state.db"), 2*time.Second)
+	if err != nil {
+		return err
+	}
+	s.db = db
+	s.stateSync = goOwned(ctx, func(ctx context.Context) { state.SyncEvery(ctx, db, time.Second, s.log) })
+	return nil
+}
+
+// connect starts the embedded server when there is no nats.url, connects,
+// and checks that events fit the server's max_payload with hookjet's
+// headers.
+func (s *Server) connect() (natsjs.JetStream, error) {
+	cfg := s.cfg
+	var err error
+	if cfg.NATS.URL == "" {
+		if s.ns, err = jetstream.StartEmbedded(cfg.NATS, cfg.DataDir); err != nil {
+			return nil, err
+		}
+	}
+	if s.nc, err = jetstream.Connect(cfg.NATS, s.ns, "hookjet", s.log); err != nil {
+		return nil, err
+	}
+	if err := checkPayloadHeadroom(cfg, s.nc.MaxPayload()); err != nil {
+		if cfg.Security.MaxPayloadBytes != config.Default().Security.MaxPayloadBytes {
+			return nil, err
+		}
+		// The default against a server with a smaller max_payload (1 MB
+		// by default): lower it to fit rather than refuse to start.
+		cfg.Security.MaxPayloadBytes = int(s.nc.MaxPayload() - payloadHeadroom)
+		s.log.Warn("security.max_payload_bytes lowered to fit the NATS server's max_payload with hookjet's headers", "max_payload_bytes", cfg.Security.MaxPayloadBytes, "server_max_payload", s.nc.MaxPayload())
+	}
+	js, err := natsjs.New(s.nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return js, nil
+}
+
+// startEngine builds the metrics, tracing, HTTP client, breakers, ledger and
+// dispatcher, and starts delivering.
+func (s *Server) startEngine(ctx, setupCtx context.Context, js natsjs.JetStream, o Options) error {
+	cfg, log := s.cfg, s.log
 	if s.registry == nil {
 		s.registry = prometheus.NewRegistry()
 		s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	metrics := jetstream.NewMetrics(s.registry)
-	// tracing (issue 16): the caller's provider, or the one config and OTEL_* ask for.
+	// The caller's tracer provider, or the one config and OTEL_* ask for.
 	tp := o.TracerProvider
 	if tp == nil {
+		var err error
 		var stop func(context.Context) error
 		if tp, stop, err = tracing.Setup(ctx, cfg.Tracing, o.Getenv); err != nil {
-			return nil, fmt.Errorf("tracing: %w", err)
+			return fmt.Errorf("tracing: %w", err)
 		}
 		s.stopTracing = stop
 	}
@@ -251,102 +311,96 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 		UserAgent: UserAgent(),
 		Resolver:  o.Resolver,
 	})
-	var disp *jetstream.Dispatcher
-	breakers, err := breaker.NewRegistry(db,
+	var disp atomic.Pointer[jetstream.Dispatcher]
+	breakers, err := breaker.NewRegistry(s.db,
 		breaker.WithLogger(log),
 		breaker.WithOnTransition(func(t breaker.Transition) {
-			if disp != nil {
-				disp.OnBreakerTransition(t)
+			if d := disp.Load(); d != nil {
+				d.OnBreakerTransition(t)
 			}
 		}))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	ledger, err := dedupe.NewLedger(db, cfg.Dedupe.TTL, dedupe.WithBatch(1000, 2*time.Millisecond), dedupe.WithLogger(log))
-	if err != nil {
-		return nil, err
+	if s.ledger, err = dedupe.NewLedger(s.db, cfg.Dedupe.TTL, dedupe.WithBatch(1000, 2*time.Millisecond), dedupe.WithLogger(log)); err != nil {
+		return err
 	}
-	s.ledger = ledger
-	s.ledgerDone, s.breakersDone, s.gaugesDone = make(chan struct{}), make(chan struct{}), make(chan struct{})
-	var lctx, bctx, gctx context.Context
-	lctx, s.stopLedger = context.WithCancel(context.WithoutCancel(ctx))
-	bctx, s.stopBreakers = context.WithCancel(context.WithoutCancel(ctx))
-	gctx, s.stopGauges = context.WithCancel(context.WithoutCancel(ctx))
-	go func() { defer close(s.ledgerDone); ledger.Run(lctx) }()
-	go func() { defer close(s.breakersDone); breakers.Run(bctx) }()
-
-	disp, err = jetstream.NewDispatcher(setupCtx, jetstream.Options{
-		NC: s.nc, JS: js, Client: s.client, Breakers: breakers, Ledger: ledger,
+	s.ledgerRun = goOwned(ctx, s.ledger.Run)
+	s.breakersRun = goOwned(ctx, breakers.Run)
+	d, err := jetstream.NewDispatcher(setupCtx, jetstream.Options{
+		NC: s.nc, JS: js, Client: s.client, Breakers: breakers, Ledger: s.ledger,
 		Metrics: metrics, Log: log, Config: cfg, OnDeadLetter: o.OnDeadLetter,
-		Tracer: tracing.New(tp), // tracing (issue 16)
+		Tracer: tracing.New(tp),
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	s.disp = disp
-	if err := disp.Start(setupCtx); err != nil {
-		return nil, err
+	s.disp = d
+	disp.Store(d)
+	if err := d.Start(setupCtx); err != nil {
+		return err
 	}
-	go func() { defer close(s.gaugesDone); disp.RunGauges(gctx, 5*time.Second) }()
+	s.gauges = goOwned(ctx, func(ctx context.Context) { d.RunGauges(ctx, 5*time.Second) })
+	return nil
+}
 
-	// Endpoints created through the admin API: stored in a KV bucket with
-	// their secrets sealed, applied here and on every other process.
+// watchEndpoints applies the endpoints stored through the admin API (and,
+// with nats.url, the other processes' config endpoints) and returns the API
+// endpoints' store.
+func (s *Server) watchEndpoints(ctx, setupCtx context.Context, js natsjs.JetStream) (*jetstream.EndpointStore, error) {
+	cfg := s.cfg
 	key, err := seal.LoadSecretKey(cfg)
 	if err != nil {
 		return nil, err
 	}
-	store, err := jetstream.OpenEndpointStore(setupCtx, js, key, cfg.Streams.Replicas, jetstream.StoreLogger(log))
+	store, err := jetstream.OpenEndpointStore(setupCtx, js, key, cfg.Streams.Replicas, jetstream.StoreLogger(s.log))
 	if err != nil {
 		return nil, err
 	}
-	stopAPI, err := disp.WatchEndpoints(context.WithoutCancel(ctx), store, func() config.Settings { return s.config().Defaults })
+	stopAPI, err := s.disp.WatchEndpoints(context.WithoutCancel(ctx), store, func() config.Settings { return s.config().Defaults })
 	if err != nil {
 		return nil, err
 	}
 	s.stopWatch = stopAPI
-	if cfg.NATS.URL != "" {
-		// Several processes share the fan-out: each must know every
-		// process's config endpoints, or it would ack events only those
-		// endpoints want. Each publishes its file's and applies the others'.
-		shared, err := jetstream.OpenEndpointStore(setupCtx, js, key, cfg.Streams.Replicas, jetstream.StoreLogger(log),
-			jetstream.StoreBucket(jetstream.ConfigEndpointBucket, "hookjet config-file endpoints of every process, by id (secrets and header values sealed)"))
-		if err != nil {
-			return nil, err
-		}
-		stopShared, err := disp.ShareConfigEndpoints(context.WithoutCancel(ctx), shared)
-		if err != nil {
-			return nil, err
-		}
-		s.stopWatch = func() { stopShared(); stopAPI() }
+	if cfg.NATS.URL == "" {
+		return store, nil
 	}
+	// Several processes share the fan-out: each must know every process's
+	// config endpoints, or it would ack events only those endpoints want.
+	// Each publishes its file's and applies the others'.
+	shared, err := jetstream.OpenEndpointStore(setupCtx, js, key, cfg.Streams.Replicas, jetstream.StoreLogger(s.log),
+		jetstream.StoreBucket(jetstream.ConfigEndpointBucket, "hookjet config-file endpoints of every process, by id (secrets and header values sealed)"))
+	if err != nil {
+		return nil, err
+	}
+	stopShared, err := s.disp.ShareConfigEndpoints(context.WithoutCancel(ctx), shared)
+	if err != nil {
+		return nil, err
+	}
+	s.stopWatch = func() { stopShared(); stopAPI() }
+	return store, nil
+}
 
-	if !cfg.Outbox.DSN.IsZero() { // the outbox relay in-process: cli/outbox.go
-		if s.outbox, s.stopOutbox, err = startOutbox(ctx, cfg, s.nc, log, s.registry); err != nil {
-			return nil, err
-		}
+// startAdmin listens on admin.listen and serves the admin API.
+func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) error {
+	cfg := s.cfg
+	ln, err := net.Listen("tcp", cfg.Admin.Listen)
+	if err != nil {
+		return fmt.Errorf("admin.listen: %w", err)
 	}
-	if s.adminLn, err = net.Listen("tcp", cfg.Admin.Listen); err != nil {
-		return nil, fmt.Errorf("admin.listen: %w", err)
-	}
+	s.adminLn = ln
 	s.admin = &http.Server{
-		Handler: admin.NewHandler(disp, s.registry, cfg.Admin.Token.Reveal(), log,
-			admin.WithEndpointStore(store, disp, s.config), admin.WithConfigPath(o.ConfigPath)),
+		Handler: admin.NewHandler(s.disp, s.registry, cfg.Admin.Token.Reveal(), s.log,
+			admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath)),
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	s.adminDone = make(chan struct{})
-	go func() {
-		defer close(s.adminDone)
-		if err := s.admin.Serve(s.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("admin server", "err", err)
+	s.adminRun = goOwned(context.Background(), func(context.Context) {
+		if err := s.admin.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("admin server", "err", err)
 		}
-	}()
-	natsURL := cfg.NATS.URL
-	if s.ns != nil {
-		natsURL = s.ns.ClientURL() + " (embedded)"
-	}
-	log.Info("hookjet serving", "version", Version, "nats", natsURL, "admin", "http://"+s.adminLn.Addr().String(), "endpoints", len(cfg.Endpoints), "data_dir", cfg.DataDir)
-	return s, nil
+	})
+	return nil
 }
 
 // payloadHeadroom is what hookjet adds to an event when it stores it as a
@@ -363,22 +417,6 @@ func checkPayloadHeadroom(cfg *config.Config, serverMax int64) error {
 			cfg.Security.MaxPayloadBytes, payloadHeadroom, serverMax)}
 	}
 	return nil
-}
-
-// syncEvery fdatasyncs db every interval until ctx is done.
-func syncEvery(ctx context.Context, db *bolt.DB, interval time.Duration, log *slog.Logger) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := db.Sync(); err != nil {
-				log.Warn("sync state file", "err", err)
-			}
-		}
-	}
 }
 
 // AdminAddr is the address the admin API listens on.
@@ -414,39 +452,39 @@ func (s *Server) Shutdown() error {
 func (s *Server) shutdown() error {
 	if s.stopWatch != nil {
 		s.stopWatch()
+		s.stopWatch = nil
 	}
 	s.disp.Stop(s.config().Worker.ShutdownGrace)
+	s.stopped = true
 	s.client.CloseIdleConnections()
-	s.stopGauges()
-	<-s.gaugesDone
+	s.gauges.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := s.admin.Shutdown(ctx); err != nil {
 		s.log.Warn("admin shutdown", "err", err)
 	}
-	<-s.adminDone
+	s.adminRun.stop()
 	s.abort()
 	s.log.Info("stopped")
 	return nil
 }
 
-// abort stops whatever was started, in reverse order.
+// abort stops whatever was started, in reverse order. It is what a failed
+// Start runs, and the end of Shutdown.
 func (s *Server) abort() {
+	if s.stopWatch != nil {
+		s.stopWatch()
+	}
+	if s.disp != nil && !s.stopped {
+		s.disp.Stop(time.Second)
+	}
 	if s.stopOutbox != nil {
 		s.stopOutbox() // finishes its batch while NATS is still connected
 	}
-	if s.stopLedger != nil {
-		s.stopLedger() // flushes and acks what was delivered
-		<-s.ledgerDone
-	}
-	if s.stopBreakers != nil {
-		s.stopBreakers()
-		<-s.breakersDone
-	}
-	if s.stopGauges != nil {
-		s.stopGauges()
-	}
-	if s.stopTracing != nil { // tracing (issue 16): export the spans left
+	s.gauges.stop()
+	s.ledgerRun.stop() // flushes and acks what was delivered
+	s.breakersRun.stop()
+	if s.stopTracing != nil { // export the spans left
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := s.stopTracing(ctx); err != nil {
 			s.log.Warn("tracing shutdown", "err", err)
@@ -462,14 +500,8 @@ func (s *Server) abort() {
 		}
 		s.nc.Close()
 	}
-	if s.stopSync != nil {
-		s.stopSync()
-		<-s.syncDone
-	}
+	s.stateSync.stop() // syncs once more
 	if s.db != nil {
-		if err := s.db.Sync(); err != nil {
-			s.log.Warn("sync state file", "err", err)
-		}
 		if err := s.db.Close(); err != nil {
 			s.log.Warn("close state file", "err", err)
 		}

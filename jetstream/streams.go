@@ -73,8 +73,29 @@ func DrainConsumerName(endpointID string) string { return drainPrefix + endpoint
 // a short timeout and backoff until ctx ends, so a cluster that is still
 // electing leaders delays start-up instead of failing it.
 func EnsureStreams(ctx context.Context, js natsjs.JetStream, cfg *config.Config, log *slog.Logger) error {
+	for _, sc := range streamConfigs(cfg) {
+		if err := retry(ctx, log, "stream "+sc.Name, func(ctx context.Context) error { return ensureStream(ctx, js, sc) }); err != nil {
+			return err
+		}
+	}
+	for _, kc := range bucketConfigs(cfg) {
+		if err := retry(ctx, log, "bucket "+kc.Bucket, func(ctx context.Context) error {
+			if _, err := js.KeyValue(ctx, kc.Bucket); err == nil {
+				return nil
+			}
+			_, err := js.CreateOrUpdateKeyValue(ctx, kc)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// streamConfigs are the streams hookjet owns.
+func streamConfigs(cfg *config.Config) []natsjs.StreamConfig {
 	s := cfg.Streams
-	streams := []natsjs.StreamConfig{{
+	return []natsjs.StreamConfig{{
 		Name:        EventsStream,
 		Description: "hookjet event log: every event, kept for streams.max_age (redelivery reads it)",
 		Subjects:    []string{EventsPrefix + ">"},
@@ -141,12 +162,13 @@ func EnsureStreams(ctx context.Context, js natsjs.JetStream, cfg *config.Config,
 		MaxBytes:    64 << 20,
 		Discard:     natsjs.DiscardOld,
 	}}
-	for _, sc := range streams {
-		if err := retry(ctx, log, "stream "+sc.Name, func(ctx context.Context) error { return ensureStream(ctx, js, sc) }); err != nil {
-			return err
-		}
-	}
-	kvs := []natsjs.KeyValueConfig{{
+}
+
+// bucketConfigs are the KV buckets hookjet creates at start (the endpoint
+// stores create their own).
+func bucketConfigs(cfg *config.Config) []natsjs.KeyValueConfig {
+	s := cfg.Streams
+	return []natsjs.KeyValueConfig{{
 		Bucket:      SeenBucket,
 		Description: "hookjet event ids already accepted, shared by all processes (dedupe past the duplicate window)",
 		TTL:         cfg.Dedupe.TTL,
@@ -160,18 +182,6 @@ func EnsureStreams(ctx context.Context, js natsjs.JetStream, cfg *config.Config,
 		Replicas:    s.Replicas,
 		MaxBytes:    64 << 20,
 	}}
-	for _, kc := range kvs {
-		if err := retry(ctx, log, "bucket "+kc.Bucket, func(ctx context.Context) error {
-			if _, err := js.KeyValue(ctx, kc.Bucket); err == nil {
-				return nil
-			}
-			_, err := js.CreateOrUpdateKeyValue(ctx, kc)
-			return err
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // ensureStream creates sc, or updates it when its configuration differs
