@@ -1,0 +1,123 @@
+package jetstream
+
+import (
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/deliver"
+)
+
+// decide covers every row of DESIGN's outcomes table, and the limits that
+// end retrying.
+func TestDecide(t *testing.T) {
+	s := config.Default().Defaults // base 5s, cap 1h, 20 attempts, 24h
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	fresh := now.Add(-time.Minute)
+	backoff := func(n int) time.Duration { return time.Duration(n) * time.Second }
+	tests := []struct {
+		name      string
+		attempts  int
+		published time.Time
+		out       deliver.Outcome
+		want      action
+	}{
+		{"2xx acks", 1, fresh, deliver.Outcome{Class: deliver.Success, Status: 204}, action{Verb: actAck}},
+		{"timeout retries after backoff", 3, fresh, deliver.Outcome{Class: deliver.Transient, Err: errors.New("timeout")}, action{Verb: actRetry, Wait: 3 * time.Second}},
+		{"503 retries", 1, fresh, deliver.Outcome{Class: deliver.Transient, Status: 503}, action{Verb: actRetry, Wait: time.Second}},
+		{"429 holds the endpoint for Retry-After", 1, fresh, deliver.Outcome{Class: deliver.RateLimited, Status: 429, RetryAfter: 30 * time.Second}, action{Verb: actRetry, Hold: true}},
+		{"410 dead-letters and disables", 1, fresh, deliver.Outcome{Class: deliver.Gone, Status: 410}, action{Verb: actDeadLetter, Reason: "gone", Disable: true}},
+		{"other 4xx is permanent", 1, fresh, deliver.Outcome{Class: deliver.Permanent, Status: 422}, action{Verb: actDeadLetter, Reason: "permanent"}},
+		{"3xx is permanent", 1, fresh, deliver.Outcome{Class: deliver.Permanent, Status: 302}, action{Verb: actDeadLetter, Reason: "permanent"}},
+		{"refused by the guard is rejected", 1, fresh, deliver.Outcome{Class: deliver.Rejected, Err: errors.New("private address")}, action{Verb: actDeadLetter, Reason: "rejected"}},
+		{"max_attempts reached: exhausted", 20, fresh, deliver.Outcome{Class: deliver.Transient, Status: 500}, action{Verb: actDeadLetter, Reason: "exhausted"}},
+		{"429 at max_attempts: exhausted", 20, fresh, deliver.Outcome{Class: deliver.RateLimited, Status: 429}, action{Verb: actDeadLetter, Reason: "exhausted"}},
+		{"next attempt past max_age: expired", 2, now.Add(-24*time.Hour + time.Second), deliver.Outcome{Class: deliver.Transient, Status: 500}, action{Verb: actDeadLetter, Reason: "expired"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := decide(attemptState{Attempts: tt.attempts}, tt.out, s, tt.published, now, backoff)
+			if tt.want.Hold {
+				// Retry-After plus up to 10% jitter, clamped to the cap.
+				if got.Verb != actRetry || !got.Hold || got.Wait < 30*time.Second || got.Wait > 33*time.Second {
+					t.Fatalf("got %+v", got)
+				}
+				return
+			}
+			if got != tt.want {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPrecheck(t *testing.T) {
+	s := config.Default().Defaults
+	now := time.Now()
+	if reason, _, ok := precheck(2<<20, 1<<20, s, now, now); ok || reason != "rejected" {
+		t.Fatalf("oversized payload: %q %v", reason, ok)
+	}
+	if reason, _, ok := precheck(10, 1<<20, s, now.Add(-25*time.Hour), now); ok || reason != "expired" {
+		t.Fatalf("old event: %q %v", reason, ok)
+	}
+	if _, _, ok := precheck(10, 1<<20, s, now, now); !ok {
+		t.Fatal("a fresh small event was refused")
+	}
+}
+
+func TestIndexMatch(t *testing.T) {
+	x := newIndex()
+	x.set("a", []string{"order.*"})
+	x.set("b", []string{"order.created", "lead.>"})
+	x.set("c", []string{">"})
+	x.set("d", []string{"*.created"})
+	for typ, want := range map[string]string{
+		"order.created":    "abcd",
+		"order.paid":       "ac",
+		"lead.created":     "bcd",
+		"lead.x.y":         "bc",
+		"lead":             "c",
+		"order.created.v2": "c",
+	} {
+		got := x.match(typ, nil)
+		seen := map[string]bool{}
+		for _, id := range got {
+			if seen[id] {
+				t.Fatalf("%s: %s twice", typ, id)
+			}
+			seen[id] = true
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: got %v, want %s", typ, got, want)
+		}
+		for _, r := range want {
+			if !seen[string(r)] {
+				t.Fatalf("%s: got %v, want %s", typ, got, want)
+			}
+		}
+	}
+	x.set("b", []string{"user.*"})
+	x.remove("c")
+	if got := x.match("lead.x", nil); len(got) != 0 {
+		t.Fatalf("after changes lead.x matched %v", got)
+	}
+}
+
+func BenchmarkIndexMatch100k(b *testing.B) {
+	x := newIndex()
+	for i := range 100_000 {
+		x.set("ep"+itoa(i), []string{"tenant" + itoa(i) + ".>"})
+	}
+	x.set("all-orders", []string{"*.order.created"})
+	buf := make([]string, 0, 8)
+	for b.Loop() {
+		buf = x.match("tenant4242.order.created", buf[:0])
+	}
+	if len(buf) != 2 {
+		b.Fatalf("matched %v", buf)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
