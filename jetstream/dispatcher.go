@@ -62,17 +62,19 @@ type Options struct {
 // messages, wait for in-flight deliveries for the grace period, then cancel
 // the rest.
 type Dispatcher struct {
-	o          Options
-	log        *slog.Logger
-	now        func() time.Time
-	stateKV    natsjs.KeyValue
-	shared     *sharedSeen   // nil with the embedded server: one process, the local ledger suffices
-	global     chan struct{} // worker.concurrency: requests in flight
-	unsettled  chan struct{} // fan-out events not yet settled in this process
-	maxPayload int           // security.max_payload_bytes; SIGHUP reloads endpoints only
-	idx        *index
-	series     *series
-	drains     *drainer
+	o         Options
+	log       *slog.Logger
+	now       func() time.Time
+	stateKV   natsjs.KeyValue
+	shared    *sharedSeen   // nil with the embedded server: one process, the local ledger suffices
+	global    chan struct{} // worker.concurrency: requests in flight
+	unsettled chan struct{} // fan-out events not yet settled in this process
+	// unsettledBytes bounds their payload bytes.
+	unsettledBytes *byteBudget
+	maxPayload     int // security.max_payload_bytes; SIGHUP reloads endpoints only
+	idx            *index
+	series         *series
+	drains         *drainer
 
 	loopCtx    context.Context // cancelled by Stop: loops stop pulling
 	stopLoops  context.CancelFunc
@@ -129,19 +131,20 @@ type settings struct {
 func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	cfg := o.Config
 	d := &Dispatcher{
-		o:          o,
-		log:        o.Log,
-		now:        o.Now,
-		cfg:        cfg,
-		eps:        map[string]*endpoint{},
-		fromCfg:    map[string]bool{},
-		others:     map[string]bool{},
-		states:     map[string]endpointState{},
-		global:     make(chan struct{}, cfg.Worker.Concurrency),
-		unsettled:  make(chan struct{}, 2*cfg.Worker.Concurrency),
-		maxPayload: cfg.Security.MaxPayloadBytes,
-		idx:        newIndex(),
-		series:     newSeries(o.Metrics, maxSeries(cfg)),
+		o:              o,
+		log:            o.Log,
+		now:            o.Now,
+		cfg:            cfg,
+		eps:            map[string]*endpoint{},
+		fromCfg:        map[string]bool{},
+		others:         map[string]bool{},
+		states:         map[string]endpointState{},
+		global:         make(chan struct{}, cfg.Worker.Concurrency),
+		unsettled:      make(chan struct{}, 2*cfg.Worker.Concurrency),
+		unsettledBytes: newByteBudget(unsettledBytes),
+		maxPayload:     cfg.Security.MaxPayloadBytes,
+		idx:            newIndex(),
+		series:         newSeries(o.Metrics, maxSeries(cfg)),
 	}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)

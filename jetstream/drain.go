@@ -242,6 +242,17 @@ func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg 
 		d.goDeadLetter(dl, "exhausted")
 		return
 	}
+	size := int64(len(msg.Data()))
+	if !d.unsettledBytes.acquire(ctx, size) {
+		adm.release()
+		dl.done(false)
+		return
+	}
+	settle := dl.done
+	dl.done = func(ok bool) {
+		d.unsettledBytes.release(size)
+		settle(ok)
+	}
 	d.launch(ctx, dl, adm)
 }
 

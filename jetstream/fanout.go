@@ -31,8 +31,14 @@ func fanoutAckWait(cfg *config.Config) time.Duration {
 // that a slow one never holds an event for long.
 const inFlightWait = 250 * time.Millisecond
 
-// fanoutBytes bounds what the fan-out buffers in the client, process-wide.
-const fanoutBytes = 64 << 20
+// fanoutBytes bounds what the fan-out buffers in the client, and
+// unsettledBytes the payloads of events being delivered, process-wide: with
+// 1 MB events and slow endpoints, memory stays near 64 + 128 MB whatever
+// the number of endpoints.
+const (
+	fanoutBytes    = 64 << 20
+	unsettledBytes = 128 << 20
+)
 
 // runFanout pulls HOOKJET_EVENTS through the shared consumer and fans each
 // event out. A consumer that disappears (deleted by an operator) is created
@@ -102,6 +108,7 @@ func (d *Dispatcher) returnBuffered(it natsjs.MessagesContext) {
 type fanEvent struct {
 	d      *Dispatcher
 	msg    natsjs.Msg
+	size   int64 // bytes taken from the dispatcher's byte budget
 	left   atomic.Int32
 	failed atomic.Bool
 }
@@ -120,6 +127,7 @@ func (f *fanEvent) settle(ok bool) {
 	} else if err := f.msg.Ack(); err != nil {
 		f.d.log.Warn("ack event", "err", err)
 	}
+	f.d.unsettledBytes.release(f.size)
 	<-f.d.unsettled
 }
 
@@ -164,7 +172,14 @@ func (d *Dispatcher) fanOut(ctx context.Context, msg natsjs.Msg) {
 		<-d.unsettled
 		return
 	}
-	f := &fanEvent{d: d, msg: msg}
+	f := &fanEvent{d: d, msg: msg, size: int64(len(msg.Data()))}
+	if !d.unsettledBytes.acquire(ctx, f.size) {
+		if err := msg.Nak(); err != nil {
+			d.log.Debug("nak event at shutdown", "err", err)
+		}
+		<-d.unsettled
+		return
+	}
 	f.left.Store(int32(len(targets)))
 	exhausted := meta.NumDelivered >= uint64(eventsMaxDeliver-1)
 	for _, id := range targets {

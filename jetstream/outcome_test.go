@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"testing"
@@ -121,3 +122,31 @@ func BenchmarkIndexMatch100k(b *testing.B) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// Issue 13 item 5: payload bytes held by deliveries in progress are bounded
+// process-wide; one event larger than the budget still goes, alone.
+func TestDefect05ByteBudget(t *testing.T) {
+	b := newByteBudget(3 << 20)
+	for range 3 {
+		if !b.acquire(t.Context(), 1<<20) {
+			t.Fatal("refused within the budget")
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if b.acquire(ctx, 1<<20) {
+		t.Fatal("a fourth 1 MB event went past a 3 MB budget")
+	}
+	got := make(chan bool)
+	go func() { got <- b.acquire(t.Context(), 1<<20) }()
+	b.release(1 << 20)
+	if !<-got {
+		t.Fatal("not admitted after a release")
+	}
+	for range 3 {
+		b.release(1 << 20)
+	}
+	if !b.acquire(t.Context(), 10<<20) {
+		t.Fatal("an event larger than the whole budget never goes")
+	}
+}

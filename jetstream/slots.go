@@ -78,3 +78,47 @@ func (s *slots) inUse() int {
 	defer s.mu.Unlock()
 	return s.n
 }
+
+// byteBudget bounds the payload bytes held by unsettled fan-out events in
+// this process, so that large events cannot pile up in memory behind slow
+// endpoints: acquire waits while the budget is spent. One event larger than
+// the whole budget is let through alone.
+type byteBudget struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	used  int64
+	limit int64
+}
+
+func newByteBudget(limit int64) *byteBudget {
+	b := &byteBudget{limit: limit}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+// acquire takes n bytes, waiting until they fit or ctx is done (false).
+func (b *byteBudget) acquire(ctx context.Context, n int64) bool {
+	stop := context.AfterFunc(ctx, func() {
+		b.mu.Lock()
+		b.cond.Broadcast()
+		b.mu.Unlock()
+	})
+	defer stop()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.used > 0 && b.used+n > b.limit {
+		if ctx.Err() != nil {
+			return false
+		}
+		b.cond.Wait()
+	}
+	b.used += n
+	return true
+}
+
+func (b *byteBudget) release(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	b.cond.Broadcast()
+	b.mu.Unlock()
+}
