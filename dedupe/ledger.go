@@ -241,6 +241,15 @@ func (l *Ledger) lookupSeen(eventID string) (seq uint64, atNanos int64, found bo
 	return seq, atNanos, true, nil
 }
 
+// Check reports whether the ledger's state file answers a read: nil, or why
+// not (closed, failing). Readiness checks call it.
+func (l *Ledger) Check() error {
+	if err := l.db.View(func(*bolt.Tx) error { return nil }); err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	return nil
+}
+
 // Delivered reports whether endpoint has answered 2xx for eventID within
 // the ttl: MarkDelivered was called for it, even if its record is still
 // queued.

@@ -3,6 +3,7 @@ package dedupe_test
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -554,4 +555,25 @@ func BenchmarkMarkDelivered(b *testing.B) {
 		f.ledger.MarkDelivered("crm", string(buf), done)
 	}
 	wg.Wait()
+}
+
+// Issue 13 item 9: readiness sees a state file that no longer answers.
+func TestDefect09CheckSeesAClosedFile(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := dedupe.NewLedger(db, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Check(); err != nil {
+		t.Fatalf("open file: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Check(); err == nil {
+		t.Fatal("a closed state file passes the check")
+	}
 }

@@ -389,10 +389,14 @@ func (d *Dispatcher) refreshGauges(ctx context.Context) {
 	m.Endpoints.WithLabelValues("breaker_open").Set(open)
 }
 
-// Ready reports whether NATS is connected and hookjet's streams exist.
+// Ready reports whether NATS is connected, hookjet's streams exist and the
+// state file answers.
 func (d *Dispatcher) Ready(ctx context.Context) error {
 	if !d.o.NC.IsConnected() {
 		return errors.New("nats not connected")
+	}
+	if err := d.o.Ledger.Check(); err != nil {
+		return err
 	}
 	for _, name := range []string{EventsStream, TasksStream, DLQStream} {
 		if _, err := d.o.JS.Stream(ctx, name); err != nil {

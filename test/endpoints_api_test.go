@@ -6,11 +6,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookjet/hookjet/cli"
 	"github.com/hookjet/hookjet/webhook"
@@ -269,4 +273,72 @@ func TestAPIEndpointSeenBySecondProcess(t *testing.T) {
 		return nil
 	})
 	t.Logf("applied on the second process %s after the create", time.Since(created).Round(time.Millisecond))
+}
+
+// The real binary: `hookjet endpoints add` creates an endpoint whose printed
+// secret verifies deliveries, `endpoints test` waits for the test event and
+// reports it delivered, bad input exits 2 naming the field, and `endpoints
+// rm` stops deliveries. (Issue 12.)
+func TestBinaryEndpointsCLI(t *testing.T) {
+	sink := newReceiver(t, []string{secretA, secretB}, nil)
+	_, cfgPath, natsAddr, adminAddr := binaryConfig(t, sink.URL)
+	p := startBinary(t, cfgPath, adminAddr)
+	shop := newInbox(t)
+	cli := func(args ...string) (string, int) {
+		t.Helper()
+		full := append([]string{args[0], args[1], "--admin", adminAddr}, args[2:]...)
+		cmd := exec.Command(hookjetBinary(t), full...)
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), code
+	}
+	out, code := cli("endpoints", "add", "--url", shop.URL, "--id", "shop", "--events", "order.*")
+	if code != 0 {
+		t.Fatalf("add: exit %d\n%s", code, out)
+	}
+	var secret string
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "secret  "); ok {
+			secret = strings.TrimSpace(v)
+		}
+	}
+	if !strings.HasPrefix(secret, "whsec_") {
+		t.Fatalf("add printed no secret:\n%s", out)
+	}
+	if strings.Contains(p.out.String(), secret[6:]) {
+		t.Fatal("the server log contains the generated secret")
+	}
+	nc, err := nats.Connect("nats://" + natsAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := natsjs.New(nc)
+	if _, err := js.Publish(t.Context(), "hookjet.events.order.created", []byte(`{}`), natsjs.WithMsgID("evt_cli")); err != nil {
+		t.Fatal(err)
+	}
+	if err := verifies(t, shop.wait(t, "evt_cli", 1)[0], secret); err != nil {
+		t.Fatalf("the printed secret does not verify: %v", err)
+	}
+	if out, code := cli("endpoints", "test", "shop"); code != 0 || !strings.Contains(out, "delivered") {
+		t.Fatalf("test: exit %d\n%s", code, out)
+	}
+	if out, code := cli("endpoints", "add", "--url", "ftp://nope", "--id", "bad"); code != 2 || !strings.Contains(out, "url") {
+		t.Fatalf("bad url: exit %d\n%s", code, out)
+	}
+	if out, code := cli("endpoints", "rm", "shop"); code != 0 {
+		t.Fatalf("rm: exit %d\n%s", code, out)
+	}
+	if _, err := js.Publish(t.Context(), "hookjet.events.order.created", []byte(`{}`), natsjs.WithMsgID("evt_after_rm")); err != nil {
+		t.Fatal(err)
+	}
+	sink.waitFor(t, "evt_after_rm")
+	if n := len(shop.get("evt_after_rm")); n != 0 {
+		t.Fatalf("a removed endpoint got %d deliveries", n)
+	}
 }
