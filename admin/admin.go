@@ -23,17 +23,17 @@ import (
 // Backend is what the admin API reads and controls.
 type Backend interface {
 	Ready(ctx context.Context) error
-	Summary(ctx context.Context) (jetstream.Summary, error)
-	Endpoints(ctx context.Context) ([]jetstream.EndpointStatus, error)
+	Summary(ctx context.Context) (Summary, error)
+	Endpoints(ctx context.Context) ([]EndpointStatus, error)
 	// EndpointPage returns up to limit endpoints whose ids sort after
 	// after, of tenant when not empty, ordered by id, and the cursor of
 	// the next page (empty after the last).
-	EndpointPage(ctx context.Context, tenant, after string, limit int) ([]jetstream.EndpointStatus, string, error)
-	Endpoint(ctx context.Context, id string) (jetstream.EndpointStatus, error)
+	EndpointPage(ctx context.Context, tenant, after string, limit int) ([]EndpointStatus, string, error)
+	Endpoint(ctx context.Context, id string) (EndpointStatus, error)
 	SetDisabled(ctx context.Context, id string, disabled bool, reason string) error
 	DeadLetters(ctx context.Context, f jetstream.DLQFilter) ([]jetstream.DLQEntry, error)
 	DeadLetterStats(ctx context.Context) ([]jetstream.DLQStat, error)
-	Replay(ctx context.Context, r jetstream.ReplayRequest) (jetstream.ReplayResult, error)
+	Replay(ctx context.Context, r ReplayRequest) (ReplayResult, error)
 }
 
 // NewHandler returns the admin API. When token is not empty every route but
@@ -221,7 +221,7 @@ func (a *api) dlqStats(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) dlqReplay(w http.ResponseWriter, r *http.Request) {
-	var req jetstream.ReplayRequest
+	var req ReplayRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {

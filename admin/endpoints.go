@@ -187,7 +187,7 @@ func newID() string {
 // where the endpoint comes from. Never a secret, except Secret in the
 // answers to create and rotate.
 type endpointObject struct {
-	jetstream.EndpointStatus
+	EndpointStatus
 	Source      string     `json:"source"`
 	Tenant      string     `json:"tenant"`
 	Description string     `json:"description"`
@@ -201,7 +201,7 @@ type endpointObject struct {
 func (a *api) objectOf(ctx context.Context, ep config.Endpoint) endpointObject {
 	st, err := a.b.Endpoint(ctx, ep.ID)
 	if err != nil {
-		st = jetstream.EndpointStatus{Breaker: jetstream.BreakerStatus{State: "closed"}}
+		st = EndpointStatus{Breaker: BreakerStatus{State: "closed"}}
 	}
 	st.ID, st.URL, st.Events, st.Secrets = ep.ID, ep.URL, ep.Events, len(ep.Secrets)
 	st.HeaderNames = slices.Sorted(maps.Keys(ep.Headers))
@@ -510,7 +510,7 @@ func (a *api) listEndpoints(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if eps == nil {
-		eps = []jetstream.EndpointStatus{}
+		eps = []EndpointStatus{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"endpoints": eps, "next": next})
 }

@@ -69,15 +69,15 @@ func (e *engine) ConfigEndpoint(id string) (config.Endpoint, bool) {
 	return config.Endpoint{}, false
 }
 
-func (e *engine) Endpoint(_ context.Context, id string) (jetstream.EndpointStatus, error) {
-	return jetstream.EndpointStatus{}, fmt.Errorf("%w: %q", jetstream.ErrUnknownEndpoint, id)
+func (e *engine) Endpoint(_ context.Context, id string) (EndpointStatus, error) {
+	return EndpointStatus{}, fmt.Errorf("%w: %q", jetstream.ErrUnknownEndpoint, id)
 }
 
-func (e *engine) EndpointPage(_ context.Context, tenant, after string, limit int) ([]jetstream.EndpointStatus, string, error) {
+func (e *engine) EndpointPage(_ context.Context, tenant, after string, limit int) ([]EndpointStatus, string, error) {
 	e.mu.Lock()
 	e.pages = append(e.pages, fmt.Sprintf("%s|%s|%d", tenant, after, limit))
 	e.mu.Unlock()
-	return []jetstream.EndpointStatus{{ID: "a"}}, "a", nil
+	return []EndpointStatus{{ID: "a"}}, "a", nil
 }
 
 func (e *engine) Calls() []string {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookjet/hookjet/admin"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -181,7 +182,7 @@ func runEndpointShow(ctx context.Context, args []string, getenv func(string) str
 		return printJSON(stdout, raw)
 	}
 	var e struct {
-		jetstream.EndpointStatus
+		admin.EndpointStatus
 		Source      string     `json:"source"`
 		Tenant      string     `json:"tenant"`
 		Description string     `json:"description"`

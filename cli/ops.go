@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hookjet/hookjet/admin"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -138,7 +139,7 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	if *asJSON {
 		return printJSON(stdout, raw)
 	}
-	var s jetstream.Summary
+	var s admin.Summary
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return err
 	}
@@ -213,15 +214,15 @@ func runEndpoints(ctx context.Context, args []string, getenv func(string) string
 		return printJSON(stdout, raw)
 	}
 	var list struct {
-		Endpoints []jetstream.EndpointStatus `json:"endpoints"`
-		Next      string                     `json:"next"`
+		Endpoints []admin.EndpointStatus `json:"endpoints"`
+		Next      string                 `json:"next"`
 	}
 	if err := json.Unmarshal(raw, &list); err != nil || list.Endpoints == nil {
-		var one jetstream.EndpointStatus
+		var one admin.EndpointStatus
 		if err := json.Unmarshal(raw, &one); err != nil {
 			return err
 		}
-		list.Endpoints = []jetstream.EndpointStatus{one}
+		list.Endpoints = []admin.EndpointStatus{one}
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tBREAKER\tFAILS\tP50\tP95\tP99\tSAMPLES\t1ST OK\tPENDING\tDLQ\tURL")
@@ -327,14 +328,14 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdo
 		}
 		return tw.Flush()
 	default:
-		req := jetstream.ReplayRequest{Endpoint: *endpoint, Since: *since, Until: *until, IDs: ids, DryRun: *dry}
+		req := admin.ReplayRequest{Endpoint: *endpoint, Since: *since, Until: *until, IDs: ids, DryRun: *dry}
 		if err := c.do(ctx, http.MethodPost, "/api/v1/dlq/replay", req, &raw); err != nil {
 			return err
 		}
 		if *asJSON {
 			return printJSON(stdout, raw)
 		}
-		var res jetstream.ReplayResult
+		var res admin.ReplayResult
 		if err := json.Unmarshal(raw, &res); err != nil {
 			return err
 		}

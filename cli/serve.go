@@ -30,6 +30,7 @@ import (
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/dedupe"
 	"github.com/hookjet/hookjet/deliver"
+	"github.com/hookjet/hookjet/dispatch"
 	"github.com/hookjet/hookjet/jetstream"
 	"github.com/hookjet/hookjet/outbox"
 	"github.com/hookjet/hookjet/seal"
@@ -144,7 +145,7 @@ type Server struct {
 	ns       *server.Server
 	nc       *nats.Conn
 	db       *bolt.DB
-	disp     *jetstream.Dispatcher
+	disp     *dispatch.Dispatcher
 	admin    *http.Server
 	adminLn  net.Listener
 	registry *prometheus.Registry
@@ -294,7 +295,7 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, js natsjs.JetStream,
 		s.registry = prometheus.NewRegistry()
 		s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	metrics := jetstream.NewMetrics(s.registry)
+	metrics := dispatch.NewMetrics(s.registry)
 	// The caller's tracer provider, or the one config and OTEL_* ask for.
 	tp := o.TracerProvider
 	if tp == nil {
@@ -311,7 +312,7 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, js natsjs.JetStream,
 		UserAgent: UserAgent(),
 		Resolver:  o.Resolver,
 	})
-	var disp atomic.Pointer[jetstream.Dispatcher]
+	var disp atomic.Pointer[dispatch.Dispatcher]
 	breakers, err := breaker.NewRegistry(s.db,
 		breaker.WithLogger(log),
 		breaker.WithOnTransition(func(t breaker.Transition) {
@@ -327,7 +328,7 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, js natsjs.JetStream,
 	}
 	s.ledgerRun = goOwned(ctx, s.ledger.Run)
 	s.breakersRun = goOwned(ctx, breakers.Run)
-	d, err := jetstream.NewDispatcher(setupCtx, jetstream.Options{
+	d, err := dispatch.NewDispatcher(setupCtx, dispatch.Options{
 		NC: s.nc, JS: js, Client: s.client, Breakers: breakers, Ledger: s.ledger,
 		Metrics: metrics, Log: log, Config: cfg, OnDeadLetter: o.OnDeadLetter,
 		Tracer: tracing.New(tp),

@@ -10,8 +10,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
-
-	"github.com/hookjet/hookjet/tracing"
 )
 
 // DLQEntry is one dead letter as the admin API lists it. The payload is not
@@ -52,23 +50,6 @@ type DLQStat struct {
 	AverageAttempts  float64 `json:"average_attempts"`
 }
 
-// ReplayRequest selects dead letters to send again.
-type ReplayRequest struct {
-	Endpoint string   `json:"endpoint"`
-	Since    string   `json:"since"`
-	Until    string   `json:"until"`
-	IDs      []string `json:"ids"`
-	DryRun   bool     `json:"dry_run"`
-}
-
-// ReplayResult reports a replay.
-type ReplayResult struct {
-	Matched  int      `json:"matched"`
-	Replayed int      `json:"replayed"`
-	Skipped  int      `json:"skipped,omitempty"`
-	Errors   []string `json:"errors,omitempty"`
-}
-
 // ParseTime accepts RFC 3339 or a duration meaning "that long ago".
 func ParseTime(s string, now time.Time) (time.Time, error) {
 	if s == "" {
@@ -83,15 +64,16 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%w: %q is neither an RFC 3339 time nor a duration such as 2h", ErrBadRequest, s)
 }
 
-type dlqMsg struct {
-	entry DLQEntry
-	msg   natsjs.Msg
+// DLQMsg is a dead letter read by ScanDLQ: its entry and the message.
+type DLQMsg struct {
+	Entry DLQEntry
+	Msg   natsjs.Msg
 }
 
-// scanDLQ calls fn for each dead letter matching f, oldest first, until fn
+// ScanDLQ calls fn for each dead letter matching f, oldest first, until fn
 // returns false. It reads with an ordered consumer, so it never disturbs
 // anything and needs no cleanup.
-func (d *Dispatcher) scanDLQ(ctx context.Context, f DLQFilter, fn func(dlqMsg) bool) error {
+func ScanDLQ(ctx context.Context, js natsjs.JetStream, f DLQFilter, fn func(DLQMsg) bool) error {
 	cfg := natsjs.OrderedConsumerConfig{DeliverPolicy: natsjs.DeliverAllPolicy}
 	if f.Endpoint != "" {
 		cfg.FilterSubjects = []string{DLQPrefix + f.Endpoint}
@@ -101,7 +83,7 @@ func (d *Dispatcher) scanDLQ(ctx context.Context, f DLQFilter, fn func(dlqMsg) b
 		since := f.Since
 		cfg.OptStartTime = &since
 	}
-	st, err := d.o.JS.Stream(ctx, DLQStream)
+	st, err := js.Stream(ctx, DLQStream)
 	if err != nil {
 		return fmt.Errorf("stream %s: %w", DLQStream, err)
 	}
@@ -113,7 +95,7 @@ func (d *Dispatcher) scanDLQ(ctx context.Context, f DLQFilter, fn func(dlqMsg) b
 		return nil
 	}
 	last := info.State.LastSeq
-	cons, err := d.o.JS.OrderedConsumer(ctx, DLQStream, cfg)
+	cons, err := js.OrderedConsumer(ctx, DLQStream, cfg)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", DLQStream, err)
 	}
@@ -143,7 +125,7 @@ func (d *Dispatcher) scanDLQ(ctx context.Context, f DLQFilter, fn func(dlqMsg) b
 				continue
 			}
 			e := entryOf(m, meta)
-			if (len(ids) == 0 || ids[e.EventID]) && !fn(dlqMsg{entry: e, msg: m}) {
+			if (len(ids) == 0 || ids[e.EventID]) && !fn(DLQMsg{Entry: e, Msg: m}) {
 				done = true
 			}
 			if meta.Sequence.Stream >= last || meta.NumPending == 0 {
@@ -180,25 +162,25 @@ func entryOf(m natsjs.Msg, meta *natsjs.MsgMetadata) DLQEntry {
 }
 
 // DeadLetters lists dead letters matching f, oldest first.
-func (d *Dispatcher) DeadLetters(ctx context.Context, f DLQFilter) ([]DLQEntry, error) {
+func DeadLetters(ctx context.Context, js natsjs.JetStream, f DLQFilter) ([]DLQEntry, error) {
 	out := []DLQEntry{}
-	err := d.scanDLQ(ctx, f, func(m dlqMsg) bool {
-		out = append(out, m.entry)
+	err := ScanDLQ(ctx, js, f, func(m DLQMsg) bool {
+		out = append(out, m.Entry)
 		return f.Limit <= 0 || len(out) < f.Limit
 	})
 	return out, err
 }
 
 // DeadLetterStats summarises the dead letters per endpoint.
-func (d *Dispatcher) DeadLetterStats(ctx context.Context) ([]DLQStat, error) {
+func DeadLetterStats(ctx context.Context, js natsjs.JetStream) ([]DLQStat, error) {
 	type acc struct {
 		DLQStat
 		attempts                int
 		reasons, errs, statuses map[string]int
 	}
 	by := map[string]*acc{}
-	err := d.scanDLQ(ctx, DLQFilter{}, func(m dlqMsg) bool {
-		e := m.entry
+	err := ScanDLQ(ctx, js, DLQFilter{}, func(m DLQMsg) bool {
+		e := m.Entry
 		a := by[e.Endpoint]
 		if a == nil {
 			a = &acc{DLQStat: DLQStat{Endpoint: e.Endpoint, First: e.StoredAt}, reasons: map[string]int{}, errs: map[string]int{}, statuses: map[string]int{}}
@@ -235,73 +217,4 @@ func mostCommon(m map[string]int) string {
 		}
 	}
 	return best
-}
-
-// Replay sends matching dead letters back to their endpoint (and only that
-// endpoint) as tasks on hookjet.tasks.<endpoint>. Each keeps its event id, so
-// its webhook-id, and starts with fresh attempts and a fresh retry.max_age.
-// A dead letter is removed from HOOKJET_DLQ only after its task is stored.
-// Matches are read and sent in batches, so memory does not grow with the
-// number of dead letters.
-func (d *Dispatcher) Replay(ctx context.Context, r ReplayRequest) (ReplayResult, error) {
-	now := d.now()
-	since, err := ParseTime(r.Since, now)
-	if err != nil {
-		return ReplayResult{}, fmt.Errorf("since: %w", err)
-	}
-	until, err := ParseTime(r.Until, now)
-	if err != nil {
-		return ReplayResult{}, fmt.Errorf("until: %w", err)
-	}
-	if r.Endpoint == "" && len(r.IDs) == 0 && r.Since == "" && r.Until == "" {
-		return ReplayResult{}, fmt.Errorf("%w: name an endpoint, ids or a time range (replaying everything must be asked for with since)", ErrBadRequest)
-	}
-	if r.Endpoint != "" && d.endpoint(r.Endpoint) == nil {
-		return ReplayResult{}, fmt.Errorf("%w: %q", ErrUnknownEndpoint, r.Endpoint)
-	}
-	st, err := d.o.JS.Stream(ctx, DLQStream)
-	if err != nil {
-		return ReplayResult{}, fmt.Errorf("stream %s: %w", DLQStream, err)
-	}
-	var res ReplayResult
-	var sendErr error
-	err = d.scanDLQ(ctx, DLQFilter{Endpoint: r.Endpoint, Since: since, Until: until, IDs: r.IDs}, func(m dlqMsg) bool {
-		res.Matched++
-		if r.DryRun {
-			return true
-		}
-		e := m.entry
-		if d.endpoint(e.Endpoint) == nil {
-			res.Skipped++
-			res.Errors = append(res.Errors, fmt.Sprintf("seq %d: endpoint %q is not configured", e.Seq, e.Endpoint))
-			return true
-		}
-		ev := event{id: e.EventID, typ: e.EventType, key: "r" + strconv.FormatUint(e.Seq, 10), at: d.now()}
-		out := taskMsg(e.Endpoint, &ev, attemptState{}, m.msg.Data(), m.msg.Headers(), time.Time{})
-		// tracing (issue 16): a replay span, child of the dead letter's traceparent; the replay carries its own.
-		span := d.o.Tracer.StartReplay(ctx, tracing.Header(m.msg.Headers()), tracing.Replay{Endpoint: e.Endpoint, EventType: e.EventType, EventID: e.EventID, Seq: e.Seq})
-		span.Inject(tracing.Header(out.Header))
-		sendErr = d.publish(out)
-		span.End(sendErr) // tracing (issue 16)
-		if sendErr != nil {
-			sendErr = fmt.Errorf("replay seq %d: %w", e.Seq, sendErr)
-			return false
-		}
-		d.o.Metrics.Published.Inc()
-		d.drains.note(e.Endpoint, time.Time{})
-		if err := st.DeleteMsg(ctx, e.Seq); err != nil && !errors.Is(err, natsjs.ErrMsgNotFound) {
-			sendErr = fmt.Errorf("remove replayed dead letter %d: %w", e.Seq, err)
-			return false
-		}
-		res.Replayed++
-		return true
-	})
-	if err == nil {
-		err = sendErr
-	}
-	if err != nil {
-		return res, err
-	}
-	d.log.Info("replayed dead letters", "matched", res.Matched, "replayed", res.Replayed, "skipped", res.Skipped)
-	return res, nil
 }

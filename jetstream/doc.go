@@ -1,27 +1,32 @@
-// Package jetstream is hookjet's glue to NATS JetStream: the embedded server,
-// the connection, the streams and consumers hookjet owns, and the dispatcher
-// that turns stream messages into webhook deliveries.
+// Package jetstream is hookjet's glue to NATS JetStream: the embedded
+// server, the connection, the streams, consumers and KV buckets hookjet
+// owns (their names, configurations and upgrades), the endpoint store, the
+// outbox publisher, and reading the dead-letter stream. It knows nothing of
+// how deliveries are decided: that is package dispatch.
 //
 // Throughout the repository the nats.go client package
 // github.com/nats-io/nats.go/jetstream is imported as natsjs, so that this
-// package's name stays free. Only this package and cmd/hookjet import NATS.
+// package's name stays free. Only this package, dispatch and cmd/hookjet
+// import NATS; deliver, dedupe, breaker, signature and webhook never do.
 //
-// # Streams and subjects
+// # Streams, consumers and buckets
 //
-//   - HOOKJET_EVENTS (hookjet.events.>): the events, interest retention.
-//     Each endpoint has a durable pull consumer "ep-<id>" whose filter
-//     subjects are its event patterns; a message stays until every endpoint
-//     that wants it has acked it, and an event no endpoint wants is not
-//     stored.
-//   - HOOKJET_REPLAY (hookjet.replay.<endpoint>): dead letters sent back to
-//     one endpoint, read by one shared consumer.
+//   - HOOKJET_EVENTS (hookjet.events.>): the event log, limits retention,
+//     kept for streams.max_age. One durable consumer, hookjet-fanout,
+//     shared by every hookjet process.
+//   - HOOKJET_TASKS (work queue): hookjet.tasks.<endpoint> holds deliveries
+//     waiting for their endpoint; hookjet.sched.<endpoint>.<event> holds
+//     retries as message schedules until they are due. Short-lived durable
+//     consumers drain-<endpoint> read one endpoint's tasks each.
 //   - HOOKJET_DLQ (hookjet.dlq.<endpoint>): dead letters, limits retention.
+//   - HOOKJET_ADVISORIES: MAX_DELIVERIES advisories of the fan-out and drain
+//     consumers, the safety net's input.
 //   - HOOKJET_OPS (hookjet.ops.>): operational events such as
 //     hookjet.ops.endpoint.opened|closed|disabled|enabled and hookjet.ops.dead_letter.
-//   - KV HOOKJET_ATTEMPTS: per (endpoint, message) attempt state, shared by all
-//     hookjet processes; written only when an attempt fails.
-//   - KV HOOKJET_SEEN: event ids already accepted, shared by all processes.
 //   - KV HOOKJET_ENDPOINTS: endpoints created through the admin API, by id
-//     ([EndpointStore]; secrets and header values sealed). Disabled states
-//     of the first design found there are skipped.
+//     ([EndpointStore]; secrets and header values sealed).
+//   - KV HOOKJET_CONFIG_ENDPOINTS: every process's config-file endpoints,
+//     so a process never acks an event for an endpoint only another knows.
+//   - KV HOOKJET_ENDPOINT_STATE: disabled and held endpoints.
+//   - KV HOOKJET_SEEN: event ids already accepted, shared by all processes.
 package jetstream

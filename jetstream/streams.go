@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -25,27 +26,30 @@ const (
 	OpsStream      = "HOOKJET_OPS"
 	OpsPrefix      = "hookjet.ops."
 	AdvisoryStream = "HOOKJET_ADVISORIES"
-	// maxDeliveriesPrefix is where nats-server announces a message that hit
+	// MaxDeliveriesPrefix is where nats-server announces a message that hit
 	// a consumer's MaxDeliver.
-	maxDeliveriesPrefix = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES."
-	advisoryConsumer    = "hookjet-max-deliveries"
-	fanoutConsumer      = "hookjet-fanout"
-	drainPrefix         = "drain-"
+	MaxDeliveriesPrefix = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES."
+	AdvisoryConsumer    = "hookjet-max-deliveries"
+	FanoutConsumer      = "hookjet-fanout"
+	DrainPrefix         = "drain-"
 	StateBucket         = "HOOKJET_ENDPOINT_STATE"
 	SeenBucket          = "HOOKJET_SEEN"
 	// EndpointBucket holds the endpoints created through the admin API.
 	EndpointBucket = "HOOKJET_ENDPOINTS"
+	// ConfigEndpointBucket holds the definitions of every process's
+	// config-file endpoints (see the dispatch package).
+	ConfigEndpointBucket = "HOOKJET_CONFIG_ENDPOINTS"
 	// Legacy names of the first design, read only to upgrade from it.
-	legacyConsumerPrefix = "ep-"
-	legacyReplayStream   = "HOOKJET_REPLAY"
-	legacyAttempts       = "HOOKJET_ATTEMPTS"
+	LegacyConsumerPrefix = "ep-"
+	LegacyReplayStream   = "HOOKJET_REPLAY"
+	LegacyAttempts       = "HOOKJET_ATTEMPTS"
 )
 
 // Consumers' delivery limits: JetStream's safety nets above hookjet's own
 // attempt counting (deferrals and crashes count as deliveries too).
 const (
-	eventsMaxDeliver = 100
-	tasksMaxDeliver  = 100
+	EventsMaxDeliver = 100
+	TasksMaxDeliver  = 100
 )
 
 // Headers hookjet reads and writes on NATS messages.
@@ -65,7 +69,7 @@ const (
 )
 
 // DrainConsumerName is the short-lived consumer of one endpoint's tasks.
-func DrainConsumerName(endpointID string) string { return drainPrefix + endpointID }
+func DrainConsumerName(endpointID string) string { return DrainPrefix + endpointID }
 
 // EnsureStreams creates or updates every stream and bucket hookjet needs. It
 // is idempotent and safe to run from several processes at once; a stream
@@ -144,7 +148,7 @@ func streamConfigs(cfg *config.Config) []natsjs.StreamConfig {
 		// hookjet has moved the message they name to the DLQ.
 		Name:        AdvisoryStream,
 		Description: "hookjet: JetStream MaxDeliver advisories for the fan-out and drain consumers",
-		Subjects:    []string{maxDeliveriesPrefix + EventsStream + ".>", maxDeliveriesPrefix + TasksStream + ".>"},
+		Subjects:    []string{MaxDeliveriesPrefix + EventsStream + ".>", MaxDeliveriesPrefix + TasksStream + ".>"},
 		Retention:   natsjs.WorkQueuePolicy,
 		Storage:     natsjs.FileStorage,
 		Replicas:    s.Replicas,
@@ -227,44 +231,51 @@ func retry(ctx context.Context, log *slog.Logger, what string, fn func(context.C
 		if log != nil {
 			log.Warn("NATS not ready; retrying", "what", what, "try", try, "err", err)
 		}
-		sleep(ctx, backoff+jitter(backoff))
+		t := time.NewTimer(backoff + rand.N(backoff))
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
 		backoff = min(2*backoff, 5*time.Second)
 	}
 }
 
-// ackWait covers an endpoint's HTTP timeout plus time spent waiting for the
+// AckWait covers an endpoint's HTTP timeout plus time spent waiting for the
 // ledger.
-func ackWait(ep config.Endpoint) time.Duration {
+func AckWait(ep config.Endpoint) time.Duration {
 	return max(30*time.Second, 2*ep.Timeout+15*time.Second)
 }
 
 // EnsureFanoutConsumer returns the shared consumer of HOOKJET_EVENTS,
-// creating it when missing. A new one starts after the last stored event
-// when an upgrade already turned the older ones into tasks (startSeq > 0),
-// and with the first stored event otherwise.
-func EnsureFanoutConsumer(ctx context.Context, js natsjs.JetStream, ackWait time.Duration) (natsjs.Consumer, error) {
-	return ensureFanoutConsumer(ctx, js, ackWait, 0)
+// creating it when missing (starting with the first stored event), with an
+// AckWait of at least wait.
+func EnsureFanoutConsumer(ctx context.Context, js natsjs.JetStream, wait time.Duration) (natsjs.Consumer, error) {
+	return EnsureFanoutConsumerFrom(ctx, js, wait, 0)
 }
 
-func ensureFanoutConsumer(ctx context.Context, js natsjs.JetStream, ackWait time.Duration, startSeq uint64) (natsjs.Consumer, error) {
-	if c, err := js.Consumer(ctx, EventsStream, fanoutConsumer); err == nil {
+// EnsureFanoutConsumerFrom is EnsureFanoutConsumer for an upgrade that has
+// already turned the events before startSeq into tasks: a new consumer
+// starts there.
+func EnsureFanoutConsumerFrom(ctx context.Context, js natsjs.JetStream, wait time.Duration, startSeq uint64) (natsjs.Consumer, error) {
+	if c, err := js.Consumer(ctx, EventsStream, FanoutConsumer); err == nil {
 		cc := c.CachedInfo().Config
-		if cc.AckWait >= ackWait {
+		if cc.AckWait >= wait {
 			return c, nil
 		}
-		cc.AckWait = ackWait // a process with longer timeouts raises it
+		cc.AckWait = wait // a process with longer timeouts raises it
 		if c, err = js.UpdateConsumer(ctx, EventsStream, cc); err != nil {
-			return nil, fmt.Errorf("consumer %s: %w", fanoutConsumer, err)
+			return nil, fmt.Errorf("consumer %s: %w", FanoutConsumer, err)
 		}
 		return c, nil
 	}
 	cc := natsjs.ConsumerConfig{
-		Durable:       fanoutConsumer,
+		Durable:       FanoutConsumer,
 		Description:   "hookjet fan-out: every event to every matching endpoint, shared by all hookjet processes",
 		DeliverPolicy: natsjs.DeliverAllPolicy,
 		AckPolicy:     natsjs.AckExplicitPolicy,
-		AckWait:       ackWait,
-		MaxDeliver:    eventsMaxDeliver,
+		AckWait:       wait,
+		MaxDeliver:    EventsMaxDeliver,
 		FilterSubject: EventsPrefix + ">",
 		MaxAckPending: 20000,
 		MaxWaiting:    512,
@@ -274,7 +285,7 @@ func ensureFanoutConsumer(ctx context.Context, js natsjs.JetStream, ackWait time
 	}
 	c, err := js.CreateOrUpdateConsumer(ctx, EventsStream, cc)
 	if err != nil {
-		return nil, fmt.Errorf("consumer %s: %w", fanoutConsumer, err)
+		return nil, fmt.Errorf("consumer %s: %w", FanoutConsumer, err)
 	}
 	return c, nil
 }
@@ -286,8 +297,8 @@ func EnsureDrainConsumer(ctx context.Context, js natsjs.JetStream, ep config.End
 		Durable:           DrainConsumerName(ep.ID),
 		Description:       "hookjet drain of endpoint " + ep.ID,
 		AckPolicy:         natsjs.AckExplicitPolicy,
-		AckWait:           ackWait(ep),
-		MaxDeliver:        tasksMaxDeliver,
+		AckWait:           AckWait(ep),
+		MaxDeliver:        TasksMaxDeliver,
 		FilterSubject:     TasksPrefix + ep.ID,
 		MaxAckPending:     max(64, 2*ep.MaxInFlight),
 		InactiveThreshold: time.Minute,

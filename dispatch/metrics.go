@@ -1,4 +1,4 @@
-package jetstream
+package dispatch
 
 import "github.com/prometheus/client_golang/prometheus"
 

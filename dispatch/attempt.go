@@ -1,8 +1,10 @@
-package jetstream
+package dispatch
 
 import (
 	"context"
 	"fmt"
+	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/jetstream"
 	"log/slog"
 	"strings"
 	"time"
@@ -53,7 +55,7 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
 		URL:                ep.URL,
 		ID:                 dl.ev.id,
 		Body:               dl.data,
-		ContentType:        dl.hdr.Get(HdrContentType),
+		ContentType:        dl.hdr.Get(jetstream.HdrContentType),
 		Header:             dl.s.header,
 		Signer:             dl.s.signer,
 		Timeout:            ep.Timeout,
@@ -80,7 +82,7 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
 	switch res.Class {
 	case deliver.Success:
 		d.o.Breakers.Record(dl.e.id, breaker.Success, res.Latency, first)
-		dl.e.last.Store(&LastDelivery{EventID: dl.ev.id, Status: res.Status, LatencyMS: ms(res.Latency), At: res.Sent.UTC()})
+		dl.e.last.Store(&admin.LastDelivery{EventID: dl.ev.id, Status: res.Status, LatencyMS: ms(res.Latency), At: res.Sent.UTC()})
 	case deliver.Transient:
 		d.o.Breakers.Record(dl.e.id, breaker.Failure, res.Latency, first)
 	case deliver.Rejected:

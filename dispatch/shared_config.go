@@ -1,7 +1,8 @@
-package jetstream
+package dispatch
 
 import (
 	"context"
+	"github.com/hookjet/hookjet/jetstream"
 	"sync"
 	"time"
 
@@ -9,12 +10,11 @@ import (
 	"github.com/hookjet/hookjet/config"
 )
 
-// ConfigEndpointBucket holds the definitions of every process's config-file
+// jetstream.ConfigEndpointBucket holds the definitions of every process's config-file
 // endpoints, so that a process whose file lacks an endpoint (an older file
 // during a rolling deploy, or no file at all) still delivers to it instead
 // of acking its events: the fan-out consumer is shared, and an event is
 // matched against what the process that pulls it knows.
-const ConfigEndpointBucket = "HOOKJET_CONFIG_ENDPOINTS"
 
 // ShareConfigEndpoints publishes this process's config-file endpoints to
 // store (only those that differ from what is stored) and applies the ones
@@ -22,7 +22,7 @@ const ConfigEndpointBucket = "HOOKJET_CONFIG_ENDPOINTS"
 // file wins for the ids it defines. On reload, call it through Reload's
 // PublishConfig so removed endpoints leave the bucket: a process deletes
 // only the keys of endpoints its own file defined.
-func (d *Dispatcher) ShareConfigEndpoints(ctx context.Context, store *EndpointStore) (stop func(), err error) {
+func (d *Dispatcher) ShareConfigEndpoints(ctx context.Context, store *jetstream.EndpointStore) (stop func(), err error) {
 	var mu sync.Mutex
 	stored := map[string]config.Endpoint{}
 	started := false
@@ -62,7 +62,7 @@ func (d *Dispatcher) ShareConfigEndpoints(ctx context.Context, store *EndpointSt
 			}
 		}
 	}
-	stop, err = store.Watch(ctx, func(id string, rec *EndpointRecord) {
+	stop, err = store.Watch(ctx, func(id string, rec *jetstream.EndpointRecord) {
 		var ep *config.Endpoint
 		if rec != nil {
 			r, err := store.Resolve(*rec, config.Settings{})

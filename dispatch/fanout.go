@@ -1,8 +1,9 @@
-package jetstream
+package dispatch
 
 import (
 	"context"
 	"errors"
+	"github.com/hookjet/hookjet/jetstream"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -51,8 +52,8 @@ func (d *Dispatcher) runFanout(ctx context.Context, cons natsjs.Consumer) {
 			d.log.Warn("open the fan-out consumer", "err", err)
 			sleep(ctx, time.Second)
 			if errors.Is(err, natsjs.ErrConsumerNotFound) || errors.Is(err, natsjs.ErrConsumerDeleted) {
-				if c, err := EnsureFanoutConsumer(ctx, d.o.JS, d.fanoutAckWait); err == nil {
-					d.log.Warn("the fan-out consumer was missing; created it again", "consumer", fanoutConsumer)
+				if c, err := jetstream.EnsureFanoutConsumer(ctx, d.o.JS, d.fanoutAckWait); err == nil {
+					d.log.Warn("the fan-out consumer was missing; created it again", "consumer", jetstream.FanoutConsumer)
 					cons = c
 				}
 			}
@@ -135,8 +136,8 @@ func (d *Dispatcher) eventOf(msg natsjs.Msg, meta *natsjs.MsgMetadata) event {
 	ev := event{seq: meta.Sequence.Stream, at: meta.Timestamp}
 	ev.key = strconv.FormatUint(ev.seq, 10)
 	subj := msg.Subject()
-	ev.typ = subj[min(len(EventsPrefix), len(subj)):]
-	ev.id = msg.Headers().Get(HdrMsgID)
+	ev.typ = subj[min(len(jetstream.EventsPrefix), len(subj)):]
+	ev.id = msg.Headers().Get(jetstream.HdrMsgID)
 	if ev.id == "" {
 		ev.id = "seq_" + ev.key
 		if meta.NumDelivered == 1 {
@@ -181,7 +182,7 @@ func (d *Dispatcher) fanOut(ctx context.Context, msg natsjs.Msg) {
 		return
 	}
 	f.left.Store(int32(len(targets)))
-	exhausted := meta.NumDelivered >= uint64(eventsMaxDeliver-1)
+	exhausted := meta.NumDelivered >= uint64(jetstream.EventsMaxDeliver-1)
 	for _, id := range targets {
 		e := d.endpoint(id)
 		if e == nil {

@@ -1,10 +1,11 @@
-package jetstream
+package dispatch
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hookjet/hookjet/jetstream"
 	"strings"
 	"time"
 
@@ -23,14 +24,14 @@ func migrate(ctx context.Context, d *Dispatcher) error {
 	if err := migrateStates(ctx, d); err != nil {
 		return err
 	}
-	st, err := d.o.JS.Stream(ctx, EventsStream)
+	st, err := d.o.JS.Stream(ctx, jetstream.EventsStream)
 	if err != nil {
-		return fmt.Errorf("stream %s: %w", EventsStream, err)
+		return fmt.Errorf("stream %s: %w", jetstream.EventsStream, err)
 	}
 	var legacy []string
 	names := st.ConsumerNames(ctx)
 	for name := range names.Name() {
-		if strings.HasPrefix(name, legacyConsumerPrefix) {
+		if strings.HasPrefix(name, jetstream.LegacyConsumerPrefix) {
 			legacy = append(legacy, name)
 		}
 	}
@@ -38,9 +39,9 @@ func migrate(ctx context.Context, d *Dispatcher) error {
 		return fmt.Errorf("list consumers: %w", err)
 	}
 	if len(legacy) > 0 {
-		if _, err := d.o.JS.Consumer(ctx, EventsStream, fanoutConsumer); errors.Is(err, natsjs.ErrConsumerNotFound) {
+		if _, err := d.o.JS.Consumer(ctx, jetstream.EventsStream, jetstream.FanoutConsumer); errors.Is(err, natsjs.ErrConsumerNotFound) {
 			last := st.CachedInfo().State.LastSeq
-			if _, err := ensureFanoutConsumer(ctx, d.o.JS, d.fanoutAckWait, last+1); err != nil {
+			if _, err := jetstream.EnsureFanoutConsumerFrom(ctx, d.o.JS, d.fanoutAckWait, last+1); err != nil {
 				return err
 			}
 		}
@@ -61,7 +62,7 @@ func (d *Dispatcher) migrateConsumer(ctx context.Context, st natsjs.Stream, name
 		return 0, err
 	}
 	info := c.CachedInfo()
-	endpoint := strings.TrimPrefix(name, legacyConsumerPrefix)
+	endpoint := strings.TrimPrefix(name, jetstream.LegacyConsumerPrefix)
 	last := st.CachedInfo().State.LastSeq
 	n := 0
 	if info.NumPending+uint64(info.NumAckPending) > 0 && info.AckFloor.Stream < last {
@@ -69,7 +70,7 @@ func (d *Dispatcher) migrateConsumer(ctx context.Context, st natsjs.Stream, name
 		if info.Config.FilterSubject != "" {
 			filters = append(filters, info.Config.FilterSubject)
 		}
-		oc, err := d.o.JS.OrderedConsumer(ctx, EventsStream, natsjs.OrderedConsumerConfig{
+		oc, err := d.o.JS.OrderedConsumer(ctx, jetstream.EventsStream, natsjs.OrderedConsumerConfig{
 			FilterSubjects: filters,
 			DeliverPolicy:  natsjs.DeliverByStartSequencePolicy,
 			OptStartSeq:    info.AckFloor.Stream + 1,
@@ -110,16 +111,16 @@ func (d *Dispatcher) migrateConsumer(ctx context.Context, st natsjs.Stream, name
 // migrateReplays moves replays still waiting in the first design's
 // HOOKJET_REPLAY into tasks, then deletes that stream.
 func (d *Dispatcher) migrateReplays(ctx context.Context) error {
-	st, err := d.o.JS.Stream(ctx, legacyReplayStream)
+	st, err := d.o.JS.Stream(ctx, jetstream.LegacyReplayStream)
 	if errors.Is(err, natsjs.ErrStreamNotFound) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("stream %s: %w", legacyReplayStream, err)
+		return fmt.Errorf("stream %s: %w", jetstream.LegacyReplayStream, err)
 	}
 	last := st.CachedInfo().State.LastSeq
 	if st.CachedInfo().State.Msgs > 0 {
-		oc, err := d.o.JS.OrderedConsumer(ctx, legacyReplayStream, natsjs.OrderedConsumerConfig{})
+		oc, err := d.o.JS.OrderedConsumer(ctx, jetstream.LegacyReplayStream, natsjs.OrderedConsumerConfig{})
 		if err != nil {
 			return err
 		}
@@ -131,7 +132,7 @@ func (d *Dispatcher) migrateReplays(ctx context.Context) error {
 			meta, _ := msg.Metadata()
 			endpoint := strings.TrimPrefix(msg.Subject(), "hookjet.replay.")
 			h := msg.Headers()
-			ev := event{id: h.Get(HdrEventID), typ: h.Get(HdrEventType), key: "r" + h.Get(HdrReplayOf), at: d.now()}
+			ev := event{id: h.Get(jetstream.HdrEventID), typ: h.Get(jetstream.HdrEventType), key: "r" + h.Get(jetstream.HdrReplayOf), at: d.now()}
 			if err := d.publish(taskMsg(endpoint, &ev, attemptState{}, msg.Data(), h, time.Time{})); err != nil {
 				return err
 			}
@@ -140,26 +141,26 @@ func (d *Dispatcher) migrateReplays(ctx context.Context) error {
 			}
 		}
 	}
-	if err := d.o.JS.DeleteStream(ctx, legacyReplayStream); err != nil && !errors.Is(err, natsjs.ErrStreamNotFound) {
+	if err := d.o.JS.DeleteStream(ctx, jetstream.LegacyReplayStream); err != nil && !errors.Is(err, natsjs.ErrStreamNotFound) {
 		return err
 	}
-	d.log.Info("upgraded the first design's replay stream into tasks", "stream", legacyReplayStream)
+	d.log.Info("upgraded the first design's replay stream into tasks", "stream", jetstream.LegacyReplayStream)
 	return nil
 }
 
 // migrateStates moves disabled states of the first design (values
 // {"reason","at"} in HOOKJET_ENDPOINTS) into HOOKJET_ENDPOINT_STATE.
 func migrateStates(ctx context.Context, d *Dispatcher) error {
-	kv, err := d.o.JS.KeyValue(ctx, EndpointBucket)
+	kv, err := d.o.JS.KeyValue(ctx, jetstream.EndpointBucket)
 	if errors.Is(err, natsjs.ErrBucketNotFound) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("bucket %s: %w", EndpointBucket, err)
+		return fmt.Errorf("bucket %s: %w", jetstream.EndpointBucket, err)
 	}
 	keys, err := kv.ListKeys(ctx)
 	if err != nil {
-		return fmt.Errorf("bucket %s: %w", EndpointBucket, err)
+		return fmt.Errorf("bucket %s: %w", jetstream.EndpointBucket, err)
 	}
 	for key := range keys.Keys() {
 		e, err := kv.Get(ctx, key)

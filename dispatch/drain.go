@@ -1,8 +1,9 @@
-package jetstream
+package dispatch
 
 import (
 	"context"
 	"errors"
+	"github.com/hookjet/hookjet/jetstream"
 	"strings"
 	"sync"
 	"time"
@@ -93,18 +94,18 @@ func (r *drainer) rescan(ctx context.Context) {
 	d := r.d
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	st, err := d.o.JS.Stream(sctx, TasksStream)
+	st, err := d.o.JS.Stream(sctx, jetstream.TasksStream)
 	if err != nil {
 		d.log.Debug("rescan tasks", "err", err)
 		return
 	}
-	info, err := st.Info(sctx, natsjs.WithSubjectFilter(TasksPrefix+"*"))
+	info, err := st.Info(sctx, natsjs.WithSubjectFilter(jetstream.TasksPrefix+"*"))
 	if err != nil {
 		d.log.Debug("rescan tasks", "err", err)
 		return
 	}
 	for subj, n := range info.State.Subjects {
-		if id := strings.TrimPrefix(subj, TasksPrefix); n > 0 && d.endpoint(id) != nil {
+		if id := strings.TrimPrefix(subj, jetstream.TasksPrefix); n > 0 && d.endpoint(id) != nil {
 			r.note(id, time.Time{})
 		}
 	}
@@ -171,7 +172,7 @@ func (r *drainer) startDue(ctx context.Context) {
 func (r *drainer) drain(ctx context.Context, e *endpoint) (next time.Time, empty bool) {
 	d := r.d
 	s := d.current(e)
-	cons, err := EnsureDrainConsumer(ctx, d.o.JS, s.ep)
+	cons, err := jetstream.EnsureDrainConsumer(ctx, d.o.JS, s.ep)
 	if err != nil {
 		d.log.Warn("open drain", "endpoint", e.id, "err", err)
 		return d.now().Add(5 * time.Second), false
@@ -236,7 +237,7 @@ func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg 
 		adm.release()
 		return
 	}
-	if meta.NumDelivered >= uint64(tasksMaxDeliver-1) {
+	if meta.NumDelivered >= uint64(jetstream.TasksMaxDeliver-1) {
 		adm.release()
 		dl.st.Error = "JetStream MaxDeliver of the drain consumer reached"
 		d.goDeadLetter(dl, "exhausted")
@@ -268,14 +269,14 @@ func expiryCheck(maxAge time.Duration) time.Duration {
 // JetStream delivery. It reports whether the endpoint has no task left.
 func (r *drainer) expire(ctx context.Context, e *endpoint) (empty bool) {
 	d := r.d
-	st, err := d.o.JS.Stream(ctx, TasksStream)
+	st, err := d.o.JS.Stream(ctx, jetstream.TasksStream)
 	if err != nil {
 		return false
 	}
 	s := d.current(e)
 	for seq := uint64(1); ctx.Err() == nil; {
 		gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		raw, err := st.GetMsg(gctx, seq, natsjs.WithGetMsgSubject(TasksPrefix+e.id))
+		raw, err := st.GetMsg(gctx, seq, natsjs.WithGetMsgSubject(jetstream.TasksPrefix+e.id))
 		cancel()
 		if errors.Is(err, natsjs.ErrMsgNotFound) {
 			return true
@@ -354,15 +355,15 @@ func (d *Dispatcher) admitWait(ctx context.Context, e *endpoint, s *settings) (*
 func (d *Dispatcher) dropIfEmpty(ctx context.Context, id string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	st, err := d.o.JS.Stream(ctx, TasksStream)
+	st, err := d.o.JS.Stream(ctx, jetstream.TasksStream)
 	if err != nil {
 		return false
 	}
-	info, err := st.Info(ctx, natsjs.WithSubjectFilter(TasksPrefix+id))
+	info, err := st.Info(ctx, natsjs.WithSubjectFilter(jetstream.TasksPrefix+id))
 	if err != nil || info.State.Msgs > 0 {
 		return false
 	}
-	if err := d.o.JS.DeleteConsumer(ctx, TasksStream, DrainConsumerName(id)); err != nil && !errors.Is(err, natsjs.ErrConsumerNotFound) {
+	if err := d.o.JS.DeleteConsumer(ctx, jetstream.TasksStream, jetstream.DrainConsumerName(id)); err != nil && !errors.Is(err, natsjs.ErrConsumerNotFound) {
 		d.log.Debug("delete drain consumer", "endpoint", id, "err", err)
 	}
 	return true

@@ -1,9 +1,11 @@
-package jetstream
+package dispatch
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/jetstream"
 	"math"
 	"sort"
 	"strings"
@@ -13,71 +15,6 @@ import (
 
 	"github.com/hookjet/hookjet/breaker"
 )
-
-// Summary is the answer of GET /api/v1/summary.
-type Summary struct {
-	Pending                 uint64  `json:"pending"`
-	AwaitingRetry           uint64  `json:"awaiting_retry"`
-	InFlight                int64   `json:"in_flight"`
-	DeadLetter              uint64  `json:"dead_letter"`
-	DeliveredLastHour       int64   `json:"delivered_last_hour"`
-	FailedLastHour          int64   `json:"failed_last_hour"`
-	OldestPendingAgeSeconds float64 `json:"oldest_pending_age_seconds"`
-	Endpoints               int     `json:"endpoints"`
-	DisabledEndpoints       int     `json:"disabled_endpoints"`
-	OpenBreakers            int     `json:"open_breakers"`
-	EventsStored            uint64  `json:"events_stored"`
-	EventsBytes             uint64  `json:"events_bytes"`
-	// Errors lists the lookups that failed; the other fields are still
-	// filled in.
-	Errors []string `json:"errors,omitempty"`
-}
-
-// BreakerStatus is an endpoint's circuit breaker as the admin API shows it.
-type BreakerStatus struct {
-	State               string     `json:"state"`
-	ConsecutiveFailures int        `json:"consecutive_failures"`
-	CooldownSeconds     float64    `json:"cooldown_seconds"`
-	OpenedAt            *time.Time `json:"opened_at"`
-	OpenUntil           *time.Time `json:"open_until,omitempty"`
-}
-
-// Latency holds rolling 24h percentiles in milliseconds.
-type Latency struct {
-	P50     float64 `json:"p50"`
-	P95     float64 `json:"p95"`
-	P99     float64 `json:"p99"`
-	Samples int64   `json:"samples"`
-}
-
-// EndpointStatus is one endpoint as the admin API shows it. Secrets and header
-// values are never part of it; header names are.
-type EndpointStatus struct {
-	ID                      string        `json:"id"`
-	URL                     string        `json:"url"`
-	Events                  []string      `json:"events"`
-	Disabled                bool          `json:"disabled"`
-	DisabledReason          string        `json:"disabled_reason,omitempty"`
-	Breaker                 BreakerStatus `json:"breaker"`
-	LatencyMS               Latency       `json:"latency_ms"`
-	FirstAttemptSuccessRate float64       `json:"first_attempt_success_rate"`
-	Pending                 uint64        `json:"pending"`
-	AwaitingRetry           uint64        `json:"awaiting_retry"`
-	InFlight                int           `json:"in_flight"`
-	HeldUntil               *time.Time    `json:"held_until,omitempty"`
-	DeadLetters             uint64        `json:"dead_letters"`
-	ConsecutiveFailures     int           `json:"consecutive_failures"`
-	LastSuccess             *time.Time    `json:"last_success,omitempty"`
-	LastFailure             *time.Time    `json:"last_failure,omitempty"`
-	HeaderNames             []string      `json:"header_names,omitempty"`
-	Secrets                 int           `json:"secrets"`
-	LastDelivery            *LastDelivery `json:"last_delivery,omitempty"`
-	Source                  string        `json:"source"`
-	Tenant                  string        `json:"tenant"`
-	Description             string        `json:"description"`
-	CreatedAt               *time.Time    `json:"created_at"`
-	UpdatedAt               *time.Time    `json:"updated_at"`
-}
 
 func timePtr(t time.Time) *time.Time {
 	if t.IsZero() {
@@ -90,7 +27,7 @@ func timePtr(t time.Time) *time.Time {
 func ms(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Microsecond)) / 1000 }
 
 // Endpoints returns the status of every endpoint, ordered by id.
-func (d *Dispatcher) Endpoints(ctx context.Context) ([]EndpointStatus, error) {
+func (d *Dispatcher) Endpoints(ctx context.Context) ([]admin.EndpointStatus, error) {
 	out, _, err := d.EndpointPage(ctx, "", "", 0)
 	return out, err
 }
@@ -99,7 +36,7 @@ func (d *Dispatcher) Endpoints(ctx context.Context) ([]EndpointStatus, error) {
 // of tenant when it is not empty, ordered by id, and the cursor of the next
 // page ("" after the last). Waiting counts come from two stream lookups per
 // page, whatever its size.
-func (d *Dispatcher) EndpointPage(ctx context.Context, tenant, after string, limit int) ([]EndpointStatus, string, error) {
+func (d *Dispatcher) EndpointPage(ctx context.Context, tenant, after string, limit int) ([]admin.EndpointStatus, string, error) {
 	ids := d.sortedIDs()
 	i := sort.SearchStrings(ids, after)
 	if i < len(ids) && ids[i] == after {
@@ -126,34 +63,34 @@ func (d *Dispatcher) EndpointPage(ctx context.Context, tenant, after string, lim
 	if err != nil {
 		return nil, "", err
 	}
-	out := make([]EndpointStatus, 0, len(page))
+	out := make([]admin.EndpointStatus, 0, len(page))
 	for _, e := range page {
 		out = append(out, d.status(e, w[e.id], dlq[e.id]))
 	}
 	return out, next, nil
 }
 
-// Endpoint returns one endpoint's status or ErrUnknownEndpoint.
-func (d *Dispatcher) Endpoint(ctx context.Context, id string) (EndpointStatus, error) {
+// Endpoint returns one endpoint's status or jetstream.ErrUnknownEndpoint.
+func (d *Dispatcher) Endpoint(ctx context.Context, id string) (admin.EndpointStatus, error) {
 	e := d.endpoint(id)
 	if e == nil {
-		return EndpointStatus{}, fmt.Errorf("%w: %q", ErrUnknownEndpoint, id)
+		return admin.EndpointStatus{}, fmt.Errorf("%w: %q", jetstream.ErrUnknownEndpoint, id)
 	}
 	w, err := d.waiting(ctx, id)
 	if err != nil {
-		return EndpointStatus{}, err
+		return admin.EndpointStatus{}, err
 	}
 	dlq, err := d.dlqCounts(ctx, id)
 	if err != nil {
-		return EndpointStatus{}, err
+		return admin.EndpointStatus{}, err
 	}
 	return d.status(e, w[id], dlq[id]), nil
 }
 
-func (d *Dispatcher) status(e *endpoint, w waitingCount, deadLetters uint64) EndpointStatus {
+func (d *Dispatcher) status(e *endpoint, w waitingCount, deadLetters uint64) admin.EndpointStatus {
 	ep := e.set.Load().ep
 	st := d.state(e.id)
-	s := EndpointStatus{
+	s := admin.EndpointStatus{
 		ID: ep.ID, URL: ep.URL, Events: ep.Events, Disabled: st.Disabled, DisabledReason: st.Reason,
 		DeadLetters: deadLetters, Secrets: len(ep.Secrets), Source: ep.Source, Tenant: ep.Tenant,
 		Description: ep.Description, CreatedAt: timePtr(ep.CreatedAt), UpdatedAt: timePtr(ep.UpdatedAt),
@@ -168,14 +105,14 @@ func (d *Dispatcher) status(e *endpoint, w waitingCount, deadLetters uint64) End
 	}
 	sort.Strings(s.HeaderNames)
 	if h, ok := d.o.Breakers.Health(e.id); ok {
-		s.Breaker = BreakerStatus{
+		s.Breaker = admin.BreakerStatus{
 			State:               h.State.String(),
 			ConsecutiveFailures: h.ConsecutiveFailures,
 			CooldownSeconds:     h.Cooldown.Seconds(),
 			OpenedAt:            timePtr(h.OpenedAt),
 			OpenUntil:           timePtr(h.OpenUntil),
 		}
-		s.LatencyMS = Latency{P50: ms(h.P50), P95: ms(h.P95), P99: ms(h.P99), Samples: h.Samples}
+		s.LatencyMS = admin.Latency{P50: ms(h.P50), P95: ms(h.P95), P99: ms(h.P99), Samples: h.Samples}
 		s.FirstAttemptSuccessRate = h.FirstAttemptSuccessRate
 		s.ConsecutiveFailures = h.ConsecutiveFailures
 		s.LastSuccess = timePtr(h.LastSuccess)
@@ -195,31 +132,31 @@ type waitingCount struct {
 // waiting counts the tasks of endpoint id ("*": every endpoint) from the
 // stream's per-subject totals: two lookups, not one per endpoint.
 func (d *Dispatcher) waiting(ctx context.Context, id string) (map[string]waitingCount, error) {
-	st, err := d.o.JS.Stream(ctx, TasksStream)
+	st, err := d.o.JS.Stream(ctx, jetstream.TasksStream)
 	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", TasksStream, err)
+		return nil, fmt.Errorf("stream %s: %w", jetstream.TasksStream, err)
 	}
 	out := map[string]waitingCount{}
-	due, err := st.Info(ctx, natsjs.WithSubjectFilter(TasksPrefix+id))
+	due, err := st.Info(ctx, natsjs.WithSubjectFilter(jetstream.TasksPrefix+id))
 	if err != nil {
-		return nil, fmt.Errorf("stream info %s: %w", TasksStream, err)
+		return nil, fmt.Errorf("stream info %s: %w", jetstream.TasksStream, err)
 	}
 	for subj, n := range due.State.Subjects {
-		ep := strings.TrimPrefix(subj, TasksPrefix)
+		ep := strings.TrimPrefix(subj, jetstream.TasksPrefix)
 		w := out[ep]
 		w.due += n
 		out[ep] = w
 	}
-	filter := SchedPrefix + id + ".*"
+	filter := jetstream.SchedPrefix + id + ".*"
 	if id == "*" {
-		filter = SchedPrefix + ">"
+		filter = jetstream.SchedPrefix + ">"
 	}
 	sched, err := st.Info(ctx, natsjs.WithSubjectFilter(filter))
 	if err != nil {
-		return nil, fmt.Errorf("stream info %s: %w", TasksStream, err)
+		return nil, fmt.Errorf("stream info %s: %w", jetstream.TasksStream, err)
 	}
 	for subj, n := range sched.State.Subjects {
-		ep, _, _ := strings.Cut(strings.TrimPrefix(subj, SchedPrefix), ".")
+		ep, _, _ := strings.Cut(strings.TrimPrefix(subj, jetstream.SchedPrefix), ".")
 		w := out[ep]
 		w.scheduled += n
 		out[ep] = w
@@ -229,27 +166,27 @@ func (d *Dispatcher) waiting(ctx context.Context, id string) (map[string]waiting
 
 // dlqCounts counts dead letters per endpoint from the DLQ's subject totals.
 func (d *Dispatcher) dlqCounts(ctx context.Context, id string) (map[string]uint64, error) {
-	st, err := d.o.JS.Stream(ctx, DLQStream)
+	st, err := d.o.JS.Stream(ctx, jetstream.DLQStream)
 	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", DLQStream, err)
+		return nil, fmt.Errorf("stream %s: %w", jetstream.DLQStream, err)
 	}
-	info, err := st.Info(ctx, natsjs.WithSubjectFilter(DLQPrefix+id))
+	info, err := st.Info(ctx, natsjs.WithSubjectFilter(jetstream.DLQPrefix+id))
 	if err != nil {
-		return nil, fmt.Errorf("stream info %s: %w", DLQStream, err)
+		return nil, fmt.Errorf("stream info %s: %w", jetstream.DLQStream, err)
 	}
 	out := make(map[string]uint64, len(info.State.Subjects))
 	for subj, n := range info.State.Subjects {
-		out[subj[len(DLQPrefix):]] = n
+		out[subj[len(jetstream.DLQPrefix):]] = n
 	}
 	return out, nil
 }
 
-// Summary computes the summary from stream and consumer state (a fixed
+// admin.Summary computes the summary from stream and consumer state (a fixed
 // number of lookups, whatever the number of endpoints) and this process's
 // counters. It changes nothing: RunGauges sets the gauges.
-func (d *Dispatcher) Summary(ctx context.Context) (Summary, error) {
+func (d *Dispatcher) Summary(ctx context.Context) (admin.Summary, error) {
 	d.mu.RLock()
-	s := Summary{InFlight: d.inFlightN.Load(), Endpoints: len(d.eps)}
+	s := admin.Summary{InFlight: d.inFlightN.Load(), Endpoints: len(d.eps)}
 	for _, st := range d.states {
 		if st.Disabled {
 			s.DisabledEndpoints++
@@ -263,31 +200,31 @@ func (d *Dispatcher) Summary(ctx context.Context) (Summary, error) {
 	}
 	var errs []error
 	oldest := time.Time{}
-	if c, err := d.o.JS.Consumer(ctx, EventsStream, fanoutConsumer); err != nil {
-		errs = append(errs, fmt.Errorf("consumer %s: %w", fanoutConsumer, err))
+	if c, err := d.o.JS.Consumer(ctx, jetstream.EventsStream, jetstream.FanoutConsumer); err != nil {
+		errs = append(errs, fmt.Errorf("consumer %s: %w", jetstream.FanoutConsumer, err))
 	} else if info, err := c.Info(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("consumer info %s: %w", fanoutConsumer, err))
+		errs = append(errs, fmt.Errorf("consumer info %s: %w", jetstream.FanoutConsumer, err))
 	} else {
 		s.Pending += info.NumPending + uint64(info.NumAckPending)
 		if s.Pending > 0 {
-			if t, ok := d.firstTime(ctx, EventsStream, info.AckFloor.Stream+1); ok {
+			if t, ok := d.firstTime(ctx, jetstream.EventsStream, info.AckFloor.Stream+1); ok {
 				oldest = t
 			}
 		}
 	}
-	if st, err := d.o.JS.Stream(ctx, TasksStream); err != nil {
-		errs = append(errs, fmt.Errorf("stream %s: %w", TasksStream, err))
+	if st, err := d.o.JS.Stream(ctx, jetstream.TasksStream); err != nil {
+		errs = append(errs, fmt.Errorf("stream %s: %w", jetstream.TasksStream, err))
 	} else if info, err := st.Info(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("stream info %s: %w", TasksStream, err))
+		errs = append(errs, fmt.Errorf("stream info %s: %w", jetstream.TasksStream, err))
 	} else {
 		s.Pending += info.State.Msgs
-		if sched, err := st.Info(ctx, natsjs.WithSubjectFilter(SchedPrefix+">")); err == nil {
+		if sched, err := st.Info(ctx, natsjs.WithSubjectFilter(jetstream.SchedPrefix+">")); err == nil {
 			for _, n := range sched.State.Subjects {
 				s.AwaitingRetry += n
 			}
 		}
 		if info.State.Msgs > 0 {
-			if t, ok := d.firstTime(ctx, TasksStream, info.State.FirstSeq); ok && (oldest.IsZero() || t.Before(oldest)) {
+			if t, ok := d.firstTime(ctx, jetstream.TasksStream, info.State.FirstSeq); ok && (oldest.IsZero() || t.Before(oldest)) {
 				oldest = t
 			}
 		}
@@ -295,19 +232,19 @@ func (d *Dispatcher) Summary(ctx context.Context) (Summary, error) {
 	if !oldest.IsZero() {
 		s.OldestPendingAgeSeconds = math.Max(0, d.now().Sub(oldest).Seconds())
 	}
-	if st, err := d.o.JS.Stream(ctx, DLQStream); err != nil {
-		errs = append(errs, fmt.Errorf("stream %s: %w", DLQStream, err))
+	if st, err := d.o.JS.Stream(ctx, jetstream.DLQStream); err != nil {
+		errs = append(errs, fmt.Errorf("stream %s: %w", jetstream.DLQStream, err))
 	} else {
 		s.DeadLetter = st.CachedInfo().State.Msgs
 	}
-	if st, err := d.o.JS.Stream(ctx, EventsStream); err != nil {
-		errs = append(errs, fmt.Errorf("stream %s: %w", EventsStream, err))
+	if st, err := d.o.JS.Stream(ctx, jetstream.EventsStream); err != nil {
+		errs = append(errs, fmt.Errorf("stream %s: %w", jetstream.EventsStream, err))
 	} else {
 		s.EventsStored, s.EventsBytes = st.CachedInfo().State.Msgs, st.CachedInfo().State.Bytes
 	}
 	s.DeliveredLastHour, s.FailedLastHour = d.hour.sum(d.now())
 	if len(errs) == len([]string{"fanout", "tasks", "dlq", "events"}) {
-		return Summary{}, errors.Join(errs...)
+		return admin.Summary{}, errors.Join(errs...)
 	}
 	for _, err := range errs {
 		s.Errors = append(s.Errors, err.Error())
@@ -398,7 +335,7 @@ func (d *Dispatcher) Ready(ctx context.Context) error {
 	if err := d.o.Ledger.Check(); err != nil {
 		return err
 	}
-	for _, name := range []string{EventsStream, TasksStream, DLQStream} {
+	for _, name := range []string{jetstream.EventsStream, jetstream.TasksStream, jetstream.DLQStream} {
 		if _, err := d.o.JS.Stream(ctx, name); err != nil {
 			return fmt.Errorf("stream %s: %w", name, err)
 		}

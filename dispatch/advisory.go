@@ -1,10 +1,11 @@
-package jetstream
+package dispatch
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hookjet/hookjet/jetstream"
 	"strings"
 	"time"
 
@@ -23,14 +24,14 @@ type maxDeliveries struct {
 // should rarely have work: hookjet dead-letters at retry.max_attempts, far
 // below MaxDeliver; only a long run of deferrals or crashes gets there.
 func (d *Dispatcher) runSafetyNet(ctx context.Context) error {
-	cons, err := d.o.JS.CreateOrUpdateConsumer(ctx, AdvisoryStream, natsjs.ConsumerConfig{
-		Durable:     advisoryConsumer,
+	cons, err := d.o.JS.CreateOrUpdateConsumer(ctx, jetstream.AdvisoryStream, natsjs.ConsumerConfig{
+		Durable:     jetstream.AdvisoryConsumer,
 		Description: "hookjet moves messages that hit MaxDeliver to HOOKJET_DLQ",
 		AckPolicy:   natsjs.AckExplicitPolicy,
 		AckWait:     time.Minute,
 	})
 	if err != nil {
-		return fmt.Errorf("consumer %s: %w", advisoryConsumer, err)
+		return fmt.Errorf("consumer %s: %w", jetstream.AdvisoryConsumer, err)
 	}
 	cc, err := cons.Consume(func(m natsjs.Msg) {
 		if err := d.moveExhausted(m.Data()); err != nil {
@@ -45,7 +46,7 @@ func (d *Dispatcher) runSafetyNet(ctx context.Context) error {
 		}
 	}, natsjs.PullMaxMessages(8))
 	if err != nil {
-		return fmt.Errorf("consume %s: %w", AdvisoryStream, err)
+		return fmt.Errorf("consume %s: %w", jetstream.AdvisoryStream, err)
 	}
 	d.background.Add(1)
 	go func() {
@@ -73,10 +74,10 @@ func (d *Dispatcher) moveExhausted(data []byte) error {
 	defer cancel()
 	var stream string
 	switch {
-	case adv.Stream == EventsStream && adv.Consumer == fanoutConsumer:
-		stream = EventsStream
-	case adv.Stream == TasksStream && strings.HasPrefix(adv.Consumer, drainPrefix):
-		stream = TasksStream
+	case adv.Stream == jetstream.EventsStream && adv.Consumer == jetstream.FanoutConsumer:
+		stream = jetstream.EventsStream
+	case adv.Stream == jetstream.TasksStream && strings.HasPrefix(adv.Consumer, jetstream.DrainPrefix):
+		stream = jetstream.TasksStream
 	default:
 		return nil
 	}
@@ -95,15 +96,15 @@ func (d *Dispatcher) moveExhausted(data []byte) error {
 	}
 	why := fmt.Sprintf("JetStream MaxDeliver reached after %d deliveries", adv.Deliveries)
 	var dls []*delivery
-	if stream == TasksStream {
-		id := strings.TrimPrefix(raw.Subject, TasksPrefix)
+	if stream == jetstream.TasksStream {
+		id := strings.TrimPrefix(raw.Subject, jetstream.TasksPrefix)
 		ev, ast := taskOf(raw.Header, raw.Time)
 		if ast.Error == "" {
 			ast.Error = why
 		}
 		dls = append(dls, &delivery{e: &endpoint{id: id}, ev: &ev, st: ast, data: raw.Data, hdr: raw.Header})
 	} else {
-		ev := event{seq: adv.StreamSeq, key: fmt.Sprint(adv.StreamSeq), at: raw.Time, typ: strings.TrimPrefix(raw.Subject, EventsPrefix), id: raw.Header.Get(HdrMsgID)}
+		ev := event{seq: adv.StreamSeq, key: fmt.Sprint(adv.StreamSeq), at: raw.Time, typ: strings.TrimPrefix(raw.Subject, jetstream.EventsPrefix), id: raw.Header.Get(jetstream.HdrMsgID)}
 		if ev.id == "" {
 			ev.id = "seq_" + ev.key
 		}
@@ -126,7 +127,7 @@ func (d *Dispatcher) moveExhausted(data []byte) error {
 	if failed > 0 {
 		return fmt.Errorf("%d of %d dead letters not stored", failed, len(dls))
 	}
-	if stream == TasksStream {
+	if stream == jetstream.TasksStream {
 		if err := st.DeleteMsg(ctx, adv.StreamSeq); err != nil && !errors.Is(err, natsjs.ErrMsgNotFound) {
 			return fmt.Errorf("remove exhausted task %d: %w", adv.StreamSeq, err)
 		}

@@ -1,6 +1,7 @@
-package jetstream
+package dispatch
 
 import (
+	"github.com/hookjet/hookjet/jetstream"
 	"strconv"
 	"time"
 
@@ -56,18 +57,18 @@ var traceHeaders = []string{"traceparent", "tracestate"}
 func taskMsg(endpoint string, ev *event, st attemptState, data []byte, src nats.Header, at time.Time) *nats.Msg {
 	var out *nats.Msg
 	if at.IsZero() {
-		out = nats.NewMsg(TasksPrefix + endpoint)
+		out = nats.NewMsg(jetstream.TasksPrefix + endpoint)
 	} else {
-		out = nats.NewMsg(SchedPrefix + endpoint + "." + ev.key)
+		out = nats.NewMsg(jetstream.SchedPrefix + endpoint + "." + ev.key)
 		out.Header.Set(hdrSchedule, "@at "+at.UTC().Format(time.RFC3339Nano))
-		out.Header.Set(hdrTarget, TasksPrefix+endpoint)
+		out.Header.Set(hdrTarget, jetstream.TasksPrefix+endpoint)
 	}
 	out.Data = data
 	h := out.Header
-	h.Set(HdrMsgID, "task-"+endpoint+"-"+ev.key+"-"+strconv.Itoa(st.Attempts))
-	h.Set(HdrEventID, ev.id)
-	h.Set(HdrEventType, ev.typ)
-	h.Set(HdrEndpoint, endpoint)
+	h.Set(jetstream.HdrMsgID, "task-"+endpoint+"-"+ev.key+"-"+strconv.Itoa(st.Attempts))
+	h.Set(jetstream.HdrEventID, ev.id)
+	h.Set(jetstream.HdrEventType, ev.typ)
+	h.Set(jetstream.HdrEndpoint, endpoint)
 	h.Set(hdrEventKey, ev.key)
 	if ev.seq != 0 {
 		h.Set(hdrEventSeq, strconv.FormatUint(ev.seq, 10))
@@ -84,8 +85,8 @@ func copyHeaders(dst, src nats.Header) {
 	if src == nil {
 		return
 	}
-	if ct := src.Get(HdrContentType); ct != "" {
-		dst.Set(HdrContentType, ct)
+	if ct := src.Get(jetstream.HdrContentType); ct != "" {
+		dst.Set(jetstream.HdrContentType, ct)
 	}
 	for _, k := range traceHeaders {
 		if v := tracing.Header(src).Get(k); v != "" { // tracing (issue 16): any case, e.g. Traceparent
@@ -95,29 +96,29 @@ func copyHeaders(dst, src nats.Header) {
 }
 
 func setAttemptHeaders(h nats.Header, st attemptState) {
-	h.Set(HdrAttempts, strconv.Itoa(st.Attempts))
-	h.Set(HdrLastStatus, "")
+	h.Set(jetstream.HdrAttempts, strconv.Itoa(st.Attempts))
+	h.Set(jetstream.HdrLastStatus, "")
 	if st.Status != 0 {
-		h.Set(HdrLastStatus, strconv.Itoa(st.Status))
+		h.Set(jetstream.HdrLastStatus, strconv.Itoa(st.Status))
 	}
-	h.Set(HdrLastError, st.Error)
-	h.Set(HdrFirstTry, rfc3339(st.First))
-	h.Set(HdrLastTry, rfc3339(st.Last))
+	h.Set(jetstream.HdrLastError, st.Error)
+	h.Set(jetstream.HdrFirstTry, rfc3339(st.First))
+	h.Set(jetstream.HdrLastTry, rfc3339(st.Last))
 }
 
 // taskOf reads a task message back.
 func taskOf(h nats.Header, published time.Time) (event, attemptState) {
-	ev := event{id: h.Get(HdrEventID), typ: h.Get(HdrEventType), key: h.Get(hdrEventKey), at: published}
+	ev := event{id: h.Get(jetstream.HdrEventID), typ: h.Get(jetstream.HdrEventType), key: h.Get(hdrEventKey), at: published}
 	ev.seq, _ = strconv.ParseUint(h.Get(hdrEventSeq), 10, 64)
 	if t, err := time.Parse(time.RFC3339Nano, h.Get(hdrPublished)); err == nil {
 		ev.at = t
 	}
 	var st attemptState
-	st.Attempts, _ = strconv.Atoi(h.Get(HdrAttempts))
-	st.Status, _ = strconv.Atoi(h.Get(HdrLastStatus))
-	st.Error = h.Get(HdrLastError)
-	st.First, _ = time.Parse(time.RFC3339, h.Get(HdrFirstTry))
-	st.Last, _ = time.Parse(time.RFC3339, h.Get(HdrLastTry))
+	st.Attempts, _ = strconv.Atoi(h.Get(jetstream.HdrAttempts))
+	st.Status, _ = strconv.Atoi(h.Get(jetstream.HdrLastStatus))
+	st.Error = h.Get(jetstream.HdrLastError)
+	st.First, _ = time.Parse(time.RFC3339, h.Get(jetstream.HdrFirstTry))
+	st.Last, _ = time.Parse(time.RFC3339, h.Get(jetstream.HdrLastTry))
 	return ev, st
 }
 
@@ -125,14 +126,14 @@ func taskOf(h nats.Header, published time.Time) (event, attemptState) {
 // only on the endpoint and the event key, so storing it twice is
 // deduplicated by HOOKJET_DLQ.
 func deadLetterMsg(endpoint string, ev *event, st attemptState, reason string, data []byte, src nats.Header) *nats.Msg {
-	out := nats.NewMsg(DLQPrefix + endpoint)
+	out := nats.NewMsg(jetstream.DLQPrefix + endpoint)
 	out.Data = data
 	h := out.Header
-	h.Set(HdrMsgID, "dlq-"+endpoint+"-"+ev.key)
-	h.Set(HdrEventID, ev.id)
-	h.Set(HdrEventType, ev.typ)
-	h.Set(HdrEndpoint, endpoint)
-	h.Set(HdrReason, reason)
+	h.Set(jetstream.HdrMsgID, "dlq-"+endpoint+"-"+ev.key)
+	h.Set(jetstream.HdrEventID, ev.id)
+	h.Set(jetstream.HdrEventType, ev.typ)
+	h.Set(jetstream.HdrEndpoint, endpoint)
+	h.Set(jetstream.HdrReason, reason)
 	setAttemptHeaders(h, st)
 	copyHeaders(h, src)
 	return out

@@ -1,10 +1,11 @@
-package jetstream
+package dispatch
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hookjet/hookjet/jetstream"
 	"strconv"
 	"sync"
 	"time"
@@ -23,11 +24,11 @@ import (
 // batch first, so 100,000 of them start in linear time. defaults returns the
 // settings API endpoints inherit (a reload may change them). stop ends the
 // watch.
-func (d *Dispatcher) WatchEndpoints(ctx context.Context, store *EndpointStore, defaults func() config.Settings) (stop func(), err error) {
+func (d *Dispatcher) WatchEndpoints(ctx context.Context, store *jetstream.EndpointStore, defaults func() config.Settings) (stop func(), err error) {
 	var mu sync.Mutex // held while the initial batch is applied
 	initial := map[string]config.Endpoint{}
 	started := false
-	stop, err = store.Watch(ctx, func(id string, rec *EndpointRecord) {
+	stop, err = store.Watch(ctx, func(id string, rec *jetstream.EndpointRecord) {
 		mu.Lock()
 		defer mu.Unlock()
 		if rec == nil {
@@ -116,7 +117,7 @@ const TestEventType = "hookjet.test"
 // event id.
 func (d *Dispatcher) SendTest(ctx context.Context, id string) (string, error) {
 	if d.endpoint(id) == nil {
-		return "", fmt.Errorf("%w: %q", ErrUnknownEndpoint, id)
+		return "", fmt.Errorf("%w: %q", jetstream.ErrUnknownEndpoint, id)
 	}
 	now := d.now().UTC()
 	n := nuid.Next()
@@ -141,17 +142,17 @@ func (d *Dispatcher) SendTest(ctx context.Context, id string) (string, error) {
 func (d *Dispatcher) Redeliver(ctx context.Context, id string, since, until time.Time, dryRun bool) (matched, queued int, err error) {
 	e := d.endpoint(id)
 	if e == nil {
-		return 0, 0, fmt.Errorf("%w: %q", ErrUnknownEndpoint, id)
+		return 0, 0, fmt.Errorf("%w: %q", jetstream.ErrUnknownEndpoint, id)
 	}
 	if until.IsZero() {
 		until = d.now()
 	}
 	if !since.Before(until) {
-		return 0, 0, fmt.Errorf("%w: since must be before until", ErrBadRequest)
+		return 0, 0, fmt.Errorf("%w: since must be before until", jetstream.ErrBadRequest)
 	}
-	st, err := d.o.JS.Stream(ctx, EventsStream)
+	st, err := d.o.JS.Stream(ctx, jetstream.EventsStream)
 	if err != nil {
-		return 0, 0, fmt.Errorf("stream %s: %w", EventsStream, err)
+		return 0, 0, fmt.Errorf("stream %s: %w", jetstream.EventsStream, err)
 	}
 	last := st.CachedInfo().State.LastSeq
 	if st.CachedInfo().State.Msgs == 0 {
@@ -159,20 +160,20 @@ func (d *Dispatcher) Redeliver(ctx context.Context, id string, since, until time
 	}
 	var filters []string
 	for _, p := range e.set.Load().ep.Events {
-		filters = append(filters, EventsPrefix+p)
+		filters = append(filters, jetstream.EventsPrefix+p)
 	}
 	start := since
-	cons, err := d.o.JS.OrderedConsumer(ctx, EventsStream, natsjs.OrderedConsumerConfig{
+	cons, err := d.o.JS.OrderedConsumer(ctx, jetstream.EventsStream, natsjs.OrderedConsumerConfig{
 		FilterSubjects: filters, DeliverPolicy: natsjs.DeliverByStartTimePolicy, OptStartTime: &start,
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("read %s: %w", EventsStream, err)
+		return 0, 0, fmt.Errorf("read %s: %w", jetstream.EventsStream, err)
 	}
 	nonce := nuid.Next()[:8]
 	for done := false; !done; {
 		batch, err := cons.Fetch(256, natsjs.FetchMaxWait(time.Second))
 		if err != nil {
-			return matched, queued, fmt.Errorf("read %s: %w", EventsStream, err)
+			return matched, queued, fmt.Errorf("read %s: %w", jetstream.EventsStream, err)
 		}
 		n := 0
 		for m := range batch.Messages() {
@@ -201,7 +202,7 @@ func (d *Dispatcher) Redeliver(ctx context.Context, id string, since, until time
 			queued++
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, natsjs.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) {
-			return matched, queued, fmt.Errorf("read %s: %w", EventsStream, err)
+			return matched, queued, fmt.Errorf("read %s: %w", jetstream.EventsStream, err)
 		}
 		if n == 0 {
 			done = true
@@ -219,19 +220,19 @@ func (d *Dispatcher) Redeliver(ctx context.Context, id string, since, until time
 // and returns how many deliveries it dropped. The admin API calls it when
 // it deletes an endpoint it owns; its dead letters stay.
 func (d *Dispatcher) Discard(ctx context.Context, id string) (int, error) {
-	st, err := d.o.JS.Stream(ctx, TasksStream)
+	st, err := d.o.JS.Stream(ctx, jetstream.TasksStream)
 	if err != nil {
-		return 0, fmt.Errorf("stream %s: %w", TasksStream, err)
+		return 0, fmt.Errorf("stream %s: %w", jetstream.TasksStream, err)
 	}
 	w, err := d.waiting(ctx, id)
 	if err != nil {
 		return 0, err
 	}
 	n := int(w[id].due + w[id].scheduled)
-	if err := d.o.JS.DeleteConsumer(ctx, TasksStream, DrainConsumerName(id)); err != nil && !errors.Is(err, natsjs.ErrConsumerNotFound) {
+	if err := d.o.JS.DeleteConsumer(ctx, jetstream.TasksStream, jetstream.DrainConsumerName(id)); err != nil && !errors.Is(err, natsjs.ErrConsumerNotFound) {
 		d.log.Debug("delete drain consumer", "endpoint", id, "err", err)
 	}
-	for _, subj := range []string{TasksPrefix + id, SchedPrefix + id + ".>"} {
+	for _, subj := range []string{jetstream.TasksPrefix + id, jetstream.SchedPrefix + id + ".>"} {
 		if err := st.Purge(ctx, natsjs.WithPurgeSubject(subj)); err != nil {
 			return n, fmt.Errorf("discard %s: %w", subj, err)
 		}

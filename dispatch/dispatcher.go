@@ -1,9 +1,11 @@
-package jetstream
+package dispatch
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/jetstream"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -95,7 +97,7 @@ type Dispatcher struct {
 
 	fanoutAckWait time.Duration
 	hour          hourStats
-	cfgStore      *EndpointStore // shared config endpoints; nil until ShareConfigEndpoints
+	cfgStore      *jetstream.EndpointStore // shared config endpoints; nil until ShareConfigEndpoints
 
 }
 
@@ -108,15 +110,7 @@ type endpoint struct {
 	set     atomic.Pointer[settings]
 	slots   slots
 	removed atomic.Bool
-	last    atomic.Pointer[LastDelivery] // this process's last 2xx
-}
-
-// LastDelivery is an endpoint's last successful delivery from this process.
-type LastDelivery struct {
-	EventID   string    `json:"event_id"`
-	Status    int       `json:"status"`
-	LatencyMS float64   `json:"latency_ms"`
-	At        time.Time `json:"at"`
+	last    atomic.Pointer[admin.LastDelivery] // this process's last 2xx
 }
 
 type settings struct {
@@ -154,13 +148,13 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	}
 	d.drains = newDrainer(d)
 	var err error
-	if d.stateKV, err = o.JS.KeyValue(ctx, StateBucket); err != nil {
-		return nil, fmt.Errorf("bucket %s: %w", StateBucket, err)
+	if d.stateKV, err = o.JS.KeyValue(ctx, jetstream.StateBucket); err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", jetstream.StateBucket, err)
 	}
 	if cfg.NATS.URL != "" {
-		kv, err := o.JS.KeyValue(ctx, SeenBucket)
+		kv, err := o.JS.KeyValue(ctx, jetstream.SeenBucket)
 		if err != nil {
-			return nil, fmt.Errorf("bucket %s: %w", SeenBucket, err)
+			return nil, fmt.Errorf("bucket %s: %w", jetstream.SeenBucket, err)
 		}
 		d.shared = newSharedSeen(kv)
 	}
@@ -186,7 +180,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	if err := migrate(ctx, d); err != nil {
 		return err
 	}
-	cons, err := EnsureFanoutConsumer(ctx, d.o.JS, d.fanoutAckWait)
+	cons, err := jetstream.EnsureFanoutConsumer(ctx, d.o.JS, d.fanoutAckWait)
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,11 @@
-package jetstream
+package dispatch
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hookjet/hookjet/jetstream"
 	"sync"
 	"time"
 
@@ -29,7 +30,7 @@ type endpointState struct {
 func (d *Dispatcher) watchStates(ctx context.Context) error {
 	w, err := d.stateKV.WatchAll(d.loopCtx)
 	if err != nil {
-		return fmt.Errorf("watch %s: %w", StateBucket, err)
+		return fmt.Errorf("watch %s: %w", jetstream.StateBucket, err)
 	}
 	for e := range w.Updates() { // the initial values arrive before the nil marker
 		if e == nil {
@@ -171,7 +172,7 @@ func (d *Dispatcher) ops(kind string, body map[string]any) {
 	if err != nil {
 		return
 	}
-	if err := d.o.NC.Publish(OpsPrefix+kind, b); err != nil {
+	if err := d.o.NC.Publish(jetstream.OpsPrefix+kind, b); err != nil {
 		d.log.Warn("publish operational event", "kind", kind, "err", err)
 	}
 }
@@ -217,7 +218,7 @@ func (d *Dispatcher) disable(id, reason string) {
 // or they pass retry.max_age (then they are dead-lettered as expired).
 func (d *Dispatcher) SetDisabled(ctx context.Context, id string, disabled bool, reason string) error {
 	if d.endpoint(id) == nil {
-		return fmt.Errorf("%w: %q", ErrUnknownEndpoint, id)
+		return fmt.Errorf("%w: %q", jetstream.ErrUnknownEndpoint, id)
 	}
 	err := d.updateState(ctx, id, func(s *endpointState) bool {
 		s.Disabled, s.Reason, s.At = disabled, reason, d.now().UTC()

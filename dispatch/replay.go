@@ -1,0 +1,94 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/jetstream"
+	"github.com/hookjet/hookjet/tracing"
+)
+
+// DeadLetters lists dead letters matching f, oldest first.
+func (d *Dispatcher) DeadLetters(ctx context.Context, f jetstream.DLQFilter) ([]jetstream.DLQEntry, error) {
+	return jetstream.DeadLetters(ctx, d.o.JS, f)
+}
+
+// DeadLetterStats summarises the dead letters per endpoint.
+func (d *Dispatcher) DeadLetterStats(ctx context.Context) ([]jetstream.DLQStat, error) {
+	return jetstream.DeadLetterStats(ctx, d.o.JS)
+}
+
+// Replay sends matching dead letters back to their endpoint (and only that
+// endpoint) as tasks on hookjet.tasks.<endpoint>. Each keeps its event id, so
+// its webhook-id, and starts with fresh attempts and a fresh retry.max_age.
+// A dead letter is removed from HOOKJET_DLQ only after its task is stored.
+// Matches are read and sent in batches, so memory does not grow with the
+// number of dead letters.
+func (d *Dispatcher) Replay(ctx context.Context, r admin.ReplayRequest) (admin.ReplayResult, error) {
+	now := d.now()
+	since, err := jetstream.ParseTime(r.Since, now)
+	if err != nil {
+		return admin.ReplayResult{}, fmt.Errorf("since: %w", err)
+	}
+	until, err := jetstream.ParseTime(r.Until, now)
+	if err != nil {
+		return admin.ReplayResult{}, fmt.Errorf("until: %w", err)
+	}
+	if r.Endpoint == "" && len(r.IDs) == 0 && r.Since == "" && r.Until == "" {
+		return admin.ReplayResult{}, fmt.Errorf("%w: name an endpoint, ids or a time range (replaying everything must be asked for with since)", jetstream.ErrBadRequest)
+	}
+	if r.Endpoint != "" && d.endpoint(r.Endpoint) == nil {
+		return admin.ReplayResult{}, fmt.Errorf("%w: %q", jetstream.ErrUnknownEndpoint, r.Endpoint)
+	}
+	st, err := d.o.JS.Stream(ctx, jetstream.DLQStream)
+	if err != nil {
+		return admin.ReplayResult{}, fmt.Errorf("stream %s: %w", jetstream.DLQStream, err)
+	}
+	var res admin.ReplayResult
+	var sendErr error
+	err = jetstream.ScanDLQ(ctx, d.o.JS, jetstream.DLQFilter{Endpoint: r.Endpoint, Since: since, Until: until, IDs: r.IDs}, func(m jetstream.DLQMsg) bool {
+		res.Matched++
+		if r.DryRun {
+			return true
+		}
+		e := m.Entry
+		if d.endpoint(e.Endpoint) == nil {
+			res.Skipped++
+			res.Errors = append(res.Errors, fmt.Sprintf("seq %d: endpoint %q is not configured", e.Seq, e.Endpoint))
+			return true
+		}
+		ev := event{id: e.EventID, typ: e.EventType, key: "r" + strconv.FormatUint(e.Seq, 10), at: d.now()}
+		out := taskMsg(e.Endpoint, &ev, attemptState{}, m.Msg.Data(), m.Msg.Headers(), time.Time{})
+		// tracing (issue 16): a replay span, child of the dead letter's traceparent; the replay carries its own.
+		span := d.o.Tracer.StartReplay(ctx, tracing.Header(m.Msg.Headers()), tracing.Replay{Endpoint: e.Endpoint, EventType: e.EventType, EventID: e.EventID, Seq: e.Seq})
+		span.Inject(tracing.Header(out.Header))
+		sendErr = d.publish(out)
+		span.End(sendErr) // tracing (issue 16)
+		if sendErr != nil {
+			sendErr = fmt.Errorf("replay seq %d: %w", e.Seq, sendErr)
+			return false
+		}
+		d.o.Metrics.Published.Inc()
+		d.drains.note(e.Endpoint, time.Time{})
+		if err := st.DeleteMsg(ctx, e.Seq); err != nil && !errors.Is(err, natsjs.ErrMsgNotFound) {
+			sendErr = fmt.Errorf("remove replayed dead letter %d: %w", e.Seq, err)
+			return false
+		}
+		res.Replayed++
+		return true
+	})
+	if err == nil {
+		err = sendErr
+	}
+	if err != nil {
+		return res, err
+	}
+	d.log.Info("replayed dead letters", "matched", res.Matched, "replayed", res.Replayed, "skipped", res.Skipped)
+	return res, nil
+}
