@@ -10,18 +10,15 @@ import (
 	"github.com/hookjet/hookjet/config"
 )
 
-// jetstream.ConfigEndpointBucket holds the definitions of every process's config-file
-// endpoints, so that a process whose file lacks an endpoint (an older file
-// during a rolling deploy, or no file at all) still delivers to it instead
-// of acking its events: the fan-out consumer is shared, and an event is
-// matched against what the process that pulls it knows.
-
 // ShareConfigEndpoints publishes this process's config-file endpoints to
-// store (only those that differ from what is stored) and applies the ones
-// other processes' files define, now and as they change. A process's own
-// file wins for the ids it defines. On reload, call it through Reload's
-// PublishConfig so removed endpoints leave the bucket: a process deletes
-// only the keys of endpoints its own file defined.
+// store (HOOKJET_CONFIG_ENDPOINTS; only those that differ from what is
+// stored) and applies the ones other processes' files define, now and as
+// they change. The fan-out consumer is shared, and an event is matched
+// against what the process that pulls it knows: so a process whose file
+// lacks an endpoint (an older file during a rolling deploy, or no file at
+// all) still delivers to it instead of acking its events. A process's own
+// file wins for the ids it defines; after a reload (Apply) a process deletes
+// only the keys of endpoints its own file defined before.
 func (d *Dispatcher) ShareConfigEndpoints(ctx context.Context, store *jetstream.EndpointStore) (stop func(), err error) {
 	var mu sync.Mutex
 	stored := map[string]config.Endpoint{}
