@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -148,6 +149,7 @@ type Server struct {
 	disp     *dispatch.Dispatcher
 	admin    *http.Server
 	adminLn  net.Listener
+	handler  *startingHandler // the admin API once started
 	registry *prometheus.Registry
 	client   *deliver.Client
 	ledger   *dedupe.Ledger
@@ -205,9 +207,13 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 			s.abort()
 		}
 	}()
+	if err := s.listenAdmin(); err != nil {
+		return nil, err
+	}
 	if err := s.openState(ctx); err != nil {
 		return nil, err
 	}
+	s.starting("connecting to NATS")
 	js, err := s.connect()
 	if err != nil {
 		return nil, err
@@ -217,9 +223,11 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	// logged) for up to two minutes before start-up gives up.
 	setupCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	s.starting("creating streams and buckets in JetStream (retried until it answers; see the log)")
 	if err := jetstream.EnsureStreams(setupCtx, js, cfg, log); err != nil {
 		return nil, err
 	}
+	s.starting("starting delivery")
 	if err := s.startEngine(ctx, setupCtx, js, o); err != nil {
 		return nil, err
 	}
@@ -232,9 +240,7 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 			return nil, err
 		}
 	}
-	if err := s.startAdmin(store, o); err != nil {
-		return nil, err
-	}
+	s.startAdmin(store, o)
 	natsURL := cfg.NATS.URL
 	if s.ns != nil {
 		natsURL = s.ns.ClientURL() + " (embedded)"
@@ -253,6 +259,7 @@ func (s *Server) openState(ctx context.Context) error {
 		return err
 	}
 	s.db = db
+	db.NoSync = true // the sync policy of state.SyncEvery
 	s.stateSync = goOwned(ctx, func(ctx context.Context) { state.SyncEvery(ctx, db, time.Second, s.log) })
 	return nil
 }
@@ -382,17 +389,20 @@ func (s *Server) watchEndpoints(ctx, setupCtx context.Context, js natsjs.JetStre
 	return store, nil
 }
 
-// startAdmin listens on admin.listen and serves the admin API.
-func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) error {
-	cfg := s.cfg
-	ln, err := net.Listen("tcp", cfg.Admin.Listen)
+// listenAdmin binds admin.listen first, so that while start-up waits for
+// NATS (a cluster electing leaders can take a while) /healthz answers and
+// /readyz says what hookjet is waiting for; startAdmin then installs the
+// real API.
+func (s *Server) listenAdmin() error {
+	ln, err := net.Listen("tcp", s.cfg.Admin.Listen)
 	if err != nil {
 		return fmt.Errorf("admin.listen: %w", err)
 	}
 	s.adminLn = ln
+	s.handler = &startingHandler{}
+	s.handler.waiting.Store(ptr("opening the state file"))
 	s.admin = &http.Server{
-		Handler: admin.NewHandler(s.disp, s.registry, cfg.Admin.Token.Reveal(), s.log,
-			admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath)),
+		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
@@ -403,6 +413,44 @@ func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) error {
 	})
 	return nil
 }
+
+// startAdmin installs the admin API in place of the start-up answers.
+func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) {
+	h := admin.NewHandler(s.disp, s.registry, s.cfg.Admin.Token.Reveal(), s.log,
+		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath))
+	s.handler.api.Store(&h)
+}
+
+// startingHandler answers /healthz and, with 503 and the reason, /readyz
+// and every other route until the admin API is installed.
+type startingHandler struct {
+	api     atomic.Pointer[http.Handler]
+	waiting atomic.Pointer[string]
+}
+
+func (h *startingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if api := h.api.Load(); api != nil {
+		(*api).ServeHTTP(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if r.URL.Path == "/healthz" {
+		_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
+		return
+	}
+	w.WriteHeader(http.StatusServiceUnavailable)
+	b, _ := json.Marshal(map[string]string{"error": "starting: " + *h.waiting.Load()})
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// starting records what start-up waits for, for /readyz.
+func (s *Server) starting(what string) {
+	if s.handler != nil {
+		s.handler.waiting.Store(&what)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // payloadHeadroom is what hookjet adds to an event when it stores it as a
 // task or a dead letter (its Hookjet-* headers).
@@ -492,8 +540,9 @@ func (s *Server) abort() {
 		}
 		cancel()
 	}
-	if s.adminLn != nil && s.admin == nil {
-		_ = s.adminLn.Close()
+	if s.admin != nil {
+		_ = s.admin.Close() // after Shutdown: nothing left; after a failed start: stops serving
+		s.adminRun.stop()
 	}
 	if s.nc != nil {
 		if err := s.nc.FlushTimeout(2 * time.Second); err != nil {

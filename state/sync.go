@@ -12,10 +12,10 @@ import (
 // the page cache (db.NoSync), so a process crash loses none of them and a
 // commit per delivery batch costs microseconds, not an fsync; an fdatasync
 // every interval bounds what a power loss can take (JetStream's own store
-// syncs every two minutes by default). It turns per-commit syncing off,
-// then syncs until ctx is done, and once more before it returns.
+// syncs every two minutes by default). The caller sets db.NoSync before
+// any transaction runs concurrently with this; SyncEvery syncs until ctx is
+// done, and once more before it returns.
 func SyncEvery(ctx context.Context, db *bolt.DB, interval time.Duration, log *slog.Logger) {
-	db.NoSync = true
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

@@ -2,10 +2,17 @@ package test
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookjet/hookjet/cli"
 	hjs "github.com/hookjet/hookjet/jetstream"
@@ -155,4 +162,84 @@ func TestDefect06RecreatedEndpointStartsEnabled(t *testing.T) {
 	h.applied("again")
 	h.publish("order.created", "evt_again", []byte(`{}`))
 	in.wait(t, "evt_again", 1)
+}
+
+// Item 11: started against a NATS whose JetStream does not answer yet,
+// hookjet does not give up: /healthz answers, /readyz is 503 and says what
+// it waits for, and once JetStream answers it comes up and delivers.
+func TestDefect11StartWaitsForJetStream(t *testing.T) {
+	var jsOn atomic.Bool
+	base := standaloneNATS(t)
+	ns := startNATSNode(t, "late", func() *server.Options {
+		o := base()
+		o.JetStream = jsOn.Load()
+		return o
+	})
+	r := newReceiver(t, []string{secretA, secretB}, nil)
+	cfg := testConfig(t, t.TempDir(), "", endpointYAML{ID: "late", URL: r.URL})
+	cfg.NATS.URL = ns.url()
+	adminAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cfg.Admin.Listen = adminAddr
+	type started struct {
+		srv *cli.Server
+		err error
+	}
+	done := make(chan started, 1)
+	go func() {
+		srv, err := cli.Start(t.Context(), cfg, cli.Options{Log: slog.New(slog.NewTextHandler(tLogWriter{t}, nil))})
+		done <- started{srv, err}
+	}()
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + adminAddr + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	checkFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+		if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "starting") {
+			return fmt.Errorf("/readyz while JetStream is off: %d %s", code, body)
+		}
+		return nil
+	})
+	if code, _ := get("/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz while starting: %d", code)
+	}
+	select {
+	case s := <-done:
+		t.Fatalf("start-up returned while JetStream was off: %v", s.err)
+	default:
+	}
+	ns.shutdown()
+	jsOn.Store(true)
+	ns.start()
+	var s started
+	select {
+	case s = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("hookjet did not come up after JetStream did")
+	}
+	if s.err != nil {
+		t.Fatalf("start: %v", s.err)
+	}
+	t.Cleanup(func() {
+		if err := s.srv.Shutdown(); err != nil {
+			t.Error(err)
+		}
+	})
+	if code, body := get("/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz after start-up: %d %s", code, body)
+	}
+	nc, err := nats.Connect(ns.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := natsjs.New(nc)
+	if _, err := js.Publish(t.Context(), "hookjet.events.order.created", []byte(`{}`), natsjs.WithMsgID("evt_late")); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(t, "evt_late")
 }
