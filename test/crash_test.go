@@ -2,9 +2,12 @@ package test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -239,4 +242,103 @@ func TestDeadLetterCrashBetweenCopyAndRemoval(t *testing.T) {
 		t.Errorf("the permanent failure was sent %d times, want at most 2", got)
 	}
 	t.Logf("requests %d, dead-letter calls %d, took %s", r.count(), calls.Load(), time.Since(start).Round(time.Millisecond))
+}
+
+// hookjet is killed with SIGKILL in the middle of fanning out a backlog to a
+// healthy endpoint and to a dead one whose deliveries become tasks. After a
+// restart every event reaches the healthy endpoint, and every event has a
+// task (parked or scheduled) for the dead one: none is lost. A task stored
+// before the kill and stored again for the redelivered event is
+// deduplicated by its Nats-Msg-Id; only a redelivered event attempted anew
+// (the breaker's open state not yet flushed at the kill) can get a second,
+// so duplicates stay within the dead endpoint's max_in_flight. (Issue 11.)
+func TestCrashMidFanOutLosesNoTask(t *testing.T) {
+	const n, maxInFlight = 1000, 16
+	r := newReceiver(t, []string{secretA, secretB}, func(w http.ResponseWriter, _ delivery) {
+		time.Sleep(2 * time.Millisecond)
+		w.WriteHeader(http.StatusOK)
+	})
+	_, cfgPath, natsAddr, adminAddr := binaryConfig(t, r.URL)
+	f, err := os.OpenFile(cfgPath, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "  - id: dead\n    url: http://127.0.0.1:%d/\n    secrets: [%s]\n    breaker: {failure_threshold: 1, cooldown: 1h}\n    retry: {base: 1h, cap: 1h, max_age: 24h}\n", freePort(t), secretA)
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := startBinary(t, cfgPath, adminAddr)
+	nc, js := connectJS(t, "nats://"+natsAddr)
+	ids := eventIDs("evt_mid", n)
+	var st pubStats
+	if err := publishRetrying(t.Context(), js, ids, 4, 0, &st); err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	checkFor(t, 15*time.Second, time.Millisecond, func() error {
+		if got := r.distinct(); got < n/3 {
+			return fmt.Errorf("received %d", got)
+		}
+		return nil
+	})
+	_ = p.signal(t, syscall.SIGKILL)
+	atKill := r.distinct()
+	if atKill >= n {
+		t.Fatal("every event arrived before the kill: the test proves nothing")
+	}
+	startBinary(t, cfgPath, adminAddr)
+	waitAllDelivered(t, r, ids, 60*time.Second)
+	_, js2 := connectJS(t, "nats://"+natsAddr)
+	var perEvent map[string]int
+	checkFor(t, 60*time.Second, 200*time.Millisecond, func() error {
+		c, err := js2.Consumer(t.Context(), hjs.EventsStream, "hookjet-fanout")
+		if err != nil {
+			return err
+		}
+		ci, err := c.Info(t.Context())
+		if err != nil {
+			return err
+		}
+		if ci.NumPending != 0 || ci.NumAckPending != 0 {
+			return fmt.Errorf("fan-out: %d pending, %d awaiting ack", ci.NumPending, ci.NumAckPending)
+		}
+		if perEvent, err = tasksOf(t, js2, "dead"); err != nil {
+			return err
+		}
+		if len(perEvent) != n {
+			return fmt.Errorf("%d of %d events have a task for the dead endpoint", len(perEvent), n)
+		}
+		return nil
+	})
+	dups := 0
+	for _, c := range perEvent {
+		dups += c - 1
+	}
+	t.Logf("killed after %d of %d events arrived; %d duplicate tasks, %d duplicate requests to the healthy endpoint", atKill, n, dups, r.count()-r.distinct())
+	if dups > maxInFlight {
+		t.Fatalf("%d duplicate tasks, more than max_in_flight (%d)", dups, maxInFlight)
+	}
+}
+
+// tasksOf counts the tasks (parked and scheduled) of endpoint per event id,
+// reading HOOKJET_TASKS directly.
+func tasksOf(t *testing.T, js natsjs.JetStream, endpoint string) (map[string]int, error) {
+	st, err := js.Stream(t.Context(), hjs.TasksStream)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for seq := uint64(1); ; {
+		m, err := st.GetMsg(t.Context(), seq, natsjs.WithGetMsgSubject(">"))
+		if errors.Is(err, natsjs.ErrMsgNotFound) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if m.Subject == hjs.TasksPrefix+endpoint || strings.HasPrefix(m.Subject, hjs.SchedPrefix+endpoint+".") {
+			out[m.Header.Get(hjs.HdrEventID)]++
+		}
+		seq = m.Sequence + 1
+	}
 }

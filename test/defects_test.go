@@ -199,7 +199,7 @@ func TestDefect11StartWaitsForJetStream(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	checkFor(t, 10*time.Second, 50*time.Millisecond, func() error {
-		if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "starting") {
+		if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "starting: creating streams") {
 			return fmt.Errorf("/readyz while JetStream is off: %d %s", code, body)
 		}
 		return nil
