@@ -255,7 +255,7 @@ func TestDeadLetterCrashBetweenCopyAndRemoval(t *testing.T) {
 func TestCrashMidFanOutLosesNoTask(t *testing.T) {
 	const n, maxInFlight = 1000, 16
 	r := newReceiver(t, []string{secretA, secretB}, func(w http.ResponseWriter, _ delivery) {
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 		w.WriteHeader(http.StatusOK)
 	})
 	_, cfgPath, natsAddr, adminAddr := binaryConfig(t, r.URL)
