@@ -526,3 +526,23 @@ func (r *Registry) Run(ctx context.Context) {
 		}
 	}
 }
+
+// States counts the configured breakers in each state, without computing
+// any statistics: cheap enough to call every few seconds with 100,000
+// endpoints.
+func (r *Registry) States() (closed, halfOpen, open int) {
+	for _, e := range *r.endpoints.Load() {
+		e.mu.Lock()
+		s := e.state
+		e.mu.Unlock()
+		switch s {
+		case Open:
+			open++
+		case HalfOpen:
+			halfOpen++
+		default:
+			closed++
+		}
+	}
+	return closed, halfOpen, open
+}

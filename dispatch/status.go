@@ -12,8 +12,6 @@ import (
 	"time"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
-
-	"github.com/hookjet/hookjet/breaker"
 )
 
 func timePtr(t time.Time) *time.Time {
@@ -193,11 +191,8 @@ func (d *Dispatcher) Summary(ctx context.Context) (admin.Summary, error) {
 		}
 	}
 	d.mu.RUnlock()
-	for _, id := range d.sortedIDs() {
-		if h, ok := d.o.Breakers.Health(id); ok && h.State != breaker.Closed {
-			s.OpenBreakers++
-		}
-	}
+	_, halfOpen, open := d.o.Breakers.States()
+	s.OpenBreakers = halfOpen + open
 	var errs []error
 	oldest := time.Time{}
 	if c, err := d.o.JS.Consumer(ctx, jetstream.EventsStream, jetstream.FanoutConsumer); err != nil {
@@ -310,20 +305,19 @@ func (d *Dispatcher) refreshGauges(ctx context.Context) {
 			m.Pending.WithLabelValues(otherSeries).Set(other)
 		}
 	}
-	var enabled, disabled, open float64
-	for _, id := range d.sortedIDs() {
-		if d.state(id).Disabled {
+	_, _, open := d.o.Breakers.States()
+	d.mu.RLock()
+	disabled := 0
+	for id, st := range d.states {
+		if st.Disabled && d.eps[id] != nil {
 			disabled++
-		} else {
-			enabled++
-		}
-		if h, ok := d.o.Breakers.Health(id); ok && h.State == breaker.Open {
-			open++
 		}
 	}
-	m.Endpoints.WithLabelValues("enabled").Set(enabled)
-	m.Endpoints.WithLabelValues("disabled").Set(disabled)
-	m.Endpoints.WithLabelValues("breaker_open").Set(open)
+	enabled := len(d.eps) - disabled
+	d.mu.RUnlock()
+	m.Endpoints.WithLabelValues("enabled").Set(float64(enabled))
+	m.Endpoints.WithLabelValues("disabled").Set(float64(disabled))
+	m.Endpoints.WithLabelValues("breaker_open").Set(float64(open))
 }
 
 // Ready reports whether NATS is connected, hookjet's streams exist and the
