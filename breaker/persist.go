@@ -57,8 +57,11 @@ func (e *endpoint) snapshot() record {
 		LastSuccess:         e.lastSuccess,
 		LastFailure:         e.lastFailure,
 	}
-	for i := range e.win.slots {
-		s := &e.win.slots[i]
+	for i := range windowHours {
+		if e.win.h == nil {
+			break
+		}
+		s := &e.win.h.slots[i]
 		if s.count == 0 {
 			continue
 		}
@@ -95,7 +98,7 @@ func (e *endpoint) restore(rec record, now time.Time) {
 		if sr.Hour <= nowHour-windowHours || sr.Hour > nowHour {
 			continue // expired, or from a clock that ran ahead
 		}
-		s := &w.slots[slotIndex(sr.Hour)]
+		s := &w.ensure().slots[slotIndex(sr.Hour)]
 		if s.count > 0 {
 			if s.hour >= sr.Hour {
 				continue
@@ -113,7 +116,7 @@ func (e *endpoint) restore(rec record, now time.Time) {
 			}
 			s.buckets[b] += n
 			s.count += n
-			w.total[b] += uint64(n)
+			w.h.total[b] += uint64(n)
 			w.count += uint64(n)
 		}
 		if s.count == 0 {

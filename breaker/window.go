@@ -70,12 +70,25 @@ type slot struct {
 // window is a rolling 24-hour latency histogram. It keeps a running total of
 // the live slots so that percentiles do not merge slots on every read.
 type window struct {
-	slots          [windowHours]slot
-	total          [numBuckets]uint64
+	h              *histograms // nil until the first sample: an idle endpoint costs a few words
 	count          uint64
 	firstAttempts  uint64
 	firstSuccesses uint64
 	newest         int64 // latest hour seen; the clock never moves it back
+}
+
+// histograms are a window's per-hour slots and their running total.
+type histograms struct {
+	slots [windowHours]slot
+	total [numBuckets]uint64
+}
+
+// ensure allocates the histograms.
+func (w *window) ensure() *histograms {
+	if w.h == nil {
+		w.h = new(histograms)
+	}
+	return w.h
 }
 
 // advance drops the slots that are 24 hours or more older than hour.
@@ -84,8 +97,11 @@ func (w *window) advance(hour int64) {
 		return
 	}
 	w.newest = hour
-	for i := range w.slots {
-		if s := &w.slots[i]; s.count > 0 && s.hour <= hour-windowHours {
+	if w.h == nil {
+		return
+	}
+	for i := range w.h.slots {
+		if s := &w.h.slots[i]; s.count > 0 && s.hour <= hour-windowHours {
 			w.drop(s)
 		}
 	}
@@ -94,7 +110,7 @@ func (w *window) advance(hour int64) {
 // drop removes s from the totals and empties it.
 func (w *window) drop(s *slot) {
 	for b, n := range s.buckets {
-		w.total[b] -= uint64(n)
+		w.h.total[b] -= uint64(n)
 	}
 	w.count -= uint64(s.count)
 	w.firstAttempts -= uint64(s.firstAttempts)
@@ -108,7 +124,7 @@ func (w *window) drop(s *slot) {
 func (w *window) add(hour int64, b int, first, success bool) {
 	w.advance(hour)
 	hour = w.newest
-	s := &w.slots[slotIndex(hour)]
+	s := &w.ensure().slots[slotIndex(hour)]
 	if s.count > 0 && s.hour != hour {
 		w.drop(s) // unreachable after advance; keeps the totals honest
 	}
@@ -118,7 +134,7 @@ func (w *window) add(hour int64, b int, first, success bool) {
 	}
 	s.buckets[b]++
 	s.count++
-	w.total[b]++
+	w.h.total[b]++
 	w.count++
 	if first {
 		s.firstAttempts++
@@ -139,7 +155,7 @@ func (w *window) quantile(q float64) time.Duration {
 	rank := uint64(math.Ceil(q * float64(w.count)))
 	rank = min(max(rank, 1), w.count)
 	var seen uint64
-	for b, n := range w.total {
+	for b, n := range w.h.total {
 		seen += n
 		if seen >= rank {
 			return bucketValues[b]

@@ -384,9 +384,12 @@ func (d *Dispatcher) newSettings(ep config.Endpoint, old *endpoint) (*settings, 
 		}
 		keys = append(keys, k)
 	}
-	hdr := make(http.Header, len(ep.Headers))
-	for k, v := range ep.Headers {
-		hdr.Set(k, v.Reveal())
+	var hdr http.Header // nil without headers: nothing allocated per idle endpoint
+	if len(ep.Headers) > 0 {
+		hdr = make(http.Header, len(ep.Headers))
+		for k, v := range ep.Headers {
+			hdr.Set(k, v.Reveal())
+		}
 	}
 	if ep.InsecureSkipVerify {
 		d.log.Warn("TLS certificate verification is OFF for this endpoint (insecure_skip_verify): anyone on the path can read and forge its deliveries", "endpoint", ep.ID)
