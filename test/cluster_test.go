@@ -272,6 +272,23 @@ func waitAllDelivered(t testing.TB, r *receiver, ids []string, timeout time.Dura
 	})
 }
 
+// fanoutSettled says whether the fan-out consumer has no event pending or
+// awaiting an ack.
+func fanoutSettled(ctx context.Context, js natsjs.JetStream) error {
+	c, err := js.Consumer(ctx, hjs.EventsStream, "hookjet-fanout")
+	if err != nil {
+		return err
+	}
+	ci, err := c.Info(ctx)
+	if err != nil {
+		return err
+	}
+	if ci.NumPending != 0 || ci.NumAckPending != 0 {
+		return fmt.Errorf("fan-out: %d pending, %d awaiting ack", ci.NumPending, ci.NumAckPending)
+	}
+	return nil
+}
+
 // waitSettled waits until nothing is left for the endpoint: the fan-out
 // consumer has no event pending or awaiting an ack, and HOOKJET_TASKS holds
 // no task or scheduled retry of the endpoint. No further request can arrive.
@@ -280,16 +297,8 @@ func waitSettled(t testing.TB, js natsjs.JetStream, endpoint string, timeout tim
 	checkFor(t, timeout, 100*time.Millisecond, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		c, err := js.Consumer(ctx, hjs.EventsStream, "hookjet-fanout")
-		if err != nil {
+		if err := fanoutSettled(ctx, js); err != nil {
 			return err
-		}
-		ci, err := c.Info(ctx)
-		if err != nil {
-			return err
-		}
-		if ci.NumPending != 0 || ci.NumAckPending != 0 {
-			return fmt.Errorf("fan-out: pending %d, awaiting ack %d", ci.NumPending, ci.NumAckPending)
 		}
 		st, err := js.Stream(ctx, hjs.TasksStream)
 		if err != nil {
