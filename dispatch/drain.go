@@ -30,11 +30,12 @@ type drainer struct {
 	mu      sync.Mutex
 	due     map[string]time.Time // endpoints with tasks -> when to look next
 	running map[string]bool
+	renoted map[string]bool // tasks noted while a drain ran: look again after it
 	wg      sync.WaitGroup
 }
 
 func newDrainer(d *Dispatcher) *drainer {
-	return &drainer{d: d, kick: make(chan struct{}, 1), due: map[string]time.Time{}, running: map[string]bool{}}
+	return &drainer{d: d, kick: make(chan struct{}, 1), due: map[string]time.Time{}, running: map[string]bool{}, renoted: map[string]bool{}}
 }
 
 // note records that endpoint id has tasks due at at (zero: now).
@@ -42,6 +43,9 @@ func (r *drainer) note(id string, at time.Time) {
 	r.mu.Lock()
 	if t, ok := r.due[id]; !ok || at.Before(t) {
 		r.due[id] = at
+	}
+	if r.running[id] {
+		r.renoted[id] = true
 	}
 	r.mu.Unlock()
 	if at.IsZero() {
@@ -156,7 +160,11 @@ func (r *drainer) startDue(ctx context.Context) {
 			}
 			r.mu.Lock()
 			delete(r.running, id)
+			renoted := r.renoted[id]
+			delete(r.renoted, id)
 			switch {
+			case empty && renoted:
+				r.due[id] = time.Time{} // a task came while the drain finished
 			case empty:
 				delete(r.due, id)
 			case !expireOnly:
