@@ -9,7 +9,7 @@
 // every target of the issue marked PASS or MISS, and writes everything to a
 // JSON file.
 //
-// Everything runs in this one process: the receiver (one net/http listener,
+// Everything runs in this one process (but for cost116 and floor116): the receiver (one net/http listener,
 // one path per endpoint), hookjet started with cli.Start and its embedded
 // NATS server (data in a temporary directory removed after each scenario), and
 // the publisher (nats.go, asynchronous JetStream publishes with Nats-Msg-Id).
@@ -22,9 +22,26 @@
 //	healthy10      10 healthy endpoints, each event to exactly one endpoint
 //	slow10         as healthy10, but endpoint e0 answers after 2 s
 //	dead10         as healthy10, but endpoint e0 never answers (its timeout is 1 s)
+//	floor          the JetStream-only floor: the same publisher, payloads and
+//	               stream settings, one durable consumer that acks, no HTTP,
+//	               in-process connections; at full speed, then at 116 events/s
+//	               with the publisher in an outside process (floor116)
 //	endpoints1000  1,000 endpoints (max_in_flight 4), events round-robin
+//	endpoints10000 10,000 endpoints configured, 1,000 of them get the events
+//	dead1000       1,000 endpoints, every 10th dead (half connection refused,
+//	               half always 503); rate of the 900 healthy ones
+//	endpoints100000 100,000 endpoints configured: ready time, idle RSS and CPU
+//	               over 10 s, then events to 10 of them
 //	latency        10 endpoints at a fixed 2,000 events/s; publish→delivery percentiles
 //	cost           10 endpoints at 116 events/s (10 million a day); CPU share of one core
+//	cost116        as cost, with the publisher and the receiver in an outside
+//	               process (this binary again), so the CPU is hookjet's and its
+//	               embedded NATS server's alone
+//	apicreate10000 10,000 endpoints created through POST /api/v1/endpoints, one
+//	               request each, 4 clients at a time; then idle RSS and CPU
+//
+// Every figure is printed beside the baselines of the same run: the raw
+// ceiling, and the floor.
 //
 // -quick runs smaller counts and shorter durations for a smoke test;
 // -cpuprofile FILE writes a CPU profile of the measured window of the

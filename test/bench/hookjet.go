@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
@@ -42,10 +43,13 @@ type hookjetSpec struct {
 type instance struct {
 	dir     string
 	srv     *cli.Server
+	ns      *server.Server // the floor's own nats-server; nil for hookjet (cli.Server owns its own)
+	stopSub func()         // stops the floor's consumer; nil for hookjet
 	nc      *nats.Conn
 	js      natsjs.JetStream
 	logs    *logCounter
-	startup time.Duration
+	startup time.Duration // cli.Start
+	parse   time.Duration // rendering and parsing the config, before startup
 
 	pubAcked, pubFailed atomic.Int64
 	lastAck             atomic.Int64 // unix ns of the latest PubAck
@@ -86,18 +90,31 @@ func startHookjet(ctx context.Context, spec hookjetSpec, logOut io.Writer) (*ins
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	cfg, err := config.Parse([]byte(configYAML(dir, port, spec)), func(string) string { return "" })
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	start := time.Now()
+	h.parse = time.Since(start)
+	start = time.Now()
 	h.srv, err = cli.Start(ctx, cfg, cli.Options{Log: slog.New(h.logs)})
 	if err != nil {
 		return nil, fmt.Errorf("start hookjet: %w", err)
 	}
 	h.startup = time.Since(start)
-	if h.nc, err = nats.Connect(fmt.Sprintf("nats://127.0.0.1:%d", port), nats.Name("bench-publisher")); err != nil {
-		return nil, fmt.Errorf("connect publisher: %w", err)
+	if err := h.connectPublisher(fmt.Sprintf("nats://127.0.0.1:%d", port)); err != nil {
+		return nil, err
+	}
+	ok = true
+	return h, nil
+}
+
+// connectPublisher connects the publisher to url (with opts, such as an
+// in-process connection) and counts its PubAcks.
+func (h *instance) connectPublisher(url string, opts ...nats.Option) error {
+	var err error
+	if h.nc, err = nats.Connect(url, append(opts, nats.Name("bench-publisher"))...); err != nil {
+		return fmt.Errorf("connect publisher: %w", err)
 	}
 	h.js, err = natsjs.New(h.nc,
 		natsjs.WithPublishAsyncMaxPending(4096),
@@ -108,10 +125,9 @@ func startHookjet(ctx context.Context, spec hookjetSpec, logOut io.Writer) (*ins
 		natsjs.WithPublishAsyncErrHandler(func(natsjs.JetStream, *nats.Msg, error) { h.pubFailed.Add(1) }),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("jetstream: %w", err)
+		return fmt.Errorf("jetstream: %w", err)
 	}
-	ok = true
-	return h, nil
+	return nil
 }
 
 // stop closes the publisher, shuts hookjet down and removes its directory.
@@ -121,10 +137,17 @@ func (h *instance) stop() time.Duration {
 	if h.nc != nil {
 		h.nc.Close()
 	}
+	if h.stopSub != nil {
+		h.stopSub()
+	}
 	if h.srv != nil {
 		if err := h.srv.Shutdown(); err != nil {
 			h.logs.note("shutdown: " + err.Error())
 		}
+	}
+	if h.ns != nil {
+		h.ns.Shutdown()
+		h.ns.WaitForShutdown()
 	}
 	took := time.Since(start)
 	if err := os.RemoveAll(h.dir); err != nil {

@@ -21,11 +21,19 @@ import (
 )
 
 // scenarioNames in the order they run.
-var scenarioNames = []string{"raw", "healthy10", "slow10", "dead10", "endpoints1000", "latency", "cost"}
+var scenarioNames = []string{
+	"raw", "healthy10", "slow10", "dead10", "floor", "endpoints1000", "endpoints10000", "dead1000",
+	"endpoints100000", "latency", "cost", "cost116", "apicreate10000",
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	var err error
+	if spec := os.Getenv(childEnv); spec != "" {
+		err = runChild(ctx, spec, os.Stdout)
+	} else {
+		err = run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	}
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -59,7 +67,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	quick := fs.Bool("quick", false, "smaller counts and shorter runs, for a smoke test")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of one scenario's measured window to `FILE`")
 	memprofile := fs.String("memprofile", "", "write a heap profile at the end of the profiled scenario's measured window to `FILE`")
-	profile := fs.String("profile", "healthy10", "the `scenario` -cpuprofile and -memprofile profile")
+	profile := fs.String("profile", "healthy10", "the `scenario` -cpuprofile and -memprofile profile (floor116: the floor's run at 116 events/s)")
 	repeat := fs.Int("repeat", 2, "run the compared throughput scenarios (raw, healthy10, slow10, dead10) `N` times, interleaved; the fastest run of each counts; 1 with -quick")
 	rerunBusy := fs.Int("rerun-busy", 2, "up to `N` extra runs of each compared throughput scenario whose every run was disturbed by other processes; 0 with -quick")
 	logFile := fs.String("log", "", "write hookjet's warnings and errors to `FILE` (default: counted, then discarded)")
@@ -80,8 +88,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		want[s] = true
 	}
-	if !slices.Contains(scenarioNames, *profile) {
-		return fmt.Errorf("-profile %q: not a scenario (have %s)", *profile, strings.Join(scenarioNames, ", "))
+	if !slices.Contains(scenarioNames, *profile) && *profile != "floor116" {
+		return fmt.Errorf("-profile %q: not a scenario (have %s, floor116)", *profile, strings.Join(scenarioNames, ", "))
 	}
 	p := fullParams()
 	if *quick {
@@ -124,75 +132,42 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			"CPU is getrusage(RUSAGE_SELF) user+system over each measured window, peak RSS is VmHWM reset before each scenario",
 	}
 	b := &bench{p: p, key: key, logOut: logOut, cpuprofile: *cpuprofile, memprofile: *memprofile, profile: *profile, progress: stderr}
-	deadExtra := func(i int) string {
-		if i == 0 {
-			return "    timeout: " + p.deadTimeout + "\n"
+	runErr := b.runAll(rep, b.scenarios(ctx), schedule(want, *repeat), want, *rerunBusy)
+	markBest(rep.Results)
+	rep.Finished = time.Now().UTC()
+	rep.Targets = evaluate(rep.Results)
+	printReport(stdout, rep)
+	if *out != "" {
+		data, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return errors.Join(runErr, err)
 		}
-		return ""
+		if err := os.WriteFile(*out, append(data, '\n'), 0o644); err != nil {
+			return errors.Join(runErr, err)
+		}
+		fmt.Fprintf(stdout, "\nresults written to %s\n", *out)
 	}
-	withFirst := func(kind behaviour) []behaviour {
-		bs := allHealthy(10)
-		bs[0] = kind
-		return bs
-	}
-	runs := map[string]func() (*result, error){
-		"raw": func() (*result, error) { return b.raw(ctx) },
-		"healthy10": func() (*result, error) {
-			return b.throughput(ctx, throughputSpec{
-				name:        "healthy10",
-				description: fmt.Sprintf("10 healthy endpoints, %d events (one endpoint each), max_in_flight %d, worker.concurrency %d", p.events, p.maxInFlight, p.concurrency),
-				behave:      allHealthy(10), events: p.events, maxInFlight: p.maxInFlight, bound: p.bound,
-			})
-		},
-		"slow10": func() (*result, error) {
-			return b.throughput(ctx, throughputSpec{
-				name:        "slow10",
-				description: fmt.Sprintf("10 endpoints, e0 answers after %s; rate of the 9 healthy ones", slowDelay),
-				behave:      withFirst(slow), events: p.events, maxInFlight: p.maxInFlight, bound: p.bound,
-			})
-		},
-		"dead10": func() (*result, error) {
-			return b.throughput(ctx, throughputSpec{
-				name:        "dead10",
-				description: fmt.Sprintf("10 endpoints, e0 never answers (timeout %s); rate of the 9 healthy ones", p.deadTimeout),
-				behave:      withFirst(dead), events: p.events, maxInFlight: p.maxInFlight, bound: p.bound, extra: deadExtra,
-			})
-		},
-		"endpoints1000": func() (*result, error) {
-			return b.throughput(ctx, throughputSpec{
-				name:        "endpoints1000",
-				description: fmt.Sprintf("1,000 healthy endpoints, max_in_flight %d, %d events round-robin", p.maxInFlight1000, p.events1000),
-				behave:      allHealthy(1000), events: p.events1000, maxInFlight: p.maxInFlight1000, bound: p.bound1000, idle: p.idle,
-			})
-		},
-		"latency": func() (*result, error) {
-			return b.paced(ctx, pacedSpec{
-				name:        "latency",
-				description: fmt.Sprintf("10 endpoints, fixed offered rate %.0f events/s for %s", p.latencyRate, p.latencyDuration),
-				endpoints:   10, rate: p.latencyRate, duration: p.latencyDuration,
-			})
-		},
-		"cost": func() (*result, error) {
-			return b.paced(ctx, pacedSpec{
-				name:        "cost",
-				description: fmt.Sprintf("10 endpoints, %.0f events/s (10 million a day) for %s", p.costRate, p.costDuration),
-				endpoints:   10, rate: p.costRate, duration: p.costDuration, idle: p.idle,
-			})
-		},
-	}
+	return runErr
+}
+
+// runAll runs the scenarios in order into rep.Results, then, after the last
+// repeated one, runs again up to rerunBusy times those whose every run was
+// disturbed by other processes. It stops at the first error.
+func (b *bench) runAll(rep *report, runs map[string][]runFunc, order []string, want map[string]bool, rerunBusy int) error {
 	var runErr error
 	runOne := func(name string) bool {
-		r, err := runs[name]()
-		if r != nil {
-			rep.Results = append(rep.Results, r)
-		}
-		if err != nil {
-			runErr = fmt.Errorf("%s: %w", name, err)
-			return false
+		for _, fn := range runs[name] {
+			r, err := fn()
+			if r != nil {
+				rep.Results = append(rep.Results, r)
+			}
+			if err != nil {
+				runErr = fmt.Errorf("%s: %w", name, err)
+				return false
+			}
 		}
 		return true
 	}
-	order := schedule(want, *repeat)
 	for i, name := range order {
 		if !runOne(name) {
 			break
@@ -202,7 +177,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if i+1 < len(order) && slices.Contains(repeated, order[i+1]) || !slices.Contains(repeated, name) {
 			continue
 		}
-		for range *rerunBusy {
+		for range rerunBusy {
 			busy := disturbed(rep.Results, want)
 			if len(busy) == 0 {
 				break
@@ -220,20 +195,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if runErr != nil {
 			break
 		}
-	}
-	markBest(rep.Results)
-	rep.Finished = time.Now().UTC()
-	rep.Targets = evaluate(rep.Results)
-	printReport(stdout, rep)
-	if *out != "" {
-		data, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return errors.Join(runErr, err)
-		}
-		if err := os.WriteFile(*out, append(data, '\n'), 0o644); err != nil {
-			return errors.Join(runErr, err)
-		}
-		fmt.Fprintf(stdout, "\nresults written to %s\n", *out)
 	}
 	return runErr
 }
@@ -410,7 +371,7 @@ func evaluate(rs []*result) []target {
 	} else {
 		ts = append(ts, na(costName, costGoal, "% core", "cost"))
 	}
-	return ts
+	return append(ts, scaleTargets(get)...)
 }
 
 func printReport(w io.Writer, rep *report) {
@@ -469,6 +430,7 @@ func printReport(w io.Writer, rep *report) {
 		if r.HookjetWarnings+r.HookjetErrors > 0 {
 			extra = append(extra, fmt.Sprintf("hookjet logged %d warnings, %d errors", r.HookjetWarnings, r.HookjetErrors))
 		}
+		extra = append(extra, scaleExtras(r)...)
 		extra = append(extra, fmt.Sprintf("goroutines %d→%d", r.GoroutinesBefore, r.GoroutinesAfter))
 		extra = append(extra, fmt.Sprintf("other processes used %.0f%% of one core meanwhile", r.OtherCPUPercent))
 		extra = append(extra, r.Notes...)
@@ -481,6 +443,7 @@ func printReport(w io.Writer, rep *report) {
 	if busy := busiest(rep.Results); busy > busyPercent {
 		fmt.Fprintf(w, "  WARNING: other processes used up to %.0f%% of one core (of %d) during a measured window: rates are lower and ratios between scenarios noisier than on an idle machine; compare CPU s/1000 too.\n", busy, 100*rep.CPUs)
 	}
+	printRatios(w, rep.Results)
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "target\tgoal\tvalue\tresult\tdetail")

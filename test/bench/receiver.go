@@ -21,9 +21,11 @@ import (
 type behaviour uint8
 
 const (
-	healthy behaviour = iota // read the body, answer 204
-	slow                     // answer 204 after slowDelay
-	dead                     // never answer: wait until the client gives up
+	healthy     behaviour = iota // read the body, answer 204
+	slow                         // answer 204 after slowDelay
+	dead                         // never answer: wait until the client gives up
+	unavailable                  // answer 503 at once, always
+	refused                      // nothing listens: the endpoint's URL is a closed port
 )
 
 const (
@@ -56,6 +58,12 @@ func newReceiver(key []byte, x *tally) (*receiver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("receiver: %w", err)
 	}
+	return newReceiverOn(ln, key, x), nil
+}
+
+// newReceiverOn is newReceiver on a listener the caller opened (the outside
+// process of cost116 gets its listener from the measured one).
+func newReceiverOn(ln net.Listener, key []byte, x *tally) *receiver {
 	r := &receiver{
 		ln:   ln,
 		base: "http://" + ln.Addr().String(),
@@ -75,7 +83,7 @@ func newReceiver(key []byte, x *tally) (*receiver, error) {
 		defer close(r.done)
 		_ = r.srv.Serve(ln) // returns http.ErrServerClosed on Close
 	}()
-	return r, nil
+	return r
 }
 
 // url is the URL of endpoint i.
@@ -105,6 +113,10 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			t.Stop()
 			return
 		}
+	case unavailable:
+		x.deadRequests.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
 	case dead:
 		t := time.NewTimer(deadWait)
 		defer t.Stop()

@@ -7,6 +7,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,7 +34,10 @@ type result struct {
 	PerSecond         float64 `json:"per_second"`
 	HealthyEndpoints  int     `json:"healthy_endpoints,omitempty"`
 	Healthy9PerSecond float64 `json:"healthy9_per_second,omitempty"` // healthy10 only: e1..e9, the set the slow and dead scenarios compare with
-	PublishPerSecond  float64 `json:"publish_per_second,omitempty"`
+	// Healthy900PerSecond (endpoints1000 only) is the rate of the endpoints
+	// that stay healthy in dead1000 (index not a multiple of 10).
+	Healthy900PerSecond float64 `json:"healthy900_per_second,omitempty"`
+	PublishPerSecond    float64 `json:"publish_per_second,omitempty"`
 
 	// Paced runs.
 	OfferedRate  float64       `json:"offered_rate,omitempty"`
@@ -54,7 +59,16 @@ type result struct {
 	GoSysMB            float64 `json:"go_sys_mb,omitempty"`          // memory the Go runtime holds from the OS, same moment
 	Goroutines         int     `json:"goroutines,omitempty"`         // same moment
 	StartupSeconds     float64 `json:"startup_seconds,omitempty"`
-	ShutdownSeconds    float64 `json:"shutdown_seconds,omitempty"`
+	ConfigSeconds      float64 `json:"config_seconds,omitempty"` // rendering and parsing the config file, before startup
+	IdleRSSMB          float64 `json:"idle_rss_mb,omitempty"`    // VmRSS at the end of the idle window
+	// OutsideCPUPercent is the CPU of the process outside the measured one
+	// (publisher, receiver), in percent of one core over the same window.
+	OutsideCPUPercent float64 `json:"outside_cpu_percent_of_one_core,omitempty"`
+	// APISeconds is the time to create the endpoints through the admin API;
+	// AppliedSeconds until the engine has every one of them.
+	APISeconds      float64 `json:"api_seconds,omitempty"`
+	AppliedSeconds  float64 `json:"applied_seconds,omitempty"`
+	ShutdownSeconds float64 `json:"shutdown_seconds,omitempty"`
 
 	Duplicates       int64    `json:"duplicates"`
 	BadRequests      int64    `json:"bad_requests"`
@@ -92,6 +106,8 @@ type params struct {
 	costRate         float64
 	deadTimeout      string
 	drainAfterPacing time.Duration
+	scaleIdle        time.Duration // idle window of endpoints100000 and apicreate10000
+	apiEndpoints     int           // endpoints apicreate10000 creates
 }
 
 func fullParams() params {
@@ -111,6 +127,8 @@ func fullParams() params {
 		costRate:         116,
 		deadTimeout:      "1s",
 		drainAfterPacing: 10 * time.Second,
+		scaleIdle:        10 * time.Second,
+		apiEndpoints:     10000,
 	}
 }
 
@@ -124,6 +142,7 @@ func quickParams() params {
 	p.bound = 20 * time.Second
 	p.bound1000 = 30 * time.Second
 	p.idle = time.Second
+	p.scaleIdle = 3 * time.Second
 	return p
 }
 
@@ -301,32 +320,75 @@ type throughputSpec struct {
 	bound             time.Duration
 	extra             func(i int) string // per-endpoint YAML lines
 	idle              time.Duration
+	// configured is the number of endpoints in the config: the first
+	// len(behave) get the traffic, the others none (each has its own event
+	// type); 0 means len(behave).
+	configured int
+	// floor runs the JetStream-only floor instead of hookjet.
+	floor bool
 }
 
-func (b *bench) throughput(ctx context.Context, s throughputSpec) (*result, error) {
-	e := len(s.behave)
-	r := &result{Name: s.name, Description: s.description, Endpoints: e, Events: s.events}
-	x := newTally(s.behave, s.events, true)
-	rec, err := newReceiver(b.key, x)
-	if err != nil {
-		return nil, err
-	}
-	defer rec.close()
+// hookjetSpec renders s's endpoints for rec: endpoint i gets event type
+// bench.e<i> and path /e/<i>; a refused endpoint a closed port.
+func (s throughputSpec) hookjetSpec(b *bench, rec *receiver) (hookjetSpec, error) {
 	spec := hookjetSpec{maxInFlight: s.maxInFlight, concurrency: b.p.concurrency}
-	for i := range e {
+	closed := ""
+	if slices.Contains(s.behave, refused) {
+		port, err := freePort()
+		if err != nil {
+			return spec, err
+		}
+		closed = fmt.Sprintf("http://127.0.0.1:%d", port)
+	}
+	spec.endpoints = make([]endpointSpec, 0, max(s.configured, len(s.behave)))
+	for i := range max(s.configured, len(s.behave)) {
 		ep := endpointSpec{url: rec.url(i), event: eventType(i)}
+		if i < len(s.behave) && s.behave[i] == refused {
+			ep.url = closed + "/e/" + strconv.Itoa(i)
+		}
 		if s.extra != nil {
 			ep.extra = s.extra(i)
 		}
 		spec.endpoints = append(spec.endpoints, ep)
 	}
-	r.PeakRSSPerScenario = resetPeakRSS()
-	r.GoroutinesBefore = runtime.NumGoroutine()
-	b.say("%s: starting hookjet with %d endpoints", s.name, e)
-	h, err := startHookjet(ctx, spec, b.logOut)
+	return spec, nil
+}
+
+// start starts hookjet for s, or the floor, and notes the time the config
+// took to parse.
+func (b *bench) start(ctx context.Context, s throughputSpec, x *tally, rec *receiver, r *result) (*instance, error) {
+	if s.floor {
+		b.say("%s: starting the JetStream-only floor", s.name)
+		return startFloor(ctx, x, false, b.logOut)
+	}
+	spec, err := s.hookjetSpec(b, rec)
 	if err != nil {
 		return nil, err
 	}
+	b.say("%s: starting hookjet with %d endpoints", s.name, len(spec.endpoints))
+	h, err := startHookjet(ctx, spec, b.logOut)
+	if h != nil {
+		r.ConfigSeconds = round(h.parse.Seconds(), 3)
+	}
+	return h, err
+}
+
+func (b *bench) throughput(ctx context.Context, s throughputSpec) (*result, error) {
+	e := len(s.behave)
+	r := &result{Name: s.name, Description: s.description, Endpoints: e, Events: s.events}
+	x := newTally(s.behave, s.events, !s.floor)
+	rec, err := newReceiver(b.key, x)
+	if err != nil {
+		return nil, err
+	}
+	defer rec.close()
+	r.PeakRSSPerScenario = resetPeakRSS()
+	r.GoroutinesBefore = runtime.NumGoroutine()
+	h, err := b.start(ctx, s, x, rec, r)
+	if err != nil {
+		return nil, err
+	}
+	r.Endpoints = max(s.configured, e)
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -336,6 +398,7 @@ func (b *bench) throughput(ctx context.Context, s throughputSpec) (*result, erro
 	r.StartupSeconds = round(h.startup.Seconds(), 3)
 	if s.idle > 0 {
 		r.IdleCPUPercent = idleCPU(ctx, s.idle)
+		r.IdleRSSMB = round(float64(memStatus()["VmRSS"])/1e6, 1)
 	}
 
 	pub := newPublisher(h.js, e)
@@ -389,6 +452,9 @@ func (b *bench) throughput(ctx context.Context, s throughputSpec) (*result, erro
 	if e == 10 && r.HealthyEndpoints == 10 {
 		r.Healthy9PerSecond = healthySubsetRate(x, 1, 10, t0)
 	}
+	if e == 1000 && r.HealthyEndpoints == 1000 {
+		r.Healthy900PerSecond = rateWhere(x, t0, func(i int) bool { return i%10 != 0 })
+	}
 	r.Latency = ptr(summarise(x.healthyLatencies()))
 	r.PeakRSSMB = peakMB()
 	r.runtimeStats()
@@ -418,6 +484,27 @@ func healthySubsetRate(x *tally, from, to int, t0 time.Time) float64 {
 			return 0
 		}
 		lastNs = max(lastNs, done)
+	}
+	return round(float64(n)/time.Unix(0, lastNs).Sub(t0).Seconds(), 1)
+}
+
+// rateWhere is the rate of the endpoints keep selects, in a run where they
+// all completed; 0 otherwise.
+func rateWhere(x *tally, t0 time.Time, keep func(i int) bool) float64 {
+	var n, lastNs int64
+	for i := range x.behave {
+		if !keep(i) {
+			continue
+		}
+		done := x.epDoneAt[i].Load()
+		if done == 0 {
+			return 0
+		}
+		n += x.perEP[i].Load()
+		lastNs = max(lastNs, done)
+	}
+	if lastNs == 0 {
+		return 0
 	}
 	return round(float64(n)/time.Unix(0, lastNs).Sub(t0).Seconds(), 1)
 }
@@ -516,25 +603,13 @@ func (b *bench) paced(ctx context.Context, s pacedSpec) (*result, error) {
 		r.IdleCPUPercent = idleCPU(ctx, s.idle)
 	}
 	pub := newPublisher(h.js, s.endpoints)
-	interval := time.Duration(float64(time.Second) / s.rate)
 	stopProfile, err := b.startProfile(s.name)
 	if err != nil {
 		return nil, err
 	}
 	defer stopProfile()
 	cpu0, t0, m0 := cpuTime(), time.Now(), machineCPU()
-	var pubErr error
-	for n := 0; n < events && pubErr == nil && ctx.Err() == nil; {
-		due := min(events, int(time.Since(t0)/interval)+1)
-		for ; n < due; n++ {
-			if pubErr = pub.publish(n); pubErr != nil {
-				break
-			}
-		}
-		if n < events {
-			time.Sleep(time.Until(t0.Add(time.Duration(n) * interval)))
-		}
-	}
+	pubErr := pace(ctx, pub, events, s.rate, t0)
 	pubEnd := time.Now()
 	if pubErr != nil {
 		r.Notes = append(r.Notes, "publish: "+pubErr.Error())
@@ -572,4 +647,22 @@ func (b *bench) paced(ctx context.Context, s pacedSpec) (*result, error) {
 	b.say("%s: offered %.0f/s achieved %.0f/s; p50 %.2fms p99 %.2fms max %.2fms; CPU %.2f%% of one core",
 		s.name, s.rate, r.AchievedRate, r.Latency.P50, r.Latency.P99, r.Latency.Max, r.CPUPercentOneCore)
 	return r, ctx.Err()
+}
+
+// pace publishes events events at rate, the first at t0, and returns once
+// the last one is sent (its PubAck may still be on the way).
+func pace(ctx context.Context, pub *publisher, events int, rate float64, t0 time.Time) error {
+	interval := time.Duration(float64(time.Second) / rate)
+	for n := 0; n < events && ctx.Err() == nil; {
+		due := min(events, int(time.Since(t0)/interval)+1)
+		for ; n < due; n++ {
+			if err := pub.publish(n); err != nil {
+				return err
+			}
+		}
+		if n < events {
+			time.Sleep(time.Until(t0.Add(time.Duration(n) * interval)))
+		}
+	}
+	return ctx.Err()
 }

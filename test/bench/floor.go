@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookjet/hookjet/config"
+)
+
+// The floor is what JetStream alone costs under hookjet: the same embedded
+// server (file storage), the same event stream settings as HOOKJET_EVENTS
+// (limits retention, hookjet's default duplicate window, max age and max
+// bytes), one durable pull consumer with hookjet's fan-out settings, and an
+// ack per event; no HTTP, no signing, no ledger. Its connections are
+// in-process, as hookjet's own connection to its embedded server is.
+const (
+	floorStream   = "FLOOR_EVENTS"
+	floorConsumer = "floor"
+)
+
+// startFloor starts an embedded nats-server with the event stream and one
+// consumer that records each event in x and acks it. With tcp it also listens
+// on a loopback port for an outside publisher; the in-process publisher is
+// connected either way.
+func startFloor(ctx context.Context, x *tally, tcp bool, logOut io.Writer) (*instance, error) {
+	dir, err := os.MkdirTemp("", "hookjet-floor-")
+	if err != nil {
+		return nil, err
+	}
+	h := &instance{dir: dir, logs: newLogCounter(logOut, slog.LevelWarn)}
+	ok := false
+	defer func() {
+		if !ok {
+			h.stop()
+		}
+	}()
+	start := time.Now()
+	opts := &server.Options{
+		ServerName: "floor", Host: "127.0.0.1", Port: server.RANDOM_PORT, DontListen: !tcp,
+		JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true, MaxPayload: 8 << 20,
+	}
+	if h.ns, err = server.NewServer(opts); err != nil {
+		return nil, fmt.Errorf("floor nats-server: %w", err)
+	}
+	h.ns.Start()
+	if !h.ns.ReadyForConnections(10 * time.Second) {
+		return nil, fmt.Errorf("floor nats-server not ready")
+	}
+	if err := h.connectPublisher(h.ns.ClientURL(), nats.InProcessServer(h.ns)); err != nil {
+		return nil, err
+	}
+	if err := h.consumeFloor(ctx, x); err != nil {
+		return nil, err
+	}
+	h.startup = time.Since(start)
+	ok = true
+	return h, nil
+}
+
+// consumeFloor creates the floor's stream and consumer and starts consuming
+// on a connection of its own.
+func (h *instance) consumeFloor(ctx context.Context, x *tally) error {
+	st := config.Default().Streams
+	js := h.js
+	if _, err := js.CreateStream(ctx, natsjs.StreamConfig{
+		Name: floorStream, Subjects: []string{"hookjet.events.>"}, Retention: natsjs.LimitsPolicy,
+		Storage: natsjs.FileStorage, Duplicates: st.DuplicateWindow, MaxAge: st.MaxAge, MaxBytes: st.MaxBytes,
+		Discard: natsjs.DiscardNew,
+	}); err != nil {
+		return fmt.Errorf("floor stream: %w", err)
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, floorStream, natsjs.ConsumerConfig{
+		Durable: floorConsumer, DeliverPolicy: natsjs.DeliverAllPolicy, AckPolicy: natsjs.AckExplicitPolicy,
+		AckWait: 30 * time.Second, MaxDeliver: 10, FilterSubject: "hookjet.events.>",
+		MaxAckPending: 20000, MaxWaiting: 512,
+	})
+	if err != nil {
+		return fmt.Errorf("floor consumer: %w", err)
+	}
+	nc, err := nats.Connect(h.ns.ClientURL(), nats.InProcessServer(h.ns), nats.Name("floor-consumer"))
+	if err != nil {
+		return fmt.Errorf("floor consumer connection: %w", err)
+	}
+	cjs, err := natsjs.New(nc)
+	if err != nil {
+		nc.Close()
+		return err
+	}
+	if cons, err = cjs.Consumer(ctx, floorStream, floorConsumer); err != nil {
+		nc.Close()
+		return err
+	}
+	e := len(x.behave)
+	cc, err := cons.Consume(func(m natsjs.Msg) {
+		body := m.Data()
+		if n, _, ok := parsePayload(body); ok {
+			x.record(n%e, body, nil, nil)
+		} else {
+			x.bad.Add(1)
+		}
+		if err := m.Ack(); err != nil {
+			h.logs.note("floor ack: " + err.Error())
+		}
+	}, natsjs.PullMaxMessages(1000))
+	if err != nil {
+		nc.Close()
+		return fmt.Errorf("floor consume: %w", err)
+	}
+	h.stopSub = func() {
+		cc.Stop()
+		<-cc.Closed()
+		nc.Close()
+	}
+	return nil
+}
