@@ -44,7 +44,7 @@
 // ceiling, and the floor.
 //
 // -quick runs smaller counts and shorter durations for a smoke test;
-// -cpuprofile FILE writes a CPU profile of the measured window of the
+// -cpuprofile FILE writes a CPU profile of the idle and measured windows of the
 // scenario named by -profile (default healthy10), -memprofile FILE a heap
 // profile at the end of that window; -log FILE keeps hookjet's
 // warnings and errors (otherwise they are only counted).

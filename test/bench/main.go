@@ -349,7 +349,7 @@ func evaluate(rs []*result) []target {
 	if e1k != nil && h10 != nil && h10.PerSecond > 0 {
 		v := 100 * e1k.PerSecond / h10.PerSecond
 		ts = append(ts, target{Name: e1Name, Goal: e1Goal, Value: round(v, 1), Unit: "%", Status: status(v >= 80),
-			Detail: fmt.Sprintf("%.0f/s vs %.0f/s; startup of 1,000 consumers %.1f s", e1k.PerSecond, h10.PerSecond, e1k.StartupSeconds)})
+			Detail: fmt.Sprintf("%.0f/s vs %.0f/s; startup %.1f s", e1k.PerSecond, h10.PerSecond, e1k.StartupSeconds)})
 	} else {
 		ts = append(ts, na(e1Name, e1Goal, "%", "endpoints1000 and healthy10"))
 	}

@@ -396,17 +396,18 @@ func (b *bench) throughput(ctx context.Context, s throughputSpec) (*result, erro
 		}
 	}()
 	r.StartupSeconds = round(h.startup.Seconds(), 3)
+	// The profile covers the idle window too, if there is one.
+	stopProfile, err := b.startProfile(s.name)
+	if err != nil {
+		return nil, err
+	}
+	defer stopProfile()
 	if s.idle > 0 {
 		r.IdleCPUPercent = idleCPU(ctx, s.idle)
 		r.IdleRSSMB = round(float64(memStatus()["VmRSS"])/1e6, 1)
 	}
 
 	pub := newPublisher(h.js, e)
-	stopProfile, err := b.startProfile(s.name)
-	if err != nil {
-		return nil, err
-	}
-	defer stopProfile()
 	pubCtx, stopPub := context.WithCancel(ctx)
 	defer stopPub()
 	pubDone := make(chan error, 1)
