@@ -60,7 +60,7 @@ promtool: $(TOOLS)/promtool
 	$(TOOLS)/promtool check rules deploy/prometheus/alerts.yml
 	$(TOOLS)/promtool test rules deploy/prometheus/alerts_test.yml
 
-## bench: micro benchmarks (delivery with tracing off and on, hookjettest.Start), then the end-to-end harness against the raw HTTP ceiling
+## bench: micro benchmarks (delivery with tracing off and on, hookjettest.Start), then the end-to-end harness against the raw HTTP ceiling and the JetStream-only floor (about 7 minutes)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./signature ./deliver ./breaker ./dedupe ./webhook ./tracing ./hookjettest
 	$(GO) run ./test/bench -out bench-results.json
