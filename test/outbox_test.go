@@ -25,7 +25,7 @@ import (
 )
 
 // outboxDB starts a throw-away PostgreSQL with the outbox table.
-func outboxDB(t *testing.T) *pgtest.Server {
+func outboxDB(t testing.TB) *pgtest.Server {
 	t.Helper()
 	pg := pgtest.Start(t)
 	ddl, err := outbox.Schema(config.DefaultOutboxTable)
@@ -38,7 +38,7 @@ func outboxDB(t *testing.T) *pgtest.Server {
 
 // insertRows inserts n rows "<prefix>-000001".. of type order.created in one
 // transaction and returns their ids.
-func insertRows(t *testing.T, pg *pgtest.Server, prefix string, n int) []string {
+func insertRows(t testing.TB, pg *pgtest.Server, prefix string, n int) []string {
 	t.Helper()
 	pg.Exec(t, `INSERT INTO hookjet_outbox (id, event_type, payload)
 		SELECT $1 || '-' || lpad(i::text, 6, '0'), 'order.created', convert_to('{"n":' || i || '}', 'UTF8')
@@ -64,7 +64,7 @@ type testRelay struct {
 	reg *prometheus.Registry
 }
 
-func startRelay(t *testing.T, pg *pgtest.Server, natsURL string, name string) *testRelay {
+func startRelay(t testing.TB, pg *pgtest.Server, natsURL string, name string) *testRelay {
 	t.Helper()
 	nc, err := nats.Connect(natsURL, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 	if err != nil {
@@ -97,7 +97,7 @@ func startRelay(t *testing.T, pg *pgtest.Server, natsURL string, name string) *t
 }
 
 // counter reads a counter of the relay's registry.
-func (r *testRelay) counter(t *testing.T, name string) float64 {
+func (r *testRelay) counter(t testing.TB, name string) float64 {
 	t.Helper()
 	mfs, err := r.reg.Gather()
 	if err != nil {
@@ -121,7 +121,7 @@ func metricValue(m *dto.Metric) float64 {
 
 // outboxHookjet runs hookjet (embedded NATS unless natsURL is set) with one
 // endpoint "sink" delivering to a new receiver.
-func outboxHookjet(t *testing.T, natsURL string) (*hookjet, *receiver, string) {
+func outboxHookjet(t testing.TB, natsURL string) (*hookjet, *receiver, string) {
 	t.Helper()
 	r := newReceiver(t, []string{secretA, secretB}, nil)
 	cfg := testConfig(t, t.TempDir(), "", endpointYAML{ID: "sink", URL: r.URL})
@@ -135,7 +135,7 @@ func outboxHookjet(t *testing.T, natsURL string) (*hookjet, *receiver, string) {
 
 // exactlyOnce inserts a marker row, waits for it (so that anything still in
 // flight has arrived) and checks that every id arrived exactly once.
-func exactlyOnce(t *testing.T, pg *pgtest.Server, r *receiver, ids []string) {
+func exactlyOnce(t testing.TB, pg *pgtest.Server, r *receiver, ids []string) {
 	t.Helper()
 	marker := insertRows(t, pg, fmt.Sprintf("zz-marker-%d", time.Now().UnixNano()), 1)
 	waitAllDelivered(t, r, marker, 30*time.Second)
@@ -159,7 +159,7 @@ func exactlyOnce(t *testing.T, pg *pgtest.Server, r *receiver, ids []string) {
 	}
 }
 
-func tableEmpty(t *testing.T, pg *pgtest.Server, timeout time.Duration) {
+func tableEmpty(t testing.TB, pg *pgtest.Server, timeout time.Duration) {
 	t.Helper()
 	checkFor(t, timeout, 20*time.Millisecond, func() error {
 		if n := pg.Count(t, "SELECT count(*) FROM hookjet_outbox"); n > 0 {
