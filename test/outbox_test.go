@@ -285,7 +285,7 @@ func TestOutboxPostgresRestart(t *testing.T) {
 	atCrash := r.distinct()
 	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
 		if err := relay.Ready(); !errors.Is(err, outbox.ErrPostgres) {
-			return fmt.Errorf("Ready() = %v, want ErrPostgres", err)
+			return fmt.Errorf("Ready() = %w, want ErrPostgres", err)
 		}
 		return nil
 	})
@@ -324,7 +324,7 @@ func TestOutboxNATSRestart(t *testing.T) {
 	ids = append(ids, insertRows(t, pg, "natsr-outage", 2000)...)
 	checkFor(t, 30*time.Second, 20*time.Millisecond, func() error {
 		if err := relay.Ready(); !errors.Is(err, outbox.ErrNATS) {
-			return fmt.Errorf("Ready() = %v, want ErrNATS", err)
+			return fmt.Errorf("Ready() = %w, want ErrNATS", err)
 		}
 		return nil
 	})
