@@ -363,7 +363,7 @@ func TestOutboxKill9RelayBinary(t *testing.T) {
 	}
 	cmd := exec.Command(hookjetBinary(t), "outbox", "--config", cfgPath)
 	cmd.Env = append(os.Environ(), "TEST_OUTBOX_DSN="+pg.DSN())
-	out := &syncBuffer{}
+	out := &lockedWriter{w: &strings.Builder{}}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
