@@ -295,19 +295,7 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdo
 		if *asJSON {
 			return printJSON(stdout, raw)
 		}
-		var out struct {
-			Entries []jetstream.DLQEntry `json:"entries"`
-		}
-		if err := json.Unmarshal(raw, &out); err != nil {
-			return err
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SEQ\tENDPOINT\tEVENT ID\tTYPE\tREASON\tATTEMPTS\tSTATUS\tLAST ERROR\tLAST ATTEMPT")
-		for _, e := range out.Entries {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.Seq, e.Endpoint, e.EventID, e.EventType, e.Reason, e.Attempts, e.LastStatus, e.LastError, e.LastAttempt)
-		}
-		fmt.Fprintf(tw, "(%d shown)\n", len(out.Entries))
-		return tw.Flush()
+		return printDLQList(stdout, raw)
 	case "stats":
 		if err := c.do(ctx, http.MethodGet, "/api/v1/dlq/stats", nil, &raw); err != nil {
 			return err
@@ -315,18 +303,7 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdo
 		if *asJSON {
 			return printJSON(stdout, raw)
 		}
-		var out struct {
-			Endpoints []jetstream.DLQStat `json:"endpoints"`
-		}
-		if err := json.Unmarshal(raw, &out); err != nil {
-			return err
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ENDPOINT\tCOUNT\tREASON\tSTATUS\tMOST COMMON ERROR\tAVG ATTEMPTS\tFIRST\tLAST")
-		for _, s := range out.Endpoints {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.1f\t%s\t%s\n", s.Endpoint, s.Count, s.MostCommonReason, s.MostCommonStatus, s.MostCommonError, s.AverageAttempts, s.First, s.Last)
-		}
-		return tw.Flush()
+		return printDLQStats(stdout, raw)
 	default:
 		req := admin.ReplayRequest{Endpoint: *endpoint, Since: *since, Until: *until, IDs: ids, DryRun: *dry}
 		if err := c.do(ctx, http.MethodPost, "/api/v1/dlq/replay", req, &raw); err != nil {
@@ -352,4 +329,37 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdo
 		}
 		return nil
 	}
+}
+
+// printDLQList prints the answer of GET /api/v1/dlq as a table.
+func printDLQList(stdout io.Writer, raw json.RawMessage) error {
+	var out struct {
+		Entries []jetstream.DLQEntry `json:"entries"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEQ\tENDPOINT\tEVENT ID\tTYPE\tREASON\tATTEMPTS\tSTATUS\tLAST ERROR\tLAST ATTEMPT")
+	for _, e := range out.Entries {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.Seq, e.Endpoint, e.EventID, e.EventType, e.Reason, e.Attempts, e.LastStatus, e.LastError, e.LastAttempt)
+	}
+	fmt.Fprintf(tw, "(%d shown)\n", len(out.Entries))
+	return tw.Flush()
+}
+
+// printDLQStats prints the answer of GET /api/v1/dlq/stats as a table.
+func printDLQStats(stdout io.Writer, raw json.RawMessage) error {
+	var out struct {
+		Endpoints []jetstream.DLQStat `json:"endpoints"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ENDPOINT\tCOUNT\tREASON\tSTATUS\tMOST COMMON ERROR\tAVG ATTEMPTS\tFIRST\tLAST")
+	for _, s := range out.Endpoints {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.1f\t%s\t%s\n", s.Endpoint, s.Count, s.MostCommonReason, s.MostCommonStatus, s.MostCommonError, s.AverageAttempts, s.First, s.Last)
+	}
+	return tw.Flush()
 }
