@@ -77,12 +77,11 @@ func (h *instance) consumeFloor(ctx context.Context, x *tally) error {
 	}); err != nil {
 		return fmt.Errorf("floor stream: %w", err)
 	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, floorStream, natsjs.ConsumerConfig{
+	if _, err := js.CreateOrUpdateConsumer(ctx, floorStream, natsjs.ConsumerConfig{
 		Durable: floorConsumer, DeliverPolicy: natsjs.DeliverAllPolicy, AckPolicy: natsjs.AckExplicitPolicy,
 		AckWait: 30 * time.Second, MaxDeliver: 10, FilterSubject: "hookjet.events.>",
 		MaxAckPending: 20000, MaxWaiting: 512,
-	})
-	if err != nil {
+	}); err != nil {
 		return fmt.Errorf("floor consumer: %w", err)
 	}
 	nc, err := nats.Connect(h.ns.ClientURL(), nats.InProcessServer(h.ns), nats.Name("floor-consumer"))
@@ -94,7 +93,8 @@ func (h *instance) consumeFloor(ctx context.Context, x *tally) error {
 		nc.Close()
 		return err
 	}
-	if cons, err = cjs.Consumer(ctx, floorStream, floorConsumer); err != nil {
+	cons, err := cjs.Consumer(ctx, floorStream, floorConsumer)
+	if err != nil {
 		nc.Close()
 		return err
 	}

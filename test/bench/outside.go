@@ -218,7 +218,7 @@ func (b *bench) outside(ctx context.Context, s outsideSpec) (*result, error) {
 	}
 	defer func() { _ = c.wait() }()
 	if line, err := c.next(); err != nil || line != "started" {
-		return nil, fmt.Errorf("outside process: %q, %v", line, err)
+		return nil, fmt.Errorf("outside process: %q: %w", line, err)
 	}
 	stopProfile, err := b.startProfile(s.name)
 	if err != nil {
