@@ -151,7 +151,14 @@ func (d *Dispatcher) updateState(ctx context.Context, id string, fn func(*endpoi
 }
 
 // hold pauses endpoint id until until, for every process. Holds only grow.
+// This process holds at once; the others when the bucket's update reaches them.
 func (d *Dispatcher) hold(id string, until time.Time, cause string) {
+	d.mu.Lock()
+	if s := d.states[id]; until.After(s.HoldUntil) {
+		s.HoldUntil, s.HoldCause, s.At = until, cause, d.now().UTC()
+		d.states[id] = s
+	}
+	d.mu.Unlock()
 	err := d.updateState(d.sendCtx, id, func(s *endpointState) bool {
 		if !until.After(s.HoldUntil) {
 			return false

@@ -50,6 +50,7 @@ type endpointView struct {
 	Breaker     breakerView `json:"breaker"`
 	Pending     int         `json:"pending"`
 	DeadLetters int         `json:"dead_letters"`
+	HeldUntil   *time.Time  `json:"held_until"`
 	LatencyMS   struct {
 		P50, P95, P99 float64
 		Samples       int64
