@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,6 +65,9 @@ type Registry struct {
 
 	flushMu sync.Mutex // serialises Flush so that writes land in snapshot order
 
+	dirtyMu sync.Mutex  // guards dirty
+	dirty   []*endpoint // endpoints changed since the last Flush, each once
+
 	notifyMu sync.Mutex   // guards the fields below
 	queue    []Transition // transitions waiting to be flushed and reported
 	draining bool         // a goroutine is flushing and reporting the queue
@@ -81,7 +86,7 @@ type endpoint struct {
 	probeOut                 bool
 	lastSuccess, lastFailure time.Time
 	win                      window
-	dirty                    bool
+	dirty                    bool // queued in Registry.dirty
 }
 
 // NewRegistry returns a registry persisting to db, loading every endpoint
@@ -159,12 +164,14 @@ func (r *Registry) ConfigureAll(cs []Config) {
 			e.mu.Unlock()
 			continue
 		}
-		e := &endpoint{id: c.ID, settings: s, cooldown: s.Cooldown, dirty: true}
+		// A new breaker is clean: closed with no samples, or exactly its
+		// persisted record. An id removed since the last Flush keeps its
+		// place in r.removed, so that Flush deletes the old record first.
+		e := &endpoint{id: c.ID, settings: s, cooldown: s.Cooldown}
 		if rec, ok := r.loaded[c.ID]; ok {
 			e.restore(rec, r.now())
 			delete(r.loaded, c.ID)
 		}
-		delete(r.removed, c.ID)
 		if next == nil {
 			next = maps.Clone(eps)
 		}
@@ -255,7 +262,7 @@ func (r *Registry) Record(id string, res Result, latency time.Duration, firstAtt
 	now := r.now()
 	e.mu.Lock()
 	e.win.add(hourOf(now), bucketOf(latency), firstAttempt, res == Success)
-	e.dirty = true
+	r.touch(e)
 	switch res {
 	case Success:
 		e.lastSuccess = now
@@ -367,7 +374,7 @@ func doubled(d, limit time.Duration) time.Duration {
 func (r *Registry) transition(e *endpoint, to State, now time.Time) {
 	tr := Transition{Endpoint: e.id, From: e.state, To: to, Cooldown: e.cooldown, At: now}
 	e.state = to
-	e.dirty = true
+	r.touch(e)
 	switch to {
 	case Open:
 		e.openedAt = now
@@ -443,9 +450,16 @@ func (r *Registry) Flush() error {
 		puts []put
 		errs []error
 	)
-	for _, e := range *r.endpoints.Load() {
+	r.dirtyMu.Lock()
+	queued := r.dirty
+	r.dirty = nil
+	r.dirtyMu.Unlock()
+	slices.SortFunc(queued, func(a, b *endpoint) int { return strings.Compare(a.id, b.id) })
+	eps := *r.endpoints.Load()
+	for _, e := range queued {
 		e.mu.Lock()
-		if !e.dirty {
+		if !e.dirty || eps[e.id] != e {
+			e.dirty = false // removed: its record is deleted, not written
 			e.mu.Unlock()
 			continue
 		}
@@ -487,11 +501,8 @@ func (r *Registry) Flush() error {
 			r.markDirty(p.e)
 		}
 		r.mu.Lock()
-		eps := *r.endpoints.Load()
 		for id := range removed {
-			if _, ok := eps[id]; !ok {
-				r.removed[id] = struct{}{}
-			}
+			r.removed[id] = struct{}{}
 		}
 		r.mu.Unlock()
 		errs = append(errs, fmt.Errorf("write breaker state: %w", err))
@@ -501,8 +512,20 @@ func (r *Registry) Flush() error {
 
 func (r *Registry) markDirty(e *endpoint) {
 	e.mu.Lock()
-	e.dirty = true
+	r.touch(e)
 	e.mu.Unlock()
+}
+
+// touch queues e for the next Flush. The caller holds e.mu. Flush visits
+// only queued endpoints, so 100,000 idle breakers cost it nothing.
+func (r *Registry) touch(e *endpoint) {
+	if e.dirty {
+		return
+	}
+	e.dirty = true
+	r.dirtyMu.Lock()
+	r.dirty = append(r.dirty, e)
+	r.dirtyMu.Unlock()
 }
 
 // Run flushes every second until ctx is done, then flushes a last time and
