@@ -20,6 +20,9 @@ type Summary struct {
 	OpenBreakers            int     `json:"open_breakers"`
 	EventsStored            uint64  `json:"events_stored"`
 	EventsBytes             uint64  `json:"events_bytes"`
+	// OutboxLagSeconds is the age of the oldest outbox row, when an outbox
+	// relay runs in this process (outbox.dsn set).
+	OutboxLagSeconds *float64 `json:"outbox_lag_seconds,omitempty"`
 	// Errors lists the lookups that failed; the other fields are still
 	// filled in.
 	Errors []string `json:"errors,omitempty"`

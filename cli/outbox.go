@@ -15,7 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/hookjet/hookjet/admin"
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/dispatch"
 	"github.com/hookjet/hookjet/jetstream"
 	"github.com/hookjet/hookjet/outbox"
 )
@@ -226,20 +228,33 @@ func serveRelayHTTP(addr string, relay *outbox.Relay, g prometheus.Gatherer, log
 	}, nil
 }
 
-// OutboxLag is the age of the oldest outbox row when a relay runs in this
-// process (outbox.dsn set), for the admin summary; ok is false otherwise.
-func (s *Server) OutboxLag() (lag time.Duration, ok bool) {
-	if s.outbox == nil {
-		return 0, false
-	}
-	return s.outbox.Lag(), true
+// adminBackend is what the admin API reports: the delivery engine, plus the
+// in-process outbox relay when one runs (its lag in the summary, its
+// connections in /readyz).
+type adminBackend struct {
+	*dispatch.Dispatcher
+	relay *outbox.Relay
 }
 
-// OutboxReady reports the in-process outbox relay's readiness: nil when it
-// works or none runs.
-func (s *Server) OutboxReady() error {
+func (s *Server) adminBackend() admin.Backend {
 	if s.outbox == nil {
-		return nil
+		return s.disp
 	}
-	return s.outbox.Ready()
+	return adminBackend{Dispatcher: s.disp, relay: s.outbox}
+}
+
+// Ready is the engine's readiness, then the relay's.
+func (b adminBackend) Ready(ctx context.Context) error {
+	if err := b.Dispatcher.Ready(ctx); err != nil {
+		return err
+	}
+	return b.relay.Ready() // "outbox: postgresql unavailable since …"
+}
+
+// Summary is the engine's summary with the relay's lag.
+func (b adminBackend) Summary(ctx context.Context) (admin.Summary, error) {
+	sum, err := b.Dispatcher.Summary(ctx)
+	lag := b.relay.Lag().Seconds()
+	sum.OutboxLagSeconds = &lag
+	return sum, err
 }

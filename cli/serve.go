@@ -416,7 +416,7 @@ func (s *Server) listenAdmin() error {
 
 // startAdmin installs the admin API in place of the start-up answers.
 func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) {
-	h := admin.NewHandler(s.disp, s.registry, s.cfg.Admin.Token.Reveal(), s.log,
+	h := admin.NewHandler(s.adminBackend(), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
 		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath))
 	s.handler.api.Store(&h)
 }

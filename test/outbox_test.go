@@ -303,6 +303,56 @@ func TestOutboxPostgresRestart(t *testing.T) {
 	}
 }
 
+// A relay inside `hookjet serve` (outbox.dsn set) shows its lag in the
+// summary and its PostgreSQL connection in /readyz.
+func TestOutboxInServeReportsLagAndReadiness(t *testing.T) {
+	pg := outboxDB(t)
+	r := newReceiver(t, []string{secretA, secretB}, nil)
+	cfg := testConfig(t, t.TempDir(), "", endpointYAML{ID: "sink", URL: r.URL})
+	cfg.Outbox = relayCfg(pg)
+	h := startHookjet(t, cfg, cli.Options{})
+	token := cfg.Admin.Token.Reveal()
+	ids := insertRows(t, pg, "srv", 50)
+	waitAllDelivered(t, r, ids, 30*time.Second)
+	checkFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+		var sum struct {
+			Lag *float64 `json:"outbox_lag_seconds"`
+		}
+		if code := h.api("GET", "/api/v1/summary", token, nil, &sum); code != 200 {
+			return fmt.Errorf("summary: HTTP %d", code)
+		}
+		if sum.Lag == nil || *sum.Lag != 0 {
+			return fmt.Errorf("outbox_lag_seconds = %v, want 0 once the table is empty", sum.Lag)
+		}
+		return nil
+	})
+	readyz := func() (int, string) {
+		var body struct {
+			Error string `json:"error"`
+		}
+		code := h.api("GET", "/readyz", "", nil, &body)
+		return code, body.Error
+	}
+	if err := pg.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 15*time.Second, 50*time.Millisecond, func() error {
+		if code, msg := readyz(); code != 503 || !strings.Contains(msg, "postgresql unavailable") {
+			return fmt.Errorf("/readyz with PostgreSQL down: HTTP %d %q", code, msg)
+		}
+		return nil
+	})
+	if err := pg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		if code, msg := readyz(); code != 200 {
+			return fmt.Errorf("/readyz after PostgreSQL is back: HTTP %d %q", code, msg)
+		}
+		return nil
+	})
+}
+
 // The NATS server goes away in the middle of a run and comes back on the
 // same port: the relay says so, keeps the rows it could not publish, and
 // every event arrives.
