@@ -65,6 +65,10 @@ type Registry struct {
 
 	flushMu sync.Mutex // serialises Flush so that writes land in snapshot order
 
+	// inState counts configured breakers per state but Closed, so States
+	// costs nothing with 100,000 endpoints.
+	inState [numStates]atomic.Int64
+
 	dirtyMu sync.Mutex  // guards dirty
 	dirty   []*endpoint // endpoints changed since the last Flush, each once
 
@@ -87,6 +91,7 @@ type endpoint struct {
 	lastSuccess, lastFailure time.Time
 	win                      window
 	dirty                    bool // queued in Registry.dirty
+	removed                  bool // no longer counted in Registry.inState
 }
 
 // NewRegistry returns a registry persisting to db, loading every endpoint
@@ -172,6 +177,7 @@ func (r *Registry) ConfigureAll(cs []Config) {
 			e.restore(rec, r.now())
 			delete(r.loaded, c.ID)
 		}
+		r.inState[e.state].Add(1)
 		if next == nil {
 			next = maps.Clone(eps)
 		}
@@ -190,9 +196,14 @@ func (r *Registry) Remove(id string) {
 	delete(r.loaded, id)
 	r.removed[id] = struct{}{}
 	eps := *r.endpoints.Load()
-	if _, ok := eps[id]; !ok {
+	e, ok := eps[id]
+	if !ok {
 		return
 	}
+	e.mu.Lock()
+	e.removed = true
+	r.inState[e.state].Add(-1)
+	e.mu.Unlock()
 	next := maps.Clone(eps)
 	delete(next, id)
 	r.endpoints.Store(&next)
@@ -373,6 +384,10 @@ func doubled(d, limit time.Duration) time.Duration {
 // the queue, and calls notify after releasing it.
 func (r *Registry) transition(e *endpoint, to State, now time.Time) {
 	tr := Transition{Endpoint: e.id, From: e.state, To: to, Cooldown: e.cooldown, At: now}
+	if !e.removed {
+		r.inState[e.state].Add(-1)
+		r.inState[to].Add(1)
+	}
 	e.state = to
 	r.touch(e)
 	switch to {
@@ -550,22 +565,8 @@ func (r *Registry) Run(ctx context.Context) {
 	}
 }
 
-// States counts the configured breakers in each state, without computing
-// any statistics: cheap enough to call every few seconds with 100,000
-// endpoints.
+// States counts the configured breakers in each state. It reads three
+// counters: free to call often with 100,000 endpoints.
 func (r *Registry) States() (closed, halfOpen, open int) {
-	for _, e := range *r.endpoints.Load() {
-		e.mu.Lock()
-		s := e.state
-		e.mu.Unlock()
-		switch s {
-		case Open:
-			open++
-		case HalfOpen:
-			halfOpen++
-		default:
-			closed++
-		}
-	}
-	return closed, halfOpen, open
+	return int(r.inState[Closed].Load()), int(r.inState[HalfOpen].Load()), int(r.inState[Open].Load())
 }

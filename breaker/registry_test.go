@@ -660,6 +660,37 @@ func TestIdleEndpointsWriteNothing(t *testing.T) {
 	}
 }
 
+// States follows transitions, restores and removals.
+func TestStatesCounts(t *testing.T) {
+	f := newFixture(t, breaker.Settings{FailureThreshold: 1, Cooldown: time.Minute})
+	f.reg.ConfigureAll([]breaker.Config{{ID: "b"}, {ID: "c"}})
+	want := func(closed, halfOpen, open int) {
+		t.Helper()
+		if c, h, o := f.reg.States(); c != closed || h != halfOpen || o != open {
+			t.Fatalf("States() = %d closed, %d half-open, %d open; want %d, %d, %d", c, h, o, closed, halfOpen, open)
+		}
+	}
+	want(3, 0, 0)
+	f.trip(t, 1)
+	want(2, 0, 1)
+	f.clock.Advance(time.Minute)
+	if ok, _ := f.reg.Acquire(ep); !ok { // the probe: half-open
+		t.Fatal("no probe after the cooldown")
+	}
+	want(2, 1, 0)
+	f.reg.Record(ep, breaker.Failure, time.Millisecond, false)
+	want(2, 0, 1)
+	if err := f.reg.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.reopen(t)
+	f.reg.ConfigureAll([]breaker.Config{{ID: ep, Settings: breaker.Settings{FailureThreshold: 1}}, {ID: "b"}})
+	want(1, 0, 1)
+	f.reg.Remove(ep)
+	f.reg.Remove(ep)
+	want(1, 0, 0)
+}
+
 func TestConfigureUpdates(t *testing.T) {
 	f := newFixture(t, breaker.Settings{FailureThreshold: 5, Cooldown: time.Minute})
 	f.send(t, breaker.Failure)

@@ -17,6 +17,8 @@ const (
 	HalfOpen State = 1
 	// Open refuses requests until the cooldown has passed.
 	Open State = 2
+
+	numStates = 3
 )
 
 // String returns "closed", "half_open" or "open".
