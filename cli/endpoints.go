@@ -103,6 +103,22 @@ func (f endpointFlags) call(ctx context.Context, method, path string, in any, ra
 	return err
 }
 
+// callFor sends one request and decodes the answer into out (when not nil),
+// or with --json prints the answer as it came and reports printed.
+func (f endpointFlags) callFor(ctx context.Context, method, path string, in, out any, stdout io.Writer) (printed bool, err error) {
+	var raw json.RawMessage
+	if err := f.call(ctx, method, path, in, &raw); err != nil {
+		return false, err
+	}
+	if *f.asJSON {
+		return true, printJSON(stdout, raw)
+	}
+	if out == nil {
+		return false, nil
+	}
+	return false, json.Unmarshal(raw, out)
+}
+
 // body builds the JSON of add and update from --data and the flags set.
 func body(fs *flag.FlagSet, data string, fields map[string]any) (map[string]any, error) {
 	out := map[string]any{}
@@ -147,18 +163,11 @@ func runEndpointAdd(ctx context.Context, args []string, getenv func(string) stri
 	if in["url"] == nil {
 		return usagef("endpoints add: --url is required")
 	}
-	var raw json.RawMessage
-	if err := f.call(ctx, http.MethodPost, "/api/v1/endpoints", in, &raw); err != nil {
-		return err
-	}
-	if *f.asJSON {
-		return printJSON(stdout, raw)
-	}
 	var out struct {
 		ID     string `json:"id"`
 		Secret string `json:"secret"`
 	}
-	if err := json.Unmarshal(raw, &out); err != nil {
+	if printed, err := f.callFor(ctx, http.MethodPost, "/api/v1/endpoints", in, &out, stdout); printed || err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "id      %s\n", out.ID)
@@ -174,13 +183,6 @@ func runEndpointShow(ctx context.Context, args []string, getenv func(string) str
 	if err != nil {
 		return err
 	}
-	var raw json.RawMessage
-	if err := f.call(ctx, http.MethodGet, "/api/v1/endpoints/"+url.PathEscape(id), nil, &raw); err != nil {
-		return err
-	}
-	if *f.asJSON {
-		return printJSON(stdout, raw)
-	}
 	var e struct {
 		admin.EndpointStatus
 		Source      string     `json:"source"`
@@ -189,7 +191,7 @@ func runEndpointShow(ctx context.Context, args []string, getenv func(string) str
 		CreatedAt   *time.Time `json:"created_at"`
 		UpdatedAt   *time.Time `json:"updated_at"`
 	}
-	if err := json.Unmarshal(raw, &e); err != nil {
+	if printed, err := f.callFor(ctx, http.MethodGet, "/api/v1/endpoints/"+url.PathEscape(id), nil, &e, stdout); printed || err != nil {
 		return err
 	}
 	st := "enabled"
@@ -236,12 +238,8 @@ func runEndpointUpdate(ctx context.Context, args []string, getenv func(string) s
 	if len(in) == 0 {
 		return usagef("endpoints update: nothing to change: give --url, --events, --tenant, --description or --data")
 	}
-	var raw json.RawMessage
-	if err := f.call(ctx, http.MethodPatch, "/api/v1/endpoints/"+url.PathEscape(id), in, &raw); err != nil {
+	if printed, err := f.callFor(ctx, http.MethodPatch, "/api/v1/endpoints/"+url.PathEscape(id), in, nil, stdout); printed || err != nil {
 		return err
-	}
-	if *f.asJSON {
-		return printJSON(stdout, raw)
 	}
 	fmt.Fprintf(stdout, "updated %s\n", id)
 	return nil
@@ -297,17 +295,10 @@ func runEndpointRotate(ctx context.Context, args []string, getenv func(string) s
 	if err != nil {
 		return err
 	}
-	var raw json.RawMessage
-	if err := f.call(ctx, http.MethodPost, "/api/v1/endpoints/"+url.PathEscape(id)+"/secret/rotate", map[string]string{"grace": *grace}, &raw); err != nil {
-		return err
-	}
-	if *f.asJSON {
-		return printJSON(stdout, raw)
-	}
 	var out struct {
 		Secret string `json:"secret"`
 	}
-	if err := json.Unmarshal(raw, &out); err != nil {
+	if printed, err := f.callFor(ctx, http.MethodPost, "/api/v1/endpoints/"+url.PathEscape(id)+"/secret/rotate", map[string]string{"grace": *grace}, &out, stdout); printed || err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "secret  %s\n(shown only now; the old secret keeps signing for %s)\n", out.Secret, *grace)
@@ -330,18 +321,11 @@ func runEndpointRedeliver(ctx context.Context, args []string, getenv func(string
 	if *until != "" {
 		in["until"] = *until
 	}
-	var raw json.RawMessage
-	if err := f.call(ctx, http.MethodPost, "/api/v1/endpoints/"+url.PathEscape(id)+"/redeliver", in, &raw); err != nil {
-		return err
-	}
-	if *f.asJSON {
-		return printJSON(stdout, raw)
-	}
 	var out struct {
 		Matched int `json:"matched"`
 		Queued  int `json:"queued"`
 	}
-	if err := json.Unmarshal(raw, &out); err != nil {
+	if printed, err := f.callFor(ctx, http.MethodPost, "/api/v1/endpoints/"+url.PathEscape(id)+"/redeliver", in, &out, stdout); printed || err != nil {
 		return err
 	}
 	if *dry {
