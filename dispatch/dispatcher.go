@@ -96,8 +96,11 @@ type Dispatcher struct {
 	states  map[string]endpointState
 
 	fanoutAckWait time.Duration
-	hour          hourStats
-	cfgStore      *jetstream.EndpointStore // shared config endpoints; nil until ShareConfigEndpoints
+	// fanoutSeen is the highest stream sequence the fan-out has received:
+	// where a fan-out consumer deleted from under it starts again.
+	fanoutSeen atomic.Uint64
+	hour       hourStats
+	cfgStore   *jetstream.EndpointStore // shared config endpoints; nil until ShareConfigEndpoints
 
 }
 

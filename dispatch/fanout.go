@@ -34,71 +34,86 @@ const inFlightWait = 250 * time.Millisecond
 
 // fanoutBytes bounds what the fan-out buffers in the client, and
 // unsettledBytes the payloads of events being delivered, process-wide: with
-// 1 MB events and slow endpoints, memory stays near 64 + 128 MB whatever
-// the number of endpoints.
+// 1 MB events and slow endpoints, memory stays near 32 + 128 MB whatever
+// the number of endpoints. fanoutBytes stays under the subscription's
+// pending limit (64 MB), so a full buffer never drops a message.
 const (
-	fanoutBytes    = 64 << 20
+	fanoutBytes    = 32 << 20
 	unsettledBytes = 128 << 20
 )
 
 // runFanout pulls HOOKJET_EVENTS through the shared consumer and fans each
 // event out. A consumer that disappears (deleted by an operator) is created
 // again, and the loss is logged.
+//
+// It uses Consume, whose subscription queues what the server sends while
+// every unsettled slot is taken: with Messages, a channel exactly as large as
+// the pull batch fills up with events and the server's status messages
+// (heartbeats, request timeouts) are dropped as a slow consumer.
 func (d *Dispatcher) runFanout(ctx context.Context, cons natsjs.Consumer) {
 	batch := cap(d.unsettled)
 	for ctx.Err() == nil {
-		it, err := cons.Messages(natsjs.PullMaxMessagesWithBytesLimit(batch, fanoutBytes))
-		if err != nil {
-			d.log.Warn("open the fan-out consumer", "err", err)
-			sleep(ctx, time.Second)
-			if errors.Is(err, natsjs.ErrConsumerNotFound) || errors.Is(err, natsjs.ErrConsumerDeleted) {
-				if c, err := jetstream.EnsureFanoutConsumer(ctx, d.o.JS, d.fanoutAckWait); err == nil {
-					d.log.Warn("the fan-out consumer was missing; created it again", "consumer", jetstream.FanoutConsumer)
-					cons = c
-				}
-			}
-			continue
-		}
-		for {
+		gone := make(chan error, 1)
+		cc, err := cons.Consume(func(msg natsjs.Msg) {
 			select {
 			case d.unsettled <- struct{}{}:
 			case <-ctx.Done():
 			}
 			if ctx.Err() != nil {
-				break
-			}
-			msg, err := it.Next(natsjs.NextContext(ctx))
-			if err != nil {
-				<-d.unsettled
-				if ctx.Err() == nil {
-					d.log.Warn("consume events", "err", err)
-					sleep(ctx, time.Second)
+				// Stopping: hand buffered events straight back to
+				// JetStream instead of letting them wait out AckWait.
+				if err := msg.Nak(); err != nil {
+					d.log.Debug("nak buffered event", "err", err)
 				}
-				break
+				return
 			}
 			d.fanOut(ctx, msg)
+		}, natsjs.PullMaxMessagesWithBytesLimit(batch, fanoutBytes), natsjs.ConsumeErrHandler(func(_ natsjs.ConsumeContext, err error) {
+			if errors.Is(err, natsjs.ErrConsumerDeleted) || errors.Is(err, natsjs.ErrConsumerNotFound) {
+				select {
+				case gone <- err:
+				default:
+				}
+				return
+			}
+			d.log.Debug("consume events", "err", err)
+		}))
+		if err == nil {
+			select {
+			case <-ctx.Done():
+			case err = <-gone:
+			}
+			d.stopConsume(cc)
 		}
-		d.returnBuffered(it)
+		if ctx.Err() != nil {
+			return
+		}
+		d.log.Warn("consume events", "err", err)
+		sleep(ctx, time.Second)
+		if errors.Is(err, natsjs.ErrConsumerNotFound) || errors.Is(err, natsjs.ErrConsumerDeleted) {
+			// Start after the last event this process saw, not at the start
+			// of the log: that would resend every event older than the
+			// ledger's TTL.
+			from := d.fanoutSeen.Load() + 1
+			if c, err := jetstream.EnsureFanoutConsumerFrom(ctx, d.o.JS, d.fanoutAckWait, from); err == nil {
+				d.log.Warn("the fan-out consumer was missing; created it again", "consumer", jetstream.FanoutConsumer, "from_seq", from)
+				cons = c
+			}
+		}
 	}
 }
 
-// returnBuffered stops the iterator and naks what it had buffered, so those
-// messages go straight back to JetStream instead of waiting out AckWait.
-func (d *Dispatcher) returnBuffered(it natsjs.MessagesContext) {
-	it.Drain()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		wait := time.Until(deadline)
-		if wait <= 0 {
-			return
-		}
-		msg, err := it.Next(natsjs.NextMaxWait(wait))
-		if err != nil {
-			return
-		}
-		if err := msg.Nak(); err != nil {
-			d.log.Debug("nak buffered event", "err", err)
-		}
+// stopConsume drains cc, which hands what it had buffered to the handler
+// (which naks it once the fan-out is stopping), and waits up to 5 s for it.
+func (d *Dispatcher) stopConsume(cc natsjs.ConsumeContext) {
+	cc.Drain()
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case <-cc.Closed():
+	case <-t.C:
+		cc.Stop()
+		d.log.Debug("fan-out drain timed out")
 	}
 }
 
@@ -154,6 +169,9 @@ func (d *Dispatcher) fanOut(ctx context.Context, msg natsjs.Msg) {
 		d.log.Error("event without metadata", "err", err)
 		<-d.unsettled
 		return
+	}
+	if seq := meta.Sequence.Stream; seq > d.fanoutSeen.Load() {
+		d.fanoutSeen.Store(seq) // one goroutine runs fanOut
 	}
 	ev := d.eventOf(msg, meta)
 	if d.duplicate(&ev) {

@@ -148,3 +148,40 @@ func TestUpgradeFromPerEndpointConsumers(t *testing.T) {
 		t.Fatal("the old per-endpoint consumer is still there")
 	}
 }
+
+// An operator deletes the fan-out consumer: hookjet creates it again,
+// starting after the last event it saw rather than at the start of the log
+// (which would resend every event older than the ledger's TTL), and keeps
+// delivering.
+func TestFanoutConsumerDeletedIsCreatedAgain(t *testing.T) {
+	r := newReceiver(t, []string{secretA, secretB}, nil)
+	h := startHookjet(t, testConfig(t, t.TempDir(), "", endpointYAML{ID: "a", URL: r.URL}), cli.Options{})
+	for i := range 3 {
+		h.publish("order.created", fmt.Sprintf("evt_del_%d", i), []byte(`{}`))
+	}
+	for i := range 3 {
+		r.waitFor(t, fmt.Sprintf("evt_del_%d", i))
+	}
+	waitSettled(t, h.js, "a", 10*time.Second)
+	if err := h.js.DeleteConsumer(t.Context(), hjs.EventsStream, hjs.FanoutConsumer); err != nil {
+		t.Fatal(err)
+	}
+	var cons natsjs.Consumer
+	checkFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+		c, err := h.js.Consumer(t.Context(), hjs.EventsStream, hjs.FanoutConsumer)
+		if err != nil {
+			return fmt.Errorf("fan-out consumer: %w", err)
+		}
+		cons = c
+		return nil
+	})
+	cc := cons.CachedInfo().Config
+	if cc.DeliverPolicy != natsjs.DeliverByStartSequencePolicy || cc.OptStartSeq != 4 {
+		t.Fatalf("created again with deliver policy %v from %d, want from sequence 4 (after the 3 events seen)", cc.DeliverPolicy, cc.OptStartSeq)
+	}
+	h.publish("order.created", "evt_del_3", []byte(`{}`))
+	r.waitFor(t, "evt_del_3")
+	if n := r.count(); n != 4 {
+		t.Fatalf("receiver got %d requests, want 4", n)
+	}
+}
