@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -244,8 +245,13 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	s.startAdmin(store, o)
 	// Start-up garbage (the parsed config, the endpoint batches) is a few
 	// times what hookjet keeps: with 100,000 endpoints it would sit in RSS
-	// for minutes before the scavenger returned it. Return it now.
-	debug.FreeOSMemory()
+	// for minutes before the scavenger returned it. Return it now, when
+	// there is enough of it to be worth a full collection.
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	if ms.HeapSys-ms.HeapReleased > 256<<20 {
+		debug.FreeOSMemory()
+	}
 	natsURL := cfg.NATS.URL
 	if s.ns != nil {
 		natsURL = s.ns.ClientURL() + " (embedded)"
