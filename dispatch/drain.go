@@ -175,6 +175,10 @@ func (r *drainer) startDue(ctx context.Context) {
 	}
 }
 
+// maxDrainFetch bounds the tasks one drain request takes: at most this many
+// deliveries of one endpoint start from one round trip.
+const maxDrainFetch = 64
+
 // drain delivers e's due tasks while e can take them. It returns when to look
 // again, or empty when e has no tasks left.
 func (r *drainer) drain(ctx context.Context, e *endpoint) (next time.Time, empty bool) {
@@ -187,33 +191,73 @@ func (r *drainer) drain(ctx context.Context, e *endpoint) (next time.Time, empty
 	}
 	var mine sync.WaitGroup
 	defer mine.Wait()
+	adms := make([]*admission, 0, maxDrainFetch)
 	for ctx.Err() == nil {
 		s = d.current(e)
 		adm, wait := d.admitWait(ctx, e, s)
 		if adm == nil {
 			return wait, false
 		}
-		batch, err := cons.Fetch(1, natsjs.FetchMaxWait(time.Second))
-		var msg natsjs.Msg
-		if err == nil {
-			for m := range batch.Messages() {
-				msg = m
+		// Take as many more admissions as e can use at this moment and
+		// fetch that many tasks in one request: a recovering endpoint's
+		// backlog is not paced by a round trip per task, and no task is
+		// fetched without an admission for it, so none is naked back.
+		adms = append(adms[:0], adm)
+		for len(adms) < maxDrainFetch {
+			a, _ := d.admit(e, s)
+			if a == nil {
+				break
 			}
-			err = batch.Error()
+			adms = append(adms, a)
 		}
-		if msg == nil {
-			adm.release()
-			if err != nil && !errors.Is(err, natsjs.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-				d.log.Warn("drain", "endpoint", e.id, "err", err)
-				return d.now().Add(5 * time.Second), false
+		n, err := r.fetch(ctx, cons, e, s, adms, &mine, true)
+		if n == 0 && err == nil {
+			// Nothing ready: wait a moment with one admission, for a
+			// scheduled retry the server is about to turn into a task.
+			for _, a := range adms[1:] {
+				a.release()
 			}
-			mine.Wait()
-			return time.Time{}, d.dropIfEmpty(ctx, e.id)
+			adms = adms[:1]
+			n, err = r.fetch(ctx, cons, e, s, adms, &mine, false)
 		}
-		mine.Add(1)
-		r.handleTask(ctx, e, s, msg, adm, mine.Done)
+		for _, a := range adms[n:] {
+			a.release()
+		}
+		if n > 0 {
+			continue
+		}
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("drain", "endpoint", e.id, "err", err)
+			return d.now().Add(5 * time.Second), false
+		}
+		mine.Wait()
+		return time.Time{}, d.dropIfEmpty(ctx, e.id)
 	}
 	return time.Time{}, false
+}
+
+// fetch takes up to len(adms) tasks, at once (noWait) or waiting up to a
+// second, and hands each to handleTask with one of adms: the first n are
+// spent, the caller releases the others.
+func (r *drainer) fetch(ctx context.Context, cons natsjs.Consumer, e *endpoint, s *settings, adms []*admission, mine *sync.WaitGroup, noWait bool) (n int, err error) {
+	var batch natsjs.MessageBatch
+	if noWait {
+		batch, err = cons.FetchNoWait(len(adms))
+	} else {
+		batch, err = cons.Fetch(len(adms), natsjs.FetchMaxWait(time.Second))
+	}
+	if err == nil {
+		for m := range batch.Messages() {
+			mine.Add(1)
+			r.handleTask(ctx, e, s, m, adms[n], mine.Done)
+			n++
+		}
+		err = batch.Error()
+	}
+	if errors.Is(err, natsjs.ErrNoMessages) || errors.Is(err, context.DeadlineExceeded) {
+		err = nil
+	}
+	return n, err
 }
 
 // handleTask delivers one task.

@@ -39,6 +39,8 @@
 //	               embedded NATS server's alone
 //	apicreate10000 10,000 endpoints created through POST /api/v1/endpoints, one
 //	               request each, 4 clients at a time; then idle RSS and CPU
+//	backlog20000   1 endpoint disabled while 20,000 events for it are parked as
+//	               tasks, then enabled: the rate its drain delivers them at
 //
 // Every figure is printed beside the baselines of the same run: the raw
 // ceiling, and the floor.

@@ -105,5 +105,6 @@ func (b *bench) scaleScenarios(ctx context.Context) map[string][]runFunc {
 				behave:      allHealthy(10), events: p.events, maxInFlight: p.maxInFlight, bound: p.bound, idle: p.scaleIdle})
 		}},
 		"apicreate10000": {func() (*result, error) { return b.apiCreate(ctx, "apicreate10000", p.apiEndpoints) }},
+		"backlog20000":   {func() (*result, error) { return b.backlog(ctx, "backlog20000", p.backlogEvents) }},
 	}
 }

@@ -108,6 +108,7 @@ type params struct {
 	drainAfterPacing time.Duration
 	scaleIdle        time.Duration // idle window of endpoints100000 and apicreate10000
 	apiEndpoints     int           // endpoints apicreate10000 creates
+	backlogEvents    int           // tasks backlog20000 drains
 }
 
 func fullParams() params {
@@ -129,6 +130,7 @@ func fullParams() params {
 		drainAfterPacing: 10 * time.Second,
 		scaleIdle:        10 * time.Second,
 		apiEndpoints:     10000,
+		backlogEvents:    20000,
 	}
 }
 
@@ -143,6 +145,7 @@ func quickParams() params {
 	p.bound1000 = 30 * time.Second
 	p.idle = time.Second
 	p.scaleIdle = 3 * time.Second
+	p.backlogEvents = 5000
 	return p
 }
 
