@@ -129,6 +129,28 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// parseArgs parses fs from args, with flags allowed before and after the
+// positional arguments, and returns those; more than most of them is a usage
+// error, so that nothing typed is silently ignored (a --dry-run after a stray
+// word included).
+func parseArgs(fs *flag.FlagSet, args []string, most int) ([]string, error) {
+	var pos []string
+	for rest := args; ; {
+		if err := parse(fs, rest); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if len(pos) > most {
+		return nil, usagef("%s: unexpected argument %q", fs.Name(), pos[most])
+	}
+	return pos, nil
+}
+
 // loadConfig reads the config file at path, or only defaults and the
 // environment when path is empty.
 func loadConfig(path string, getenv func(string) string) (*config.Config, error) {

@@ -63,26 +63,24 @@ func newEndpointFlags(sub string, getenv func(string) string, stderr io.Writer) 
 	return endpointFlags{FlagSet: fs, client: adminFlags(fs, getenv), asJSON: fs.Bool("json", false, "print the API's JSON answer")}
 }
 
-// parseWithID parses flags given before or after one endpoint id and
-// returns the id ("" when none and optional).
+// parseWithID parses flags given before or after the endpoint id, which is
+// required when needID and refused otherwise, and returns it.
 func (f endpointFlags) parseWithID(args []string, needID bool) (string, error) {
-	if err := parse(f.FlagSet, args); err != nil {
+	most := 0
+	if needID {
+		most = 1
+	}
+	pos, err := parseArgs(f.FlagSet, args, most)
+	if err != nil {
 		return "", err
 	}
-	id := ""
-	if f.NArg() > 0 {
-		id = f.Arg(0)
-		if err := parse(f.FlagSet, f.Args()[1:]); err != nil {
-			return "", err
-		}
-	}
-	switch {
-	case f.NArg() > 0:
-		return "", usagef("%s: unexpected argument %q", f.Name(), f.Arg(0))
-	case needID && id == "":
+	if needID && len(pos) == 0 {
 		return "", usagef("%s: an endpoint id is required", f.Name())
 	}
-	return id, nil
+	if len(pos) == 0 {
+		return "", nil
+	}
+	return pos[0], nil
 }
 
 // call sends one request, turning the API's 400 answers into usage errors

@@ -108,3 +108,32 @@ func TestEndpointsAddSendsOnlyTheFlagsGiven(t *testing.T) {
 		t.Errorf("list: exit %d, request %q", code, last)
 	}
 }
+
+// A word the command does not take is a usage error (exit 2) and sends
+// nothing: flags after it would otherwise be silently ignored, a --dry-run
+// included.
+func TestStrayArgumentsExit2AndSendNothing(t *testing.T) {
+	for _, args := range [][]string{
+		{"dlq", "replay", "--endpoint", "perm", "evt_r1", "--dry-run"},
+		{"dlq", "stats", "extra"},
+		{"status", "extra"},
+		{"endpoints", "a", "b"},
+		{"endpoints", "add", "--url", "http://127.0.0.1:9/x", "--events", "order.*", "lead.created"},
+		{"endpoints", "show", "shop", "extra"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			stub := &apiStub{}
+			srv := httptest.NewServer(stub)
+			defer srv.Close()
+			code, _, stderr := runAgainst(t, srv, args...)
+			if code != 2 || !strings.Contains(stderr, "unexpected argument") {
+				t.Fatalf("exit %d, stderr %q; want 2 and \"unexpected argument\"", code, stderr)
+			}
+			stub.mu.Lock()
+			defer stub.mu.Unlock()
+			if len(stub.reqs) != 0 {
+				t.Fatalf("sent %v", stub.reqs)
+			}
+		})
+	}
+}

@@ -31,7 +31,7 @@ func runListen(ctx context.Context, args []string, getenv func(string) string, s
 	fs.Var(&secrets, "secret", "signing secret whsec_... (repeatable; default $HOOKJET_LISTEN_SECRET)")
 	addr := fs.String("addr", "127.0.0.1:9000", "address to listen on")
 	status := fs.Int("status", http.StatusOK, "HTTP status to answer verified deliveries with")
-	if err := parse(fs, args); err != nil {
+	if _, err := parseArgs(fs, args, 0); err != nil {
 		return err
 	}
 	if len(secrets) == 0 && getenv("HOOKJET_LISTEN_SECRET") != "" {

@@ -125,7 +125,7 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	fs := newFlags("status", statusHelp, stderr)
 	client := adminFlags(fs, getenv)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args); err != nil {
+	if _, err := parseArgs(fs, args, 0); err != nil {
 		return err
 	}
 	c, err := client()
@@ -178,7 +178,8 @@ func runEndpoints(ctx context.Context, args []string, getenv func(string) string
 	tenant := fs.String("tenant", "", "list only this tenant's endpoints")
 	limit := fs.Int("limit", 100, "list at most this many (1..1000)")
 	after := fs.String("after", "", "list the endpoints whose ids sort after this one (the next page)")
-	if err := parse(fs, args); err != nil {
+	pos, err := parseArgs(fs, args, 1)
+	if err != nil {
 		return err
 	}
 	c, err := client()
@@ -193,9 +194,9 @@ func runEndpoints(ctx context.Context, args []string, getenv func(string) string
 		err = c.do(ctx, http.MethodPost, "/api/v1/endpoints/"+url.PathEscape(*enable)+"/enable", nil, &raw)
 	case *disable != "":
 		err = c.do(ctx, http.MethodPost, "/api/v1/endpoints/"+url.PathEscape(*disable)+"/disable", nil, &raw)
-	case fs.NArg() == 1:
-		err = c.do(ctx, http.MethodGet, "/api/v1/endpoints/"+url.PathEscape(fs.Arg(0)), nil, &raw)
-	case fs.NArg() == 0:
+	case len(pos) == 1:
+		err = c.do(ctx, http.MethodGet, "/api/v1/endpoints/"+url.PathEscape(pos[0]), nil, &raw)
+	default:
 		q := url.Values{"limit": {fmt.Sprint(*limit)}}
 		if *tenant != "" {
 			q.Set("tenant", *tenant)
@@ -204,8 +205,6 @@ func runEndpoints(ctx context.Context, args []string, getenv func(string) string
 			q.Set("after", *after)
 		}
 		err = c.do(ctx, http.MethodGet, "/api/v1/endpoints?"+q.Encode(), nil, &raw)
-	default:
-		return usagef("endpoints: at most one endpoint id")
 	}
 	if err != nil {
 		return err
@@ -272,7 +271,7 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdo
 	dry := fs.Bool("dry-run", false, "replay: only report how many would be replayed")
 	var ids multiFlag
 	fs.Var(&ids, "id", "replay: this event id (repeatable)")
-	if err := parse(fs, args[1:]); err != nil {
+	if _, err := parseArgs(fs, args[1:], 0); err != nil {
 		return err
 	}
 	c, err := client()

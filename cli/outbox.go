@@ -100,7 +100,7 @@ func runOutboxSchema(args []string, getenv func(string) string, stdout, stderr i
 	fs := newFlags("outbox schema", outboxHelp, stderr)
 	path := fs.String("config", getenv("HOOKJET_CONFIG"), "config file whose outbox.table to use")
 	table := fs.String("table", "", "table name (default outbox.table, hookjet_outbox)")
-	if err := parse(fs, args); err != nil {
+	if _, err := parseArgs(fs, args, 0); err != nil {
 		return err
 	}
 	name := *table

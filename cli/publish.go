@@ -30,17 +30,10 @@ func runPublish(ctx context.Context, args []string, getenv func(string) string, 
 	data := fs.String("data", "{}", "payload: JSON text, or @file to read a file (@- for stdin)")
 	contentType := fs.String("content-type", "", "Content-Type header for the delivery (default application/json)")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the publish acknowledgement")
-	// Allow flags after the event type, as the help shows.
-	var positional []string
-	for rest := args; ; {
-		if err := parse(fs, rest); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		rest = fs.Args()[1:]
+	// Flags may follow the event type, as the help shows.
+	positional, err := parseArgs(fs, args, 1)
+	if err != nil {
+		return err
 	}
 	if len(positional) != 1 {
 		return usagef("publish: want exactly one event type, e.g. hookjet publish order.created")
