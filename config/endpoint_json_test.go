@@ -46,6 +46,8 @@ func TestEndpointJSONBadFields(t *testing.T) {
 		{"url user info", `{"id":"a","url":"https://u:p@x/","secrets":["` + secretA + `"]}`, "url", "user info"},
 		{"url not a string", `{"id":"a","url":5,"secrets":["` + secretA + `"]}`, "url", "want a string, got number"},
 		{"bad id", `{"id":"A B","url":"https://a.example.com/","secrets":["` + secretA + `"]}`, "id", "may contain only"},
+		{"outbox id", `{"id":"_outbox","url":"https://a.example.com/","secrets":["` + secretA + `"]}`, "id", "reserved for rejected outbox rows"},
+		{"metrics overflow id", `{"id":"_other","url":"https://a.example.com/","secrets":["` + secretA + `"]}`, "id", "reserved for the metrics series"},
 		{"long id", `{"id":"` + strings.Repeat("a", 65) + `","url":"https://a.example.com/","secrets":["` + secretA + `"]}`, "id", "at most 64"},
 		{"bad secret", `{"id":"a","url":"https://a.example.com/","secrets":["nope"]}`, "secrets[0]", "whsec_"},
 		{"no secrets", `{"id":"a","url":"https://a.example.com/","secrets":[]}`, "secrets", "at least one"},

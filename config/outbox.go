@@ -42,8 +42,8 @@ func defaultOutbox() Outbox {
 	return Outbox{Table: DefaultOutboxTable, Batch: 500, Poll: time.Second}
 }
 
-// validateOutbox checks the outbox section, and that no endpoint takes the
-// name outbox rejects are dead-lettered under.
+// validateOutbox checks the outbox section. (checkID keeps endpoints off the
+// name outbox rejects are dead-lettered under.)
 func (c *Config) validateOutbox(p *problems) {
 	o := c.Outbox
 	if err := CheckTable(o.Table); err != nil {
@@ -54,11 +54,6 @@ func (c *Config) validateOutbox(p *problems) {
 	}
 	if o.Poll <= 0 {
 		p.add("outbox.poll", "must be positive, got %s", o.Poll)
-	}
-	for i, e := range c.Endpoints {
-		if e.ID == OutboxDLQEndpoint {
-			p.add(fmt.Sprintf("endpoints[%d].id", i), "%q is reserved for rejected outbox rows", e.ID)
-		}
 	}
 }
 

@@ -16,9 +16,11 @@ import (
 
 // Limits enforced by Validate.
 const (
-	maxReplicas       = 5
-	maxConcurrency    = 100000
-	maxPayloadBytes   = 64 << 20 // nats-server's largest max_payload
+	maxReplicas    = 5
+	maxConcurrency = 100000
+	// maxPayloadBytes keeps an event well inside one fan-out pull (32 MiB,
+	// dispatch's fanoutBytes): one larger would never be handed out.
+	maxPayloadBytes   = 16 << 20
 	maxEndpointsLimit = 1000000
 	maxIDLen          = 64
 	minTimeout        = time.Millisecond
@@ -300,10 +302,20 @@ func validateEndpointFields(p *problems, prefix string, e *Endpoint, httpsOnly b
 	validateHeaders(p, key("headers"), e.Headers)
 }
 
+// reservedIDs are ids no endpoint may take, in the config file or through
+// the API, and what uses them.
+var reservedIDs = map[string]string{
+	OutboxDLQEndpoint: "rejected outbox rows",
+	"_other":          "the metrics series shared by endpoints past metrics.max_endpoint_series",
+}
+
 // checkID checks an endpoint id: [a-z0-9_-]+, at most 64 bytes.
 func checkID(id string) error {
 	if id == "" {
 		return errors.New("is required")
+	}
+	if what, ok := reservedIDs[id]; ok {
+		return fmt.Errorf("%q is reserved for %s", id, what)
 	}
 	if len(id) > maxIDLen {
 		return fmt.Errorf("must be at most %d characters, got %d", maxIDLen, len(id))
