@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -60,10 +61,29 @@ func NewHandler(b Backend, g prometheus.Gatherer, token string, log *slog.Logger
 	protected.HandleFunc("GET /api/v1/dlq/stats", a.dlqStats)
 	protected.HandleFunc("POST /api/v1/dlq/replay", a.dlqReplay)
 	protected.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if allow := allowed(protected, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(w, http.StatusMethodNotAllowed, r.Method+" "+r.URL.Path+": want "+strings.Join(allow, " or "))
+			return
+		}
 		writeError(w, http.StatusNotFound, "no route "+r.Method+" "+r.URL.Path)
 	})
 	mux.Handle("/", requireToken(token, protected))
 	return mux
+}
+
+// allowed lists the methods mux has a route for at r's path: the catch-all
+// route answers 405 with them instead of 404.
+func allowed(mux *http.ServeMux, r *http.Request) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "/" && pattern != "" {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 type api struct {
@@ -225,7 +245,12 @@ func (a *api) dlqReplay(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, "body: "+err.Error())
+		msg := "body: " + err.Error()
+		if errors.Is(err, io.EOF) {
+			// Replaying every dead letter is never a default: ask for {}.
+			msg = `body: a JSON object is required; {} replays every dead letter, {"endpoint": "ID"} those of one endpoint`
+		}
+		writeError(w, http.StatusBadRequest, msg)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Minute)

@@ -201,7 +201,9 @@ type endpointObject struct {
 func (a *api) objectOf(ctx context.Context, ep config.Endpoint) endpointObject {
 	st, err := a.b.Endpoint(ctx, ep.ID)
 	if err != nil {
-		st = EndpointStatus{Breaker: BreakerStatus{State: "closed"}}
+		// Not running yet (just created): a new breaker, closed, with
+		// the endpoint's first cooldown.
+		st = EndpointStatus{Breaker: BreakerStatus{State: "closed", CooldownSeconds: ep.Breaker.Cooldown.Seconds()}}
 	}
 	st.ID, st.URL, st.Events, st.Secrets = ep.ID, ep.URL, ep.Events, len(ep.Secrets)
 	st.HeaderNames = slices.Sorted(maps.Keys(ep.Headers))
@@ -375,7 +377,7 @@ func (a *api) rotateSecret(w http.ResponseWriter, r *http.Request) {
 	if req.Grace != nil {
 		d, err := time.ParseDuration(*req.Grace)
 		if err != nil || d < 0 || d > maxGrace {
-			writeFieldError(w, http.StatusBadRequest, "grace", fmt.Sprintf("grace: want a duration from 0s to %s, such as 24h", maxGrace))
+			writeFieldError(w, http.StatusBadRequest, "grace", fmt.Sprintf("grace: want a Go duration from 0s to %s (7 days), such as 24h", maxGrace))
 			return
 		}
 		grace = d

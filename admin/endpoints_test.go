@@ -195,6 +195,9 @@ func TestCreateEndpoint(t *testing.T) {
 	if h.Get("Location") != "/api/v1/endpoints/shop" {
 		t.Errorf("Location = %q", h.Get("Location"))
 	}
+	if br, _ := out["breaker"].(map[string]any); br["state"] != "closed" || br["cooldown_seconds"] != float64(300) {
+		t.Errorf("breaker = %v, want closed with the default 300 s cooldown", out["breaker"])
+	}
 	rec, err := f.store.Get(t.Context(), "shop")
 	if err != nil {
 		t.Fatal(err)
@@ -504,5 +507,32 @@ func TestManagementNeedsAStore(t *testing.T) {
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusNotImplemented {
 		t.Errorf("status %d", resp.StatusCode)
+	}
+}
+
+// A route that exists with another method answers 405 with Allow; a path
+// with no route at all answers 404. Both in JSON.
+func TestWrongMethodIs405(t *testing.T) {
+	f := newFixture(t)
+	code, hdr, out := f.do(t, http.MethodPut, "/api/v1/summary", "")
+	if code != http.StatusMethodNotAllowed || hdr.Get("Allow") != "GET" || out["error"] == nil {
+		t.Fatalf("PUT /api/v1/summary: %d, Allow %q, %v; want 405, Allow GET and an error", code, hdr.Get("Allow"), out)
+	}
+	code, hdr, _ = f.do(t, http.MethodPut, "/api/v1/endpoints/shop", "")
+	if code != http.StatusMethodNotAllowed || !strings.Contains(hdr.Get("Allow"), "PATCH") {
+		t.Fatalf("PUT /api/v1/endpoints/shop: %d, Allow %q; want 405 listing PATCH", code, hdr.Get("Allow"))
+	}
+	if code, _, out := f.do(t, http.MethodGet, "/api/v1/nothing", ""); code != http.StatusNotFound || out["error"] == nil {
+		t.Fatalf("GET /api/v1/nothing: %d %v; want 404 with an error", code, out)
+	}
+}
+
+// A replay without a body is refused with a message saying what to send,
+// not replayed as "everything".
+func TestReplayWithoutBodyIs400(t *testing.T) {
+	f := newFixture(t)
+	code, _, out := f.do(t, http.MethodPost, "/api/v1/dlq/replay", "")
+	if msg, _ := out["error"].(string); code != http.StatusBadRequest || !strings.Contains(msg, "{} replays every dead letter") {
+		t.Fatalf("POST /api/v1/dlq/replay with no body: %d %v", code, out)
 	}
 }
