@@ -64,6 +64,7 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
 	// tracing (issue 16): a span per attempt, child of the event's traceparent.
 	span := d.o.Tracer.StartAttempt(d.sendCtx, tracing.Header(dl.hdr), tracing.Attempt{Endpoint: dl.e.id, EventType: dl.ev.typ, EventID: dl.ev.id, Number: dl.st.Attempts + 1, Replay: strings.HasPrefix(dl.ev.key, "r")})
 	req.TraceHeader = span.Header()
+	adm.spend()
 	res := d.o.Client.Do(d.sendCtx, &req)
 	span.EndAttempt(&res)
 	if d.sendCtx.Err() != nil {

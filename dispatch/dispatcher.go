@@ -96,11 +96,12 @@ type Dispatcher struct {
 	states  map[string]endpointState
 
 	fanoutAckWait time.Duration
-	// fanoutSeen is the highest stream sequence the fan-out has received:
-	// where a fan-out consumer deleted from under it starts again.
-	fanoutSeen atomic.Uint64
-	hour       hourStats
-	cfgStore   *jetstream.EndpointStore // shared config endpoints; nil until ShareConfigEndpoints
+	// fanoutFloor is the fan-out consumer's ack floor when last looked at
+	// (start, and every gauge refresh): a fan-out consumer deleted from
+	// under hookjet starts again after it.
+	fanoutFloor atomic.Uint64
+	hour        hourStats
+	cfgStore    *jetstream.EndpointStore // shared config endpoints; nil until ShareConfigEndpoints
 
 }
 
@@ -187,6 +188,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	d.fanoutFloor.Store(cons.CachedInfo().AckFloor.Stream)
 	d.loops.Add(2)
 	go func() {
 		defer d.loops.Done()
@@ -433,17 +435,16 @@ func (d *Dispatcher) current(e *endpoint) *settings {
 // still be queued in the ledger: the caller stops the ledger after Stop
 // returns.
 func (d *Dispatcher) Stop(grace time.Duration) {
-	d.stopLoops()
-	d.loops.Wait()
-	done := make(chan struct{})
-	go func() { d.inflight.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(grace):
+	// The grace runs from now: the drains wait for their deliveries before
+	// the loops return, and those must be cut off at the grace too.
+	over := time.AfterFunc(grace, func() {
 		d.log.Warn("grace period over; cancelling in-flight deliveries", "in_flight", d.inFlightN.Load())
 		d.stopSends()
-		<-done
-	}
+	})
+	d.stopLoops()
+	d.loops.Wait()
+	d.inflight.Wait()
+	over.Stop()
 	d.stopSends()
 	d.background.Wait()
 }

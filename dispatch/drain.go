@@ -9,6 +9,7 @@ import (
 	"time"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/time/rate"
 
 	"github.com/hookjet/hookjet/breaker"
 )
@@ -373,13 +374,14 @@ func (d *Dispatcher) admitWait(ctx context.Context, e *endpoint, s *settings) (*
 				return nil, time.Time{}
 			}
 		}
+		var token *rate.Reservation
 		if s.limiter != nil {
-			r := s.limiter.Reserve()
-			if wait := r.Delay(); wait > 0 {
+			token = s.limiter.Reserve()
+			if wait := token.Delay(); wait > 0 {
 				d.countDeferral(e, "rate_limit")
 				sleep(ctx, wait)
 				if ctx.Err() != nil {
-					r.Cancel()
+					token.Cancel()
 					e.slots.release()
 					return nil, time.Time{}
 				}
@@ -387,7 +389,10 @@ func (d *Dispatcher) admitWait(ctx context.Context, e *endpoint, s *settings) (*
 		}
 		ok, wait := d.o.Breakers.Acquire(e.id)
 		if ok {
-			return &admission{d: d, e: e, breaker: true}, time.Time{}
+			return &admission{d: d, e: e, breaker: true, token: token}, time.Time{}
+		}
+		if token != nil {
+			token.Cancel()
 		}
 		e.slots.release()
 		d.countDeferral(e, "breaker")

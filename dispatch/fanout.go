@@ -3,14 +3,17 @@ package dispatch
 import (
 	"context"
 	"errors"
-	"github.com/hookjet/hookjet/jetstream"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/time/rate"
 
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/jetstream"
 )
 
 // fanoutAckWait bounds how long an event may stay unsettled in one process
@@ -36,7 +39,9 @@ const inFlightWait = 250 * time.Millisecond
 // unsettledBytes the payloads of events being delivered, process-wide: with
 // 1 MB events and slow endpoints, memory stays near 32 + 128 MB whatever
 // the number of endpoints. fanoutBytes stays under the subscription's
-// pending limit (64 MB), so a full buffer never drops a message.
+// pending limit (64 MB), so a full buffer never drops a message, and twice
+// over the largest event config allows (security.max_payload_bytes, at most
+// 16 MiB): a pull whose byte limit an event exceeds would never deliver it.
 const (
 	fanoutBytes    = 32 << 20
 	unsettledBytes = 128 << 20
@@ -51,61 +56,94 @@ const (
 // the pull batch fills up with events and the server's status messages
 // (heartbeats, request timeouts) are dropped as a slow consumer.
 func (d *Dispatcher) runFanout(ctx context.Context, cons natsjs.Consumer) {
-	batch := cap(d.unsettled)
 	for ctx.Err() == nil {
-		gone := make(chan error, 1)
-		cc, err := cons.Consume(func(msg natsjs.Msg) {
-			select {
-			case d.unsettled <- struct{}{}:
-			case <-ctx.Done():
-			}
-			if ctx.Err() != nil {
-				// Stopping: hand buffered events straight back to
-				// JetStream instead of letting them wait out AckWait.
-				if err := msg.Nak(); err != nil {
-					d.log.Debug("nak buffered event", "err", err)
-				}
-				return
-			}
-			d.fanOut(ctx, msg)
-		}, natsjs.PullMaxMessagesWithBytesLimit(batch, fanoutBytes), natsjs.ConsumeErrHandler(func(_ natsjs.ConsumeContext, err error) {
-			if errors.Is(err, natsjs.ErrConsumerDeleted) || errors.Is(err, natsjs.ErrConsumerNotFound) {
-				select {
-				case gone <- err:
-				default:
-				}
-				return
-			}
-			d.log.Debug("consume events", "err", err)
-		}))
-		if err == nil {
-			select {
-			case <-ctx.Done():
-			case err = <-gone:
-			}
-			d.stopConsume(cc)
-		}
+		err := d.consumeFanout(ctx, cons)
 		if ctx.Err() != nil {
 			return
 		}
 		d.log.Warn("consume events", "err", err)
 		sleep(ctx, time.Second)
-		if errors.Is(err, natsjs.ErrConsumerNotFound) || errors.Is(err, natsjs.ErrConsumerDeleted) {
-			// Start after the last event this process saw, not at the start
-			// of the log: that would resend every event older than the
-			// ledger's TTL.
-			from := d.fanoutSeen.Load() + 1
-			if c, err := jetstream.EnsureFanoutConsumerFrom(ctx, d.o.JS, d.fanoutAckWait, from); err == nil {
+		if !errors.Is(err, natsjs.ErrConsumerNotFound) && !errors.Is(err, natsjs.ErrConsumerDeleted) {
+			continue
+		}
+		// Start after the ack floor last seen, not at the start of the log,
+		// which would resend every event older than the ledger's TTL; the
+		// ledger absorbs what this process sees again. Retried until
+		// JetStream answers: Consume on a missing consumer never fails.
+		from := d.fanoutFloor.Load() + 1
+		for ctx.Err() == nil {
+			c, err := jetstream.EnsureFanoutConsumerFrom(ctx, d.o.JS, d.fanoutAckWait, from)
+			if err == nil {
 				d.log.Warn("the fan-out consumer was missing; created it again", "consumer", jetstream.FanoutConsumer, "from_seq", from)
 				cons = c
+				break
 			}
+			d.log.Warn("create the fan-out consumer again", "err", err)
+			sleep(ctx, 2*time.Second)
 		}
 	}
 }
 
-// stopConsume drains cc, which hands what it had buffered to the handler
-// (which naks it once the fan-out is stopping), and waits up to 5 s for it.
-func (d *Dispatcher) stopConsume(cc natsjs.ConsumeContext) {
+// consumeFanout runs one Consume of cons until ctx is done or the consumer
+// is gone, and returns why it stopped.
+func (d *Dispatcher) consumeFanout(ctx context.Context, cons natsjs.Consumer) error {
+	gone := make(chan error, 1)
+	signal := func(err error) {
+		select {
+		case gone <- err:
+		default:
+		}
+	}
+	var handlers sync.WaitGroup
+	cc, err := cons.Consume(func(msg natsjs.Msg) {
+		handlers.Add(1)
+		defer handlers.Done()
+		if ctx.Err() == nil {
+			select {
+			case d.unsettled <- struct{}{}:
+				if ctx.Err() == nil {
+					d.fanOut(ctx, msg)
+					return
+				}
+				<-d.unsettled
+			case <-ctx.Done():
+			}
+		}
+		// Stopping: hand buffered events straight back to JetStream
+		// instead of letting them wait out AckWait.
+		if err := msg.Nak(); err != nil {
+			d.log.Debug("nak buffered event", "err", err)
+		}
+	}, natsjs.PullMaxMessagesWithBytesLimit(cap(d.unsettled), fanoutBytes), natsjs.ConsumeErrHandler(func(_ natsjs.ConsumeContext, err error) {
+		switch {
+		case errors.Is(err, natsjs.ErrConsumerDeleted) || errors.Is(err, natsjs.ErrConsumerNotFound):
+			signal(err)
+		case errors.Is(err, natsjs.ErrNoHeartbeat) || errors.Is(err, nats.ErrNoResponders):
+			// A consumer deleted while no pull was waiting sends no
+			// "consumer deleted"; its pulls go unanswered. Ask.
+			ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			if _, err := cons.Info(ictx); errors.Is(err, natsjs.ErrConsumerNotFound) {
+				signal(err)
+				return
+			}
+			d.log.Debug("consume events", "err", err)
+		default:
+			d.log.Debug("consume events", "err", err)
+		}
+	}))
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case err = <-gone:
+	case <-cc.Closed():
+		err = errors.New("the fan-out subscription closed")
+	}
+	// Drain hands what was buffered to the handler, which naks it when
+	// stopping; wait for every handler, so that none still runs when a new
+	// Consume starts.
 	cc.Drain()
 	t := time.NewTimer(5 * time.Second)
 	defer t.Stop()
@@ -113,8 +151,9 @@ func (d *Dispatcher) stopConsume(cc natsjs.ConsumeContext) {
 	case <-cc.Closed():
 	case <-t.C:
 		cc.Stop()
-		d.log.Debug("fan-out drain timed out")
 	}
+	handlers.Wait()
+	return err
 }
 
 // fanEvent settles one event of the fan-out: it is acked once every delivery
@@ -147,19 +186,19 @@ func (f *fanEvent) settle(ok bool) {
 	<-f.d.unsettled
 }
 
-func (d *Dispatcher) eventOf(msg natsjs.Msg, meta *natsjs.MsgMetadata) event {
-	ev := event{seq: meta.Sequence.Stream, at: meta.Timestamp}
+// eventOf reads the event of a HOOKJET_EVENTS message. One published
+// without Nats-Msg-Id gets the id seq_<stream sequence>, and noID is set.
+func eventOf(msg natsjs.Msg, meta *natsjs.MsgMetadata) (ev event, noID bool) {
+	ev = event{seq: meta.Sequence.Stream, at: meta.Timestamp}
 	ev.key = strconv.FormatUint(ev.seq, 10)
 	subj := msg.Subject()
 	ev.typ = subj[min(len(jetstream.EventsPrefix), len(subj)):]
 	ev.id = msg.Headers().Get(jetstream.HdrMsgID)
 	if ev.id == "" {
 		ev.id = "seq_" + ev.key
-		if meta.NumDelivered == 1 {
-			d.o.Metrics.MissingID.Inc() // once per event, not per endpoint
-		}
+		noID = true
 	}
-	return ev
+	return ev, noID
 }
 
 // fanOut delivers one event to every endpoint whose patterns match it.
@@ -170,10 +209,10 @@ func (d *Dispatcher) fanOut(ctx context.Context, msg natsjs.Msg) {
 		<-d.unsettled
 		return
 	}
-	if seq := meta.Sequence.Stream; seq > d.fanoutSeen.Load() {
-		d.fanoutSeen.Store(seq) // one goroutine runs fanOut
+	ev, noID := eventOf(msg, meta)
+	if noID && meta.NumDelivered == 1 {
+		d.o.Metrics.MissingID.Inc() // once per event: its first fan-out
 	}
-	ev := d.eventOf(msg, meta)
 	if d.duplicate(&ev) {
 		d.o.Metrics.Duplicates.WithLabelValues("ledger").Inc()
 		if err := msg.Ack(); err != nil {
@@ -290,9 +329,19 @@ type admission struct {
 	d       *Dispatcher
 	e       *endpoint
 	breaker bool
+	// token is the rate-limit reservation until a request spends it;
+	// release hands an unspent one back.
+	token *rate.Reservation
 }
 
+// spend marks the admission's rate-limit token as used by a request.
+func (a *admission) spend() { a.token = nil }
+
 func (a *admission) release() {
+	if a.token != nil {
+		a.token.Cancel()
+		a.token = nil
+	}
 	if a.breaker {
 		a.d.o.Breakers.Release(a.e.id)
 		a.breaker = false
@@ -321,19 +370,23 @@ func (d *Dispatcher) admitHolding(e *endpoint, s *settings) (*admission, string)
 		e.slots.release()
 		return nil, cause
 	}
+	var token *rate.Reservation
 	if s.limiter != nil {
-		r := s.limiter.Reserve()
-		if r.Delay() > 0 {
-			r.Cancel()
+		token = s.limiter.Reserve()
+		if token.Delay() > 0 {
+			token.Cancel()
 			e.slots.release()
 			return nil, "rate_limit"
 		}
 	}
 	if ok, _ := d.o.Breakers.Acquire(e.id); !ok {
+		if token != nil {
+			token.Cancel()
+		}
 		e.slots.release()
 		return nil, "breaker"
 	}
-	return &admission{d: d, e: e, breaker: true}, ""
+	return &admission{d: d, e: e, breaker: true, token: token}, ""
 }
 
 // launch takes a slot of the global concurrency and attempts dl on a worker

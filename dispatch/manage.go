@@ -193,7 +193,7 @@ func (d *Dispatcher) Redeliver(ctx context.Context, id string, since, until time
 			if dryRun {
 				continue
 			}
-			ev := d.eventOf(m, meta)
+			ev, _ := eventOf(m, meta)
 			ev.key = redeliverKey + strconv.FormatUint(ev.seq, 10) + "x" + nonce
 			ev.at = d.now() // retry.max_age counts from the redelivery
 			if err := d.publishCtx(ctx, taskMsg(id, &ev, attemptState{}, m.Data(), m.Headers(), time.Time{})); err != nil {

@@ -87,7 +87,7 @@ func (d *Dispatcher) migrateConsumer(ctx context.Context, st natsjs.Stream, name
 			if err != nil {
 				continue
 			}
-			ev := d.eventOf(msg, meta)
+			ev, _ := eventOf(msg, meta)
 			if ok, _ := d.o.Ledger.Delivered(endpoint, ev.id); !ok {
 				if err := d.publish(taskMsg(endpoint, &ev, attemptState{}, msg.Data(), msg.Headers(), time.Time{})); err != nil {
 					return n, err

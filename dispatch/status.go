@@ -200,6 +200,7 @@ func (d *Dispatcher) Summary(ctx context.Context) (admin.Summary, error) {
 	} else if info, err := c.Info(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("consumer info %s: %w", jetstream.FanoutConsumer, err))
 	} else {
+		d.fanoutFloor.Store(info.AckFloor.Stream)
 		s.Pending += info.NumPending + uint64(info.NumAckPending)
 		if s.Pending > 0 {
 			if t, ok := d.firstTime(ctx, jetstream.EventsStream, info.AckFloor.Stream+1); ok {

@@ -114,6 +114,20 @@ func TestMissingMsgIDDerivesStableID(t *testing.T) {
 	if n.Load() != 2 {
 		t.Fatalf("script answered %d requests, want 2 (a 500, then a 200)", n.Load())
 	}
+	// Counted once per event: not again for its retry, nor for a
+	// redelivery through the API.
+	if code := h.api("POST", "/api/v1/endpoints/r/redeliver", "", map[string]string{"since": "10m"}, nil); code != http.StatusOK {
+		t.Fatalf("redeliver: HTTP %d", code)
+	}
+	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if r.count() != 3 {
+			return fmt.Errorf("requests=%d, want the redelivery too", r.count())
+		}
+		return nil
+	})
+	if got := h.metric("hookjet_events_without_id_total"); got != 1 {
+		t.Fatalf("hookjet_events_without_id_total = %v, want 1", got)
+	}
 }
 
 func TestFlakyEndpointDeliveredAfterFailures(t *testing.T) {

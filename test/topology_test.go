@@ -150,9 +150,9 @@ func TestUpgradeFromPerEndpointConsumers(t *testing.T) {
 }
 
 // An operator deletes the fan-out consumer: hookjet creates it again,
-// starting after the last event it saw rather than at the start of the log
-// (which would resend every event older than the ledger's TTL), and keeps
-// delivering.
+// starting after the ack floor it last saw rather than at the start of the
+// log (which would resend every event older than the ledger's TTL), and
+// keeps delivering.
 func TestFanoutConsumerDeletedIsCreatedAgain(t *testing.T) {
 	r := newReceiver(t, []string{secretA, secretB}, nil)
 	h := startHookjet(t, testConfig(t, t.TempDir(), "", endpointYAML{ID: "a", URL: r.URL}), cli.Options{})
@@ -163,6 +163,10 @@ func TestFanoutConsumerDeletedIsCreatedAgain(t *testing.T) {
 		r.waitFor(t, fmt.Sprintf("evt_del_%d", i))
 	}
 	waitSettled(t, h.js, "a", 10*time.Second)
+	// The summary reads the fan-out's ack floor (as the gauges do every 5 s).
+	if code := h.api("GET", "/api/v1/summary", "", nil, nil); code != http.StatusOK {
+		t.Fatalf("summary: HTTP %d", code)
+	}
 	if err := h.js.DeleteConsumer(t.Context(), hjs.EventsStream, hjs.FanoutConsumer); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +181,7 @@ func TestFanoutConsumerDeletedIsCreatedAgain(t *testing.T) {
 	})
 	cc := cons.CachedInfo().Config
 	if cc.DeliverPolicy != natsjs.DeliverByStartSequencePolicy || cc.OptStartSeq != 4 {
-		t.Fatalf("created again with deliver policy %v from %d, want from sequence 4 (after the 3 events seen)", cc.DeliverPolicy, cc.OptStartSeq)
+		t.Fatalf("created again with deliver policy %v from %d, want from sequence 4 (after the ack floor, 3)", cc.DeliverPolicy, cc.OptStartSeq)
 	}
 	h.publish("order.created", "evt_del_3", []byte(`{}`))
 	r.waitFor(t, "evt_del_3")
