@@ -237,6 +237,10 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	if err != nil {
 		return nil, err
 	}
+	// Pull only now: every endpoint (file, API, other processes') is known.
+	if err := s.disp.Run(setupCtx); err != nil {
+		return nil, err
+	}
 	if !cfg.Outbox.DSN.IsZero() { // the outbox relay in-process: cli/outbox.go
 		if s.outbox, s.stopOutbox, err = startOutbox(ctx, cfg, s.nc, log, s.registry); err != nil {
 			return nil, err

@@ -100,6 +100,7 @@ type Dispatcher struct {
 	// (start, and every gauge refresh): a fan-out consumer deleted from
 	// under hookjet starts again after it.
 	fanoutFloor atomic.Uint64
+	fanoutCons  natsjs.Consumer // made by Start, pulled by Run
 	hour        hourStats
 	cfgStore    *jetstream.EndpointStore // shared config endpoints; nil until ShareConfigEndpoints
 
@@ -168,13 +169,10 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 }
 
 // Start upgrades a first-design layout if it finds one, loads endpoint
-// states and watches them, applies the config's endpoints, and starts the
-// fan-out, the drains and the MaxDeliver safety net.
+// states and watches them, applies the config's endpoints and makes sure the
+// fan-out consumer exists. Nothing is pulled yet: Run starts that.
 func (d *Dispatcher) Start(ctx context.Context) error {
 	if err := d.watchStates(ctx); err != nil {
-		return err
-	}
-	if err := d.runSafetyNet(ctx); err != nil {
 		return err
 	}
 	if err := d.Apply(ctx, d.o.Config); err != nil {
@@ -189,10 +187,22 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		return err
 	}
 	d.fanoutFloor.Store(cons.CachedInfo().AckFloor.Stream)
+	d.fanoutCons = cons
+	return nil
+}
+
+// Run starts the fan-out, the drains and the MaxDeliver safety net. Call it
+// once every source of endpoints has been applied (WatchEndpoints,
+// ShareConfigEndpoints): an event pulled before would find no endpoint it is
+// for and be acked undelivered.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	if err := d.runSafetyNet(ctx); err != nil {
+		return err
+	}
 	d.loops.Add(2)
 	go func() {
 		defer d.loops.Done()
-		d.runFanout(d.loopCtx, cons)
+		d.runFanout(d.loopCtx, d.fanoutCons)
 	}()
 	go func() {
 		defer d.loops.Done()

@@ -189,3 +189,31 @@ func TestFanoutConsumerDeletedIsCreatedAgain(t *testing.T) {
 		t.Fatalf("receiver got %d requests, want 4", n)
 	}
 }
+
+// Events stored while hookjet was down, for an endpoint created through the
+// API, are delivered after the restart: the fan-out pulls only once the API
+// endpoints are applied, or the first batch would find no endpoint and be
+// acked undelivered.
+func TestRestartDeliversWhatWaitedForAPIEndpoints(t *testing.T) {
+	ns := startNATSNode(t, "ext", standaloneNATS(t))
+	r := newReceiver(t, []string{secretA, secretB}, nil)
+	cfg := testConfig(t, t.TempDir(), "", endpointYAML{ID: "file", URL: r.URL, Events: []string{"other.*"}})
+	cfg.NATS.URL = ns.url()
+	h := startHookjet(t, cfg, cli.Options{})
+	body := map[string]any{"id": "api1", "url": r.URL, "events": []string{"order.*"}, "secrets": []string{secretA, secretB}}
+	if code := h.api("POST", "/api/v1/endpoints", h.cfg.Admin.Token.Reveal(), body, nil); code != http.StatusCreated {
+		t.Fatalf("create: HTTP %d", code)
+	}
+	h.stop()
+
+	_, js := connectJS(t, ns.url())
+	ids := eventIDs("evt_down", 300)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var st pubStats
+	if err := publishRetrying(ctx, js, ids, 4, 0, &st); err != nil {
+		t.Fatal(err)
+	}
+	startHookjet(t, cfg, cli.Options{})
+	waitAllDelivered(t, r, ids, 30*time.Second)
+}
