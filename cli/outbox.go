@@ -172,7 +172,7 @@ func waitStreams(ctx context.Context, nc *nats.Conn, log *slog.Logger) {
 // for it. `hookjet outbox` and `hookjet serve` (when outbox.dsn is set) call
 // it.
 func startOutbox(ctx context.Context, cfg *config.Config, nc *nats.Conn, log *slog.Logger, reg prometheus.Registerer) (*outbox.Relay, func(), error) {
-	pub, err := jetstream.NewOutboxPublisher(nc, 2*cfg.Outbox.Batch)
+	pub, err := jetstream.NewOutboxPublisher(nc, 2*cfg.Outbox.Batch, int(jetstream.MaxMsgSize(cfg)))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -49,6 +50,11 @@ func validatePattern(p string) error {
 	if p == "" {
 		return errors.New("empty pattern")
 	}
+	if len(p) > MaxEventTypeLen {
+		// A subject past nats-server's 4 KiB control line makes the server
+		// close the publishing connection.
+		return fmt.Errorf("pattern is %d bytes, at most %d", len(p), MaxEventTypeLen)
+	}
 	if strings.ContainsFunc(p, func(r rune) bool {
 		return r == ' ' || r == '\t' || r == '\r' || r == '\n' || r == 0 || r == 0x7f || r < ' '
 	}) {
@@ -67,6 +73,9 @@ func validatePattern(p string) error {
 	}
 	return nil
 }
+
+// MaxEventTypeLen is the longest event type or pattern, in bytes.
+const MaxEventTypeLen = 255
 
 // ValidateEventType checks an event type as published (the subject after
 // "hookjet.events."): what [MatchEvent] accepts as a pattern, without the

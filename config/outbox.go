@@ -69,6 +69,11 @@ func CheckTable(table string) error {
 	if len(parts) > 2 {
 		return fmt.Errorf("%q: at most one schema qualifier (schema.table)", table)
 	}
+	if len(table) > 63 {
+		// The whole name is the NOTIFY channel, and PostgreSQL refuses a
+		// longer channel name on every insert.
+		return fmt.Errorf("%q: at most 63 bytes with its schema (it names the NOTIFY channel), got %d", table, len(table))
+	}
 	for i, part := range parts {
 		limit := maxTableName
 		if len(parts) == 2 && i == 0 {

@@ -27,6 +27,7 @@ func TestOutboxInvalid(t *testing.T) {
 		{"digit first", "outbox: {table: 1outbox}\n", "outbox.table", "starts with a digit"},
 		{"two dots", "outbox: {table: a.b.c}\n", "outbox.table", "at most one schema"},
 		{"too long", "outbox: {table: " + strings.Repeat("a", 49) + "}\n", "outbox.table", "longer than 48"},
+		{"qualified too long", "outbox: {table: " + strings.Repeat("s", 30) + "." + strings.Repeat("t", 40) + "}\n", "outbox.table", "at most 63 bytes with its schema"},
 		{"batch zero", "outbox: {batch: 0}\n", "outbox.batch", "between 1 and 10000"},
 		{"batch too big", "outbox: {batch: 10001}\n", "outbox.batch", "between 1 and 10000"},
 		{"poll zero", "outbox: {poll: 0s}\n", "outbox.poll", "must be positive"},
@@ -47,12 +48,12 @@ func TestOutboxDSNNeverPrinted(t *testing.T) {
 }
 
 func TestValidateEventType(t *testing.T) {
-	for _, ok := range []string{"order.created", "a", "a-b_c.D9", "ünïcode.x"} {
+	for _, ok := range []string{"order.created", "a", "a-b_c.D9", "ünïcode.x", strings.Repeat("a", MaxEventTypeLen)} {
 		if err := ValidateEventType(ok); err != nil {
 			t.Errorf("ValidateEventType(%q) = %v, want nil", ok, err)
 		}
 	}
-	for _, bad := range []string{"", "a..b", ".a", "a.", "a b", "a\nb", "order.*", ">", "a.>", "a*b", "a.*.c"} {
+	for _, bad := range []string{"", "a..b", ".a", "a.", "a b", "a\nb", "order.*", ">", "a.>", "a*b", "a.*.c", strings.Repeat("a", MaxEventTypeLen+1)} {
 		if err := ValidateEventType(bad); err == nil {
 			t.Errorf("ValidateEventType(%q) = nil, want an error", bad)
 		}

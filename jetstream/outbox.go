@@ -22,33 +22,39 @@ const outboxPubTimeout = 10 * time.Second
 // rejected rows, to hookjet.dlq._outbox with reason "rejected") and waits for
 // every PubAck.
 type OutboxPublisher struct {
-	nc *nats.Conn
-	js natsjs.JetStream
+	nc         *nats.Conn
+	js         natsjs.JetStream
+	maxMsgSize int
 }
 
 // NewOutboxPublisher returns a publisher on nc that allows up to maxPending
-// publishes in flight (at least outbox.batch).
-func NewOutboxPublisher(nc *nats.Conn, maxPending int) (*OutboxPublisher, error) {
+// publishes in flight (at least outbox.batch) and messages up to maxMsgSize
+// bytes (the streams' MaxMsgSize; 0: the server's max_payload only).
+func NewOutboxPublisher(nc *nats.Conn, maxPending, maxMsgSize int) (*OutboxPublisher, error) {
 	js, err := natsjs.New(nc,
 		natsjs.WithPublishAsyncMaxPending(max(maxPending, 1)),
 		natsjs.WithPublishAsyncTimeout(outboxPubTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return &OutboxPublisher{nc: nc, js: js}, nil
+	return &OutboxPublisher{nc: nc, js: js, maxMsgSize: maxMsgSize}, nil
 }
 
 // Publish implements [outbox.Publisher]. A message larger than the server's
-// max_payload fails with an error wrapping [outbox.ErrRefused]; a dead letter
-// whose body would be too large is stored without it.
+// max_payload or the streams' MaxMsgSize fails with an error wrapping
+// [outbox.ErrRefused]; a dead letter whose body would be too large is stored
+// without it.
 func (p *OutboxPublisher) Publish(ctx context.Context, batch []outbox.Message) []outbox.Ack {
 	acks := make([]outbox.Ack, len(batch))
 	futures := make([]natsjs.PubAckFuture, len(batch))
 	limit := int(p.nc.MaxPayload())
+	if p.maxMsgSize > 0 && (limit <= 0 || p.maxMsgSize < limit) {
+		limit = p.maxMsgSize
+	}
 	for i := range batch {
 		m := p.natsMsg(batch[i], limit)
 		if size := msgSize(m); limit > 0 && size > limit {
-			acks[i].Err = fmt.Errorf("%w: %d bytes with headers exceed the NATS max_payload (%d)", outbox.ErrRefused, size, limit)
+			acks[i].Err = fmt.Errorf("%w: %d bytes with headers exceed what the stream takes (%d)", outbox.ErrRefused, size, limit)
 			continue
 		}
 		f, err := p.js.PublishMsgAsync(m)
@@ -104,7 +110,7 @@ func (p *OutboxPublisher) natsMsg(m outbox.Message, limit int) *nats.Msg {
 	out.Data = m.Payload
 	if limit > 0 && msgSize(out) > limit {
 		out.Data = nil
-		h.Set(HdrLastError, headerSafe(m.Reject)+fmt.Sprintf("; body of %d bytes not kept (over the NATS max_payload)", len(m.Payload)))
+		h.Set(HdrLastError, headerSafe(m.Reject)+fmt.Sprintf("; body of %d bytes not kept (too large to store)", len(m.Payload)))
 	}
 	return out
 }

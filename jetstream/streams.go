@@ -109,7 +109,7 @@ func streamConfigs(cfg *config.Config) []natsjs.StreamConfig {
 		Duplicates:  s.DuplicateWindow,
 		MaxAge:      s.MaxAge,
 		MaxBytes:    s.MaxBytes,
-		MaxMsgSize:  int32(cfg.Security.MaxPayloadBytes) + 64<<10,
+		MaxMsgSize:  MaxMsgSize(cfg),
 		Discard:     natsjs.DiscardNew,
 	}, {
 		// Deliveries that could not be settled at once, per endpoint
@@ -126,7 +126,7 @@ func streamConfigs(cfg *config.Config) []natsjs.StreamConfig {
 		Duplicates:        s.DuplicateWindow,
 		MaxAge:            s.MaxAge,
 		MaxBytes:          s.MaxBytes,
-		MaxMsgSize:        int32(cfg.Security.MaxPayloadBytes) + 64<<10,
+		MaxMsgSize:        MaxMsgSize(cfg),
 		Discard:           natsjs.DiscardOld,
 		AllowMsgSchedules: true,
 		AllowRollup:       true,
@@ -140,7 +140,7 @@ func streamConfigs(cfg *config.Config) []natsjs.StreamConfig {
 		Duplicates:  10 * time.Minute,
 		MaxAge:      s.DLQMaxAge,
 		MaxBytes:    s.DLQMaxBytes,
-		MaxMsgSize:  int32(cfg.Security.MaxPayloadBytes) + 64<<10,
+		MaxMsgSize:  MaxMsgSize(cfg),
 		Discard:     natsjs.DiscardNew,
 	}, {
 		// The safety net: MAX_DELIVERIES advisories are published only to
@@ -308,4 +308,15 @@ func EnsureDrainConsumer(ctx context.Context, js natsjs.JetStream, ep config.End
 		return nil, fmt.Errorf("consumer %s: %w", cc.Durable, err)
 	}
 	return c, nil
+}
+
+// ReadInactive is how long the server keeps an ordered consumer that reads
+// a stream (a DLQ listing, a redelivery) after its last pull, instead of
+// nats.go's five minutes: polling the admin API piles none up.
+const ReadInactive = 5 * time.Second
+
+// MaxMsgSize is the largest message hookjet's streams take: an event of
+// security.max_payload_bytes with 64 KiB for its headers.
+func MaxMsgSize(cfg *config.Config) int32 {
+	return int32(cfg.Security.MaxPayloadBytes) + 64<<10
 }

@@ -119,9 +119,18 @@ func (r *Relay) Run(ctx context.Context) error {
 			conn = c
 		}
 		n, err := r.relayBatch(ctx, conn)
+		// pgx buffers every NOTIFY it reads while running a query: drop
+		// them whatever happened, or full batches and outages pile them up.
+		drainNotifications(conn)
 		if err == nil {
 			r.setUp(ErrNATS)
-			err = r.measureLag(ctx, conn)
+		}
+		if err == nil || !errors.Is(err, ErrPostgres) {
+			// The lag keeps moving while NATS is down: that is when
+			// it matters.
+			if lerr := r.measureLag(ctx, conn); err == nil {
+				err = lerr
+			}
 		}
 		if err == nil {
 			r.setUp(ErrPostgres)
@@ -183,12 +192,18 @@ func (r *Relay) wait(ctx context.Context, conn *pgx.Conn) error {
 		}
 		return fmt.Errorf("%w: wait for notification: %w", ErrPostgres, err)
 	}
-	done, stop := context.WithCancel(ctx)
+	drainNotifications(conn)
+	return nil
+}
+
+// drainNotifications drops the notifications conn has already buffered.
+func drainNotifications(conn *pgx.Conn) {
+	done, stop := context.WithCancel(context.Background())
 	stop()
 	for {
 		// With a done context this returns only what is already buffered.
 		if n, err := conn.WaitForNotification(done); err != nil || n == nil {
-			return nil
+			return
 		}
 	}
 }
@@ -310,6 +325,13 @@ func parseDSN(dsn config.Secret) (*pgx.ConnConfig, error) {
 		// The cause is not wrapped: a parse error may quote the DSN, password
 		// included.
 		return nil, fmt.Errorf("%w: outbox.dsn: not a valid PostgreSQL connection string (not shown: it may hold a password)", config.ErrInvalid)
+	}
+	// A relay cut off between its PubAcks and COMMIT would otherwise keep
+	// its claimed rows locked until TCP keepalive noticed (hours), and
+	// republish them long after JetStream's duplicate window. The DSN may
+	// set its own value.
+	if _, ok := cc.RuntimeParams["idle_in_transaction_session_timeout"]; !ok {
+		cc.RuntimeParams["idle_in_transaction_session_timeout"] = "60000"
 	}
 	return cc, nil
 }

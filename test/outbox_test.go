@@ -70,7 +70,7 @@ func startRelay(t testing.TB, pg *pgtest.Server, natsURL string, name string) *t
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := hjs.NewOutboxPublisher(nc, 1000)
+	pub, err := hjs.NewOutboxPublisher(nc, 1000, int(hjs.MaxMsgSize(&config.Config{Security: config.Default().Security})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,6 +198,7 @@ func TestOutbox10000RowsDeliveredOnce(t *testing.T) {
 	pg.Exec(t, `INSERT INTO hookjet_outbox (id, event_type, payload, headers) VALUES
 		('0-bad-type', 'order.*', '\x7b7d', NULL),
 		('0-bad-size', 'order.created', decode(repeat('78', 1048577), 'hex'), NULL),
+		('0-bad-size-2m', 'order.created', decode(repeat('78', 2097152), 'hex'), NULL),
 		('0-bad-header', 'order.created', '\x7b7d', '{"Nats-Msg-Id": "other"}')`)
 
 	start := time.Now()
@@ -220,12 +221,12 @@ func TestOutbox10000RowsDeliveredOnce(t *testing.T) {
 		for _, e := range h.dlq("?endpoint=" + config.OutboxDLQEndpoint) {
 			dead[e.EventID] = e
 		}
-		if len(dead) != 3 {
-			return fmt.Errorf("dead letters %v, want the 3 bad rows", dead)
+		if len(dead) != 4 {
+			return fmt.Errorf("dead letters %v, want the 4 bad rows", dead)
 		}
 		return nil
 	})
-	for id, want := range map[string]string{"0-bad-type": "event_type", "0-bad-size": "max_payload_bytes", "0-bad-header": "Nats-Msg-Id"} {
+	for id, want := range map[string]string{"0-bad-type": "event_type", "0-bad-size": "max_payload_bytes", "0-bad-size-2m": "not kept", "0-bad-header": "Nats-Msg-Id"} {
 		e := dead[id]
 		if e.Reason != "rejected" || e.Endpoint != config.OutboxDLQEndpoint || !strings.Contains(e.LastError, want) {
 			t.Errorf("dead letter %s = %+v, want reason rejected and an error about %s", id, e, want)
@@ -234,8 +235,8 @@ func TestOutbox10000RowsDeliveredOnce(t *testing.T) {
 	if got := relay.counter(t, "hookjet_outbox_relayed_total"); got != 10001 {
 		t.Errorf("hookjet_outbox_relayed_total = %v, want 10001", got)
 	}
-	if got := relay.counter(t, "hookjet_outbox_rejected_total"); got != 3 {
-		t.Errorf("hookjet_outbox_rejected_total = %v, want 3", got)
+	if got := relay.counter(t, "hookjet_outbox_rejected_total"); got != 4 {
+		t.Errorf("hookjet_outbox_rejected_total = %v, want 4", got)
 	}
 	checkFor(t, 5*time.Second, 50*time.Millisecond, func() error {
 		if lag := relay.Lag(); lag != 0 {
