@@ -165,6 +165,7 @@ func (d *Dispatcher) Redeliver(ctx context.Context, id string, since, until time
 	start := since
 	cons, err := d.o.JS.OrderedConsumer(ctx, jetstream.EventsStream, natsjs.OrderedConsumerConfig{
 		FilterSubjects: filters, DeliverPolicy: natsjs.DeliverByStartTimePolicy, OptStartTime: &start,
+		InactiveThreshold: jetstream.ReadInactive,
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("read %s: %w", jetstream.EventsStream, err)

@@ -58,6 +58,9 @@ func migrate(ctx context.Context, d *Dispatcher) error {
 
 func (d *Dispatcher) migrateConsumer(ctx context.Context, st natsjs.Stream, name string) (int, error) {
 	c, err := st.Consumer(ctx, name)
+	if errors.Is(err, natsjs.ErrConsumerNotFound) {
+		return 0, nil // another process upgraded it meanwhile
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -81,7 +84,10 @@ func (d *Dispatcher) migrateConsumer(ctx context.Context, st natsjs.Stream, name
 		for {
 			msg, err := oc.Next(natsjs.FetchMaxWait(2 * time.Second))
 			if err != nil {
-				break
+				// The consumer is deleted only once everything it held is
+				// a task: a slow answer fails the upgrade, which the next
+				// start repeats.
+				return n, fmt.Errorf("read its events: %w", err)
 			}
 			meta, err := msg.Metadata()
 			if err != nil {
@@ -94,7 +100,7 @@ func (d *Dispatcher) migrateConsumer(ctx context.Context, st natsjs.Stream, name
 				}
 				n++
 			}
-			if meta.Sequence.Stream >= last {
+			if meta.Sequence.Stream >= last || meta.NumPending == 0 {
 				break
 			}
 		}
@@ -127,7 +133,7 @@ func (d *Dispatcher) migrateReplays(ctx context.Context) error {
 		for {
 			msg, err := oc.Next(natsjs.FetchMaxWait(2 * time.Second))
 			if err != nil {
-				break
+				return fmt.Errorf("read %s: %w", jetstream.LegacyReplayStream, err)
 			}
 			meta, _ := msg.Metadata()
 			endpoint := strings.TrimPrefix(msg.Subject(), "hookjet.replay.")
@@ -136,7 +142,7 @@ func (d *Dispatcher) migrateReplays(ctx context.Context) error {
 			if err := d.publish(taskMsg(endpoint, &ev, attemptState{}, msg.Data(), h, time.Time{})); err != nil {
 				return err
 			}
-			if meta == nil || meta.Sequence.Stream >= last {
+			if meta == nil || meta.Sequence.Stream >= last || meta.NumPending == 0 {
 				break
 			}
 		}
@@ -158,15 +164,18 @@ func migrateStates(ctx context.Context, d *Dispatcher) error {
 	if err != nil {
 		return fmt.Errorf("bucket %s: %w", jetstream.EndpointBucket, err)
 	}
-	keys, err := kv.ListKeys(ctx)
+	// One pass over the bucket (not a Get per key): it runs at every start,
+	// with as many API endpoints as there are.
+	w, err := kv.WatchAll(ctx, natsjs.IgnoreDeletes())
 	if err != nil {
 		return fmt.Errorf("bucket %s: %w", jetstream.EndpointBucket, err)
 	}
-	for key := range keys.Keys() {
-		e, err := kv.Get(ctx, key)
-		if err != nil {
-			continue
+	defer func() { _ = w.Stop() }()
+	for e := range w.Updates() {
+		if e == nil {
+			break // the current values have all been seen
 		}
+		key := e.Key()
 		var old struct {
 			URL    string    `json:"url"`
 			Reason *string   `json:"reason"`

@@ -24,6 +24,10 @@ func (d *Dispatcher) DeadLetterStats(ctx context.Context) ([]jetstream.DLQStat, 
 	return jetstream.DeadLetterStats(ctx, d.o.JS)
 }
 
+// maxReplayErrors bounds the messages a replay's answer lists; Skipped
+// counts every one.
+const maxReplayErrors = 100
+
 // Replay sends matching dead letters back to their endpoint (and only that
 // endpoint) as tasks on hookjet.tasks.<endpoint>. Each keeps its event id, so
 // its webhook-id, and starts with fresh attempts and a fresh retry.max_age.
@@ -60,7 +64,12 @@ func (d *Dispatcher) Replay(ctx context.Context, r admin.ReplayRequest) (admin.R
 		e := m.Entry
 		if d.endpoint(e.Endpoint) == nil {
 			res.Skipped++
-			res.Errors = append(res.Errors, fmt.Sprintf("seq %d: endpoint %q is not configured", e.Seq, e.Endpoint))
+			switch {
+			case len(res.Errors) < maxReplayErrors:
+				res.Errors = append(res.Errors, fmt.Sprintf("seq %d: endpoint %q is not configured", e.Seq, e.Endpoint))
+			case len(res.Errors) == maxReplayErrors:
+				res.Errors = append(res.Errors, "more skipped; skipped counts them all")
+			}
 			return true
 		}
 		ev := event{id: e.EventID, typ: e.EventType, key: "r" + strconv.FormatUint(e.Seq, 10), at: d.now()}

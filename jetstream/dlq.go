@@ -72,9 +72,9 @@ type DLQMsg struct {
 
 // ScanDLQ calls fn for each dead letter matching f, oldest first, until fn
 // returns false. It reads with an ordered consumer, so it never disturbs
-// anything and needs no cleanup.
+// anything; the server removes that consumer seconds after the scan.
 func ScanDLQ(ctx context.Context, js natsjs.JetStream, f DLQFilter, fn func(DLQMsg) bool) error {
-	cfg := natsjs.OrderedConsumerConfig{DeliverPolicy: natsjs.DeliverAllPolicy}
+	cfg := natsjs.OrderedConsumerConfig{DeliverPolicy: natsjs.DeliverAllPolicy, InactiveThreshold: ReadInactive}
 	if f.Endpoint != "" {
 		cfg.FilterSubjects = []string{DLQPrefix + f.Endpoint}
 	}
