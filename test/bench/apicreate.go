@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,19 +95,26 @@ func createEndpoints(ctx context.Context, client *http.Client, base string, n in
 }
 
 func postCreate(ctx context.Context, client *http.Client, url, body string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader([]byte(body)))
+	return send(ctx, client, http.MethodPost, url, body, http.StatusCreated)
+}
+
+// send makes one admin API request and wants status want.
+func send(ctx context.Context, client *http.Client, method, url, body string, want int) error {
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-	if resp.StatusCode != http.StatusCreated {
-		return fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
+	if resp.StatusCode != want {
+		return fmt.Errorf("%s %s: status %d: %s", method, url, resp.StatusCode, bytes.TrimSpace(msg))
 	}
 	return nil
 }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"runtime"
 	"time"
@@ -46,7 +44,7 @@ func (b *bench) backlog(ctx context.Context, name string, n int) (*result, error
 	client := &http.Client{Timeout: 30 * time.Second}
 	defer client.CloseIdleConnections()
 
-	if err := postEmpty(ctx, client, base+"/api/v1/endpoints/e0/disable"); err != nil {
+	if err := send(ctx, client, http.MethodPost, base+"/api/v1/endpoints/e0/disable", "", http.StatusOK); err != nil {
 		return nil, err
 	}
 	parkStart := time.Now()
@@ -61,20 +59,14 @@ func (b *bench) backlog(ctx context.Context, name string, n int) (*result, error
 	}
 	defer stopProfile()
 	cpu0, t0, m0 := cpuTime(), time.Now(), machineCPU()
-	if err := postEmpty(ctx, client, base+"/api/v1/endpoints/e0/enable"); err != nil {
+	if err := send(ctx, client, http.MethodPost, base+"/api/v1/endpoints/e0/enable", "", http.StatusOK); err != nil {
 		return nil, err
 	}
 	r.Complete = x.wait(ctx, t0.Add(b.p.bound1000))
 	cpu, tEnd := cpuTime()-cpu0, time.Now()
 	stopProfile()
 	r.setOther(m0, cpu, tEnd.Sub(t0))
-	var last time.Time
-	r.Delivered, last = x.healthyDeliveries()
-	window := tEnd.Sub(t0)
-	if r.Complete && !last.IsZero() {
-		window = last.Sub(t0)
-	}
-	r.setRate(window, cpu)
+	r.setDelivered(x, t0, tEnd, cpu)
 	r.HealthyEndpoints = 1
 	r.PeakRSSMB = peakMB()
 	r.runtimeStats()
@@ -126,22 +118,4 @@ func (b *bench) park(ctx context.Context, h *instance, n int) error {
 		}
 	}
 	return fmt.Errorf("the %d events were not all parked as tasks within %s", n, b.p.bound1000)
-}
-
-// postEmpty POSTs nothing to url and wants a 2xx.
-func postEmpty(ctx context.Context, client *http.Client, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("POST %s: status %d: %s", url, resp.StatusCode, bytes.TrimSpace(msg))
-	}
-	return nil
 }

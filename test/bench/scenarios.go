@@ -271,6 +271,19 @@ func (b *bench) writeHeapProfile(scenario string) {
 	b.say("%s: heap profile written to %s", scenario, b.memprofile)
 }
 
+// setDelivered counts the deliveries at healthy endpoints and sets the rate
+// over the window from t0 to the last of them when the run completed, to
+// tEnd otherwise.
+func (r *result) setDelivered(x *tally, t0, tEnd time.Time, cpu time.Duration) {
+	var last time.Time
+	r.Delivered, last = x.healthyDeliveries()
+	window := tEnd.Sub(t0)
+	if r.Complete && !last.IsZero() {
+		window = last.Sub(t0)
+	}
+	r.setRate(window, cpu)
+}
+
 func (r *result) setRate(window, cpu time.Duration) {
 	r.Seconds = round(window.Seconds(), 3)
 	if window > 0 {
@@ -445,13 +458,7 @@ func (b *bench) throughput(ctx context.Context, s throughputSpec) (*result, erro
 		r.PublishPerSecond = round(float64(h.pubAcked.Load())/time.Unix(0, last).Sub(t0).Seconds(), 1)
 	}
 
-	var last time.Time
-	r.Delivered, last = x.healthyDeliveries()
-	window := tEnd.Sub(t0)
-	if r.Complete && !last.IsZero() {
-		window = last.Sub(t0)
-	}
-	r.setRate(window, cpu)
+	r.setDelivered(x, t0, tEnd, cpu)
 	r.HealthyEndpoints = countHealthy(s.behave)
 	if e == 10 && r.HealthyEndpoints == 10 {
 		r.Healthy9PerSecond = healthySubsetRate(x, 1, 10, t0)
@@ -623,13 +630,7 @@ func (b *bench) paced(ctx context.Context, s pacedSpec) (*result, error) {
 	cpu, tEnd := cpuTime()-cpu0, time.Now()
 	r.setOther(m0, cpu, tEnd.Sub(t0))
 	stopProfile()
-	var last time.Time
-	r.Delivered, last = x.healthyDeliveries()
-	window := tEnd.Sub(t0)
-	if r.Complete && !last.IsZero() {
-		window = last.Sub(t0)
-	}
-	r.setRate(window, cpu)
+	r.setDelivered(x, t0, tEnd, cpu)
 	r.Latency = ptr(summarise(x.healthyLatencies()))
 	r.PeakRSSMB = peakMB()
 	r.runtimeStats()
