@@ -143,7 +143,7 @@ type Security struct {
 	AllowCIDRs []string `yaml:"allow_cidrs"`
 	// HTTPSOnly refuses endpoint URLs that are not https. Default false.
 	HTTPSOnly bool `yaml:"https_only"`
-	// MaxPayloadBytes caps an event payload, 1 byte..64 MiB. Default 1 MiB.
+	// MaxPayloadBytes caps an event payload, 1 byte..16 MiB. Default 1 MiB.
 	MaxPayloadBytes int `yaml:"max_payload_bytes"`
 	// MaxEndpoints caps the number of endpoints, 1..1000000. Default 100000.
 	MaxEndpoints int `yaml:"max_endpoints"`
