@@ -12,8 +12,10 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -65,13 +67,15 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, _,
 		return err
 	}
 	log := NewLogger(cfg.Log, stderr)
+	// Caught from the start: a SIGHUP while Start waits (a cluster electing
+	// leaders) would otherwise kill the process; it is handled once started.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	s, err := Start(ctx, cfg, Options{Log: log, Getenv: getenv, ConfigPath: *path})
 	if err != nil {
 		return err
 	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	for {
 		select {
 		case <-ctx.Done():
@@ -160,6 +164,9 @@ type Server struct {
 	stopTracing func(context.Context) error
 	// stopWatch ends the watches of endpoints stored in KV buckets.
 	stopWatch func()
+	// store holds the endpoints of the admin API (Reload re-resolves them
+	// when the defaults change).
+	store *jetstream.EndpointStore
 	// outbox is the in-process outbox relay (outbox.dsn set; cli/outbox.go).
 	outbox     *outbox.Relay
 	stopOutbox func()
@@ -237,6 +244,7 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	if err != nil {
 		return nil, err
 	}
+	s.store = store
 	// Pull only now: every endpoint (file, API, other processes') is known.
 	if err := s.disp.Run(setupCtx); err != nil {
 		return nil, err
@@ -486,15 +494,79 @@ func checkPayloadHeadroom(cfg *config.Config, serverMax int64) error {
 // AdminAddr is the address the admin API listens on.
 func (s *Server) AdminAddr() string { return s.adminLn.Addr().String() }
 
-// Reload applies cfg's endpoints without dropping work. Endpoints created
-// through the admin API are not touched.
-func (s *Server) Reload(ctx context.Context, cfg *config.Config) error {
-	if err := s.disp.Apply(ctx, cfg); err != nil {
+// Reload applies next's endpoints and defaults, the part of the config a
+// SIGHUP reloads. Its other sections take effect at the next start: the
+// running ones stay in force for everything (the admin API validates new
+// endpoints against them too), and a warning names those that changed.
+// Nothing changes when next's endpoints do not validate against them.
+func (s *Server) Reload(ctx context.Context, next *config.Config) error {
+	cur := s.config()
+	merged := *cur
+	merged.Endpoints, merged.Defaults = next.Endpoints, next.Defaults
+	if err := merged.Validate(); err != nil {
+		return err
+	}
+	if changed := restartSections(cur, next); len(changed) > 0 {
+		s.log.Warn("reload: these sections changed and take effect at the next start", "sections", changed)
+	}
+	if err := s.disp.Apply(ctx, &merged); err != nil {
 		return err
 	}
 	s.cfgMu.Lock()
-	s.cfg = cfg
+	s.cfg = &merged
 	s.cfgMu.Unlock()
+	if !reflect.DeepEqual(cur.Defaults, merged.Defaults) {
+		return s.reresolveAPIEndpoints(ctx, merged.Defaults)
+	}
+	return nil
+}
+
+// restartSections names the sections of next, other than endpoints and
+// defaults, that differ from cur.
+func restartSections(cur, next *config.Config) []string {
+	var out []string
+	a, b := reflect.ValueOf(*cur), reflect.ValueOf(*next)
+	for i := range a.NumField() {
+		f := a.Type().Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "endpoints" || name == "defaults" {
+			continue
+		}
+		if !reflect.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// reresolveAPIEndpoints applies new defaults to the endpoints of the admin
+// API, which inherit them.
+func (s *Server) reresolveAPIEndpoints(ctx context.Context, defaults config.Settings) error {
+	if s.store == nil {
+		return nil
+	}
+	var mu sync.Mutex
+	var eps []config.Endpoint
+	stop, err := s.store.Watch(ctx, func(id string, rec *jetstream.EndpointRecord) {
+		if rec == nil {
+			return
+		}
+		ep, err := s.store.Resolve(*rec, defaults)
+		if err != nil {
+			s.log.Error("API endpoint not applied", "endpoint", id, "err", err)
+			return
+		}
+		mu.Lock()
+		eps = append(eps, ep)
+		mu.Unlock()
+	})
+	if err != nil {
+		return fmt.Errorf("read the API endpoints for the new defaults: %w", err)
+	}
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	s.disp.PutEndpoints(eps)
 	return nil
 }
 

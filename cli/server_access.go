@@ -15,7 +15,7 @@ func (s *Server) NATSURL() string {
 	if s.ns != nil {
 		return s.ns.ClientURL()
 	}
-	return s.cfg.NATS.URL
+	return s.config().NATS.URL
 }
 
 // InProcessConn returns an in-process connection to the embedded NATS

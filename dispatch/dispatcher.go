@@ -92,8 +92,11 @@ type Dispatcher struct {
 	eps     map[string]*endpoint
 	fromCfg map[string]bool // ids owned by the config file
 	others  map[string]bool // ids other processes' config files define
-	cfg     *config.Config
-	states  map[string]endpointState
+	// shadowed holds API endpoints whose id the config file also defines
+	// (the file's wins): back in force when the file drops the id.
+	shadowed map[string]config.Endpoint
+	cfg      *config.Config
+	states   map[string]endpointState
 
 	fanoutAckWait time.Duration
 	// fanoutFloor is the fan-out consumer's ack floor when last looked at
@@ -102,7 +105,10 @@ type Dispatcher struct {
 	fanoutFloor atomic.Uint64
 	fanoutCons  natsjs.Consumer // made by Start, pulled by Run
 	hour        hourStats
-	cfgStore    *jetstream.EndpointStore // shared config endpoints; nil until ShareConfigEndpoints
+	cfgStore    *jetstream.EndpointStore   // shared config endpoints; nil until ShareConfigEndpoints
+	shareMu     sync.Mutex                 // guards published and unshare
+	published   map[string]config.Endpoint // config endpoints last stored in the bucket
+	unshare     map[string]bool            // removed config endpoints not yet deleted from the bucket
 
 }
 
@@ -137,6 +143,8 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 		eps:            map[string]*endpoint{},
 		fromCfg:        map[string]bool{},
 		others:         map[string]bool{},
+		shadowed:       map[string]config.Endpoint{},
+		unshare:        map[string]bool{},
 		states:         map[string]endpointState{},
 		global:         make(chan struct{}, cfg.Worker.Concurrency),
 		unsettled:      make(chan struct{}, 2*cfg.Worker.Concurrency),
@@ -216,7 +224,16 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // series), removed ones stop receiving. Nothing is deleted from JetStream:
 // another process may still own the endpoint, and a removed endpoint's
 // waiting tasks stay until it comes back or they expire.
-func (d *Dispatcher) Apply(_ context.Context, cfg *config.Config) error {
+func (d *Dispatcher) Apply(ctx context.Context, cfg *config.Config) error {
+	gone, err := d.apply(cfg)
+	if d.cfgStore != nil {
+		d.publishConfig(ctx, nil, gone)
+	}
+	return err
+}
+
+// apply is Apply but for sharing: it returns the ids the file dropped.
+func (d *Dispatcher) apply(cfg *config.Config) (gone []string, _ error) {
 	d.applyMu.Lock()
 	defer d.applyMu.Unlock()
 	keep := make(map[string]bool, len(cfg.Endpoints))
@@ -226,6 +243,11 @@ func (d *Dispatcher) Apply(_ context.Context, cfg *config.Config) error {
 		ep := cfg.Endpoints[i]
 		ep.Source = config.SourceConfig
 		keep[ep.ID] = true
+		if e := d.endpoint(ep.ID); e != nil {
+			if cur := e.set.Load().ep; cur.Source == config.SourceAPI {
+				d.shadowed[ep.ID] = cur // the file takes the id over
+			}
+		}
 		changed, err := d.put(ep)
 		if err != nil {
 			errs = append(errs, err)
@@ -237,7 +259,6 @@ func (d *Dispatcher) Apply(_ context.Context, cfg *config.Config) error {
 	}
 	d.o.Breakers.ConfigureAll(configure)
 	d.mu.Lock()
-	var gone []string
 	for id := range d.fromCfg {
 		if !keep[id] {
 			gone = append(gone, id)
@@ -250,12 +271,16 @@ func (d *Dispatcher) Apply(_ context.Context, cfg *config.Config) error {
 	d.cfg = cfg
 	d.mu.Unlock()
 	for _, id := range gone {
+		if ep, ok := d.shadowed[id]; ok {
+			delete(d.shadowed, id)
+			if changed, err := d.put(ep); err == nil && changed {
+				d.o.Breakers.Configure(ep.ID, breakerSettings(ep))
+			}
+			continue
+		}
 		d.remove(id)
 	}
-	if d.cfgStore != nil {
-		d.publishConfig(context.Background(), nil, gone)
-	}
-	return errors.Join(errs...)
+	return gone, errors.Join(errs...)
 }
 
 // PutEndpoint adds or changes an endpoint owned by the admin API.
@@ -265,10 +290,11 @@ func (d *Dispatcher) PutEndpoint(ep config.Endpoint) error {
 	d.mu.RLock()
 	owned := d.fromCfg[ep.ID]
 	d.mu.RUnlock()
+	ep.Source = config.SourceAPI
 	if owned {
+		d.shadowed[ep.ID] = ep
 		return fmt.Errorf("endpoint %q is defined in the config file", ep.ID)
 	}
-	ep.Source = config.SourceAPI
 	changed, err := d.put(ep)
 	if err == nil && changed {
 		d.o.Breakers.Configure(ep.ID, breakerSettings(ep))
@@ -280,6 +306,7 @@ func (d *Dispatcher) PutEndpoint(ep config.Endpoint) error {
 func (d *Dispatcher) RemoveEndpoint(id string) {
 	d.applyMu.Lock()
 	defer d.applyMu.Unlock()
+	delete(d.shadowed, id)
 	d.mu.RLock()
 	owned := d.fromCfg[id]
 	d.mu.RUnlock()

@@ -66,6 +66,10 @@ func (d *Dispatcher) WatchEndpoints(ctx context.Context, store *jetstream.Endpoi
 	return stop, nil
 }
 
+// PutEndpoints is PutEndpoint for many endpoints owned by the admin API
+// (their new resolved settings after a change of the defaults).
+func (d *Dispatcher) PutEndpoints(eps []config.Endpoint) { d.putAll(eps) }
+
 // putAll is PutEndpoint for many endpoints, with one breaker update.
 func (d *Dispatcher) putAll(eps []config.Endpoint) {
 	d.applyMu.Lock()
@@ -75,11 +79,12 @@ func (d *Dispatcher) putAll(eps []config.Endpoint) {
 		d.mu.RLock()
 		owned := d.fromCfg[ep.ID]
 		d.mu.RUnlock()
+		ep.Source = config.SourceAPI
 		if owned {
 			d.log.Warn("an API endpoint has the id of a config-file endpoint; the file's wins", "endpoint", ep.ID)
+			d.shadowed[ep.ID] = ep
 			continue
 		}
-		ep.Source = config.SourceAPI
 		changed, err := d.put(ep)
 		if err != nil {
 			d.log.Error("API endpoint not applied", "endpoint", ep.ID, "err", err)

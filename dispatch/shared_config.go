@@ -113,13 +113,19 @@ func (d *Dispatcher) ShareConfigEndpoints(ctx context.Context, store *jetstream.
 	return stop, nil
 }
 
-// publishConfig stores this process's config endpoints that differ from
-// stored, and deletes the keys of removed ones (ids its file defined before
-// a reload and no longer does).
+// publishConfig stores this process's config endpoints in the shared bucket
+// where they differ from what it holds (stored, or what this process
+// published last), and deletes removed ones; deletes that fail are retried
+// at the next call. ctx bounds it all (a reload's: SIGTERM cuts it short).
 func (d *Dispatcher) publishConfig(ctx context.Context, stored map[string]config.Endpoint, removed []string) {
 	store := d.cfgStore
 	if store == nil {
 		return
+	}
+	d.shareMu.Lock()
+	defer d.shareMu.Unlock()
+	if stored == nil {
+		stored = d.published
 	}
 	d.mu.RLock()
 	var own []config.Endpoint
@@ -129,11 +135,13 @@ func (d *Dispatcher) publishConfig(ctx context.Context, stored map[string]config
 		}
 	}
 	d.mu.RUnlock()
+	shared := make(map[string]config.Endpoint, len(own))
 	n := 0
 	for _, ep := range own {
 		if prev, ok := stored[ep.ID]; ok {
 			prev.Source = ep.Source
 			if sameDefinition(prev, ep) {
+				shared[ep.ID] = ep
 				continue
 			}
 		}
@@ -144,17 +152,31 @@ func (d *Dispatcher) publishConfig(ctx context.Context, stored map[string]config
 			d.log.Warn("config endpoint not shared with other processes", "endpoint", ep.ID, "err", err)
 			continue
 		}
+		shared[ep.ID] = ep
 		n++
 	}
+	d.published = shared
 	for _, id := range removed {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		if err := store.Delete(pctx, id); err != nil {
-			d.log.Debug("unshare removed config endpoint", "endpoint", id, "err", err)
-		}
-		cancel()
+		d.unshare[id] = true
 	}
-	if n > 0 || len(removed) > 0 {
-		d.log.Info("shared the config file's endpoints with other processes", "stored", n, "removed", len(removed))
+	unshared := 0
+	for id := range d.unshare {
+		if _, back := shared[id]; back {
+			delete(d.unshare, id)
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := store.Delete(pctx, id)
+		cancel()
+		if err != nil {
+			d.log.Warn("removed config endpoint still shared with other processes; retried at the next reload", "endpoint", id, "err", err)
+			continue
+		}
+		delete(d.unshare, id)
+		unshared++
+	}
+	if n > 0 || unshared > 0 {
+		d.log.Info("shared the config file's endpoints with other processes", "stored", n, "removed", unshared)
 	}
 }
 

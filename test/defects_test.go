@@ -245,3 +245,39 @@ func TestDefect11StartWaitsForJetStream(t *testing.T) {
 	}
 	r.waitFor(t, "evt_late")
 }
+
+// An API endpoint whose id the config file takes over on a reload is back
+// in force when a later reload drops the id from the file: its events are
+// not acked with no endpoint to go to.
+func TestReloadGivesAShadowedAPIEndpointBack(t *testing.T) {
+	r := newReceiver(t, []string{secretA, secretB}, nil)
+	dir := t.TempDir()
+	base := testConfig(t, dir, "", endpointYAML{ID: "file", URL: r.URL, Events: []string{"other.*"}})
+	h := startHookjet(t, base, cli.Options{})
+	body := map[string]any{"id": "x1", "url": r.URL, "events": []string{"order.*"}, "secrets": []string{secretA, secretB}}
+	if code := h.api("POST", "/api/v1/endpoints", "", body, nil); code != http.StatusCreated {
+		t.Fatalf("create: HTTP %d", code)
+	}
+	checkFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+		if code := h.api("GET", "/api/v1/endpoints/x1", "", nil, nil); code != http.StatusOK {
+			return fmt.Errorf("x1: HTTP %d", code)
+		}
+		return nil
+	})
+	h.publish("order.created", "evt_shadow_1", []byte(`{}`))
+	r.waitFor(t, "evt_shadow_1")
+
+	withX1 := testConfig(t, dir, "", endpointYAML{ID: "file", URL: r.URL, Events: []string{"other.*"}},
+		endpointYAML{ID: "x1", URL: r.URL, Events: []string{"lead.*"}})
+	if err := h.srv.Reload(t.Context(), withX1); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.srv.Reload(t.Context(), base); err != nil {
+		t.Fatal(err)
+	}
+	if code := h.api("GET", "/api/v1/endpoints/x1", "", nil, nil); code != http.StatusOK {
+		t.Fatalf("x1 after the file dropped it: HTTP %d", code)
+	}
+	h.publish("order.created", "evt_shadow_3", []byte(`{}`))
+	r.waitFor(t, "evt_shadow_3")
+}
