@@ -136,6 +136,10 @@ func (d *Dispatcher) carryOut(dl *delivery, adm *admission, act action) {
 // retry stores dl as a schedule that JetStream turns into a due task after
 // wait, then settles the source.
 func (d *Dispatcher) retry(dl *delivery, wait time.Duration) {
+	if dl.e.deleted.Load() {
+		dl.done(true) // deleted meanwhile: nothing is kept for it
+		return
+	}
 	at := d.now().Add(wait)
 	if err := d.publish(taskMsg(dl.e.id, dl.ev, dl.st, dl.data, dl.hdr, at)); err != nil {
 		dl.log(d.log, slog.LevelWarn, "retry not stored; the source comes back", "err", err)
@@ -150,6 +154,10 @@ func (d *Dispatcher) retry(dl *delivery, wait time.Duration) {
 // park stores dl as a due task on its endpoint's subject, where it waits
 // without holding any shared consumer's ack slot until a drain takes it.
 func (d *Dispatcher) park(dl *delivery, cause string) {
+	if dl.e.deleted.Load() {
+		dl.done(true) // deleted meanwhile: nothing is kept for it
+		return
+	}
 	d.countDeferral(dl.e, cause)
 	d.inflight.Add(1)
 	go func() {

@@ -121,6 +121,10 @@ type endpoint struct {
 	set     atomic.Pointer[settings]
 	slots   slots
 	removed atomic.Bool
+	// deleted: removed through the admin API, for every process; its
+	// deliveries still in flight store no retry or task (no one would
+	// take them, and an id created again would).
+	deleted atomic.Bool
 	last    atomic.Pointer[admin.LastDelivery] // this process's last 2xx
 }
 
@@ -309,8 +313,12 @@ func (d *Dispatcher) RemoveEndpoint(id string) {
 	delete(d.shadowed, id)
 	d.mu.RLock()
 	owned := d.fromCfg[id]
+	e := d.eps[id]
 	d.mu.RUnlock()
 	if !owned {
+		if e != nil {
+			e.deleted.Store(true)
+		}
 		d.remove(id)
 	}
 }

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -280,4 +281,69 @@ func TestReloadGivesAShadowedAPIEndpointBack(t *testing.T) {
 	}
 	h.publish("order.created", "evt_shadow_3", []byte(`{}`))
 	r.waitFor(t, "evt_shadow_3")
+}
+
+// A delivery in flight when its API endpoint is deleted stores no retry:
+// nothing would take it, and an endpoint created again with the id would.
+func TestDeletedAPIEndpointKeepsNoRetry(t *testing.T) {
+	var inFlight atomic.Bool
+	release := make(chan struct{})
+	r := newReceiver(t, []string{secretA, secretB}, func(w http.ResponseWriter, _ delivery) {
+		inFlight.Store(true)
+		<-release
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	h := startHookjet(t, testConfig(t, t.TempDir(), "", endpointYAML{ID: "file", URL: r.URL, Events: []string{"other.*"}}), cli.Options{})
+	body := map[string]any{"id": "gone1", "url": r.URL, "events": []string{"order.*"}, "secrets": []string{secretA, secretB}}
+	if code := h.api("POST", "/api/v1/endpoints", "", body, nil); code != http.StatusCreated {
+		t.Fatalf("create: HTTP %d", code)
+	}
+	checkFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+		if code := h.api("GET", "/api/v1/endpoints/gone1", "", nil, nil); code != http.StatusOK {
+			return fmt.Errorf("gone1: HTTP %d", code)
+		}
+		return nil
+	})
+	h.publish("order.created", "evt_gone_1", []byte(`{}`))
+	checkFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if !inFlight.Load() {
+			return fmt.Errorf("no request yet")
+		}
+		return nil
+	})
+	if code := h.api("DELETE", "/api/v1/endpoints/gone1", "", nil, nil); code != http.StatusNoContent {
+		t.Fatalf("delete: HTTP %d", code)
+	}
+	checkFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+		if code := h.api("GET", "/api/v1/endpoints/gone1", "", nil, nil); code != http.StatusNotFound {
+			return fmt.Errorf("gone1 still known: HTTP %d", code)
+		}
+		return nil
+	})
+	close(release) // the 503 comes back after the delete
+	fanoutSettledWithin(t, h, 10*time.Second)
+	st, err := h.js.Stream(t.Context(), hjs.TasksStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(t.Context(), natsjs.WithSubjectFilter(">"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for subj, n := range info.State.Subjects {
+		if strings.Contains(subj, "gone1") {
+			t.Fatalf("%d message(s) on %s after the endpoint was deleted", n, subj)
+		}
+	}
+}
+
+// fanoutSettledWithin waits until the fan-out consumer has nothing pending
+// or awaiting an ack.
+func fanoutSettledWithin(t *testing.T, h *hookjet, timeout time.Duration) {
+	t.Helper()
+	checkFor(t, timeout, 50*time.Millisecond, func() error {
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		defer cancel()
+		return fanoutSettled(ctx, h.js)
+	})
 }
