@@ -133,11 +133,21 @@ func (d *Dispatcher) carryOut(dl *delivery, adm *admission, act action) {
 	}
 }
 
+// forgotten settles dl, storing nothing, when its endpoint was deleted
+// through the admin API while dl was in flight: no one would take a task of
+// it, and an endpoint created again with the id would.
+func forgotten(dl *delivery) bool {
+	if !dl.e.deleted.Load() {
+		return false
+	}
+	dl.done(true)
+	return true
+}
+
 // retry stores dl as a schedule that JetStream turns into a due task after
 // wait, then settles the source.
 func (d *Dispatcher) retry(dl *delivery, wait time.Duration) {
-	if dl.e.deleted.Load() {
-		dl.done(true) // deleted meanwhile: nothing is kept for it
+	if forgotten(dl) {
 		return
 	}
 	at := d.now().Add(wait)
@@ -154,8 +164,7 @@ func (d *Dispatcher) retry(dl *delivery, wait time.Duration) {
 // park stores dl as a due task on its endpoint's subject, where it waits
 // without holding any shared consumer's ack slot until a drain takes it.
 func (d *Dispatcher) park(dl *delivery, cause string) {
-	if dl.e.deleted.Load() {
-		dl.done(true) // deleted meanwhile: nothing is kept for it
+	if forgotten(dl) {
 		return
 	}
 	d.countDeferral(dl.e, cause)

@@ -387,14 +387,10 @@ func (d *Dispatcher) admitWait(ctx context.Context, e *endpoint, s *settings) (*
 				}
 			}
 		}
-		ok, wait := d.o.Breakers.Acquire(e.id)
-		if ok {
-			return &admission{d: d, e: e, breaker: true, token: token}, time.Time{}
+		adm, wait := d.admitBreaker(e, token)
+		if adm != nil {
+			return adm, time.Time{}
 		}
-		if token != nil {
-			token.Cancel()
-		}
-		e.slots.release()
 		d.countDeferral(e, "breaker")
 		if wait >= time.Second {
 			return nil, now.Add(wait)

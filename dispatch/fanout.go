@@ -379,14 +379,25 @@ func (d *Dispatcher) admitHolding(e *endpoint, s *settings) (*admission, string)
 			return nil, "rate_limit"
 		}
 	}
-	if ok, _ := d.o.Breakers.Acquire(e.id); !ok {
-		if token != nil {
-			token.Cancel()
-		}
-		e.slots.release()
-		return nil, "breaker"
+	if adm, _ := d.admitBreaker(e, token); adm != nil {
+		return adm, ""
 	}
-	return &admission{d: d, e: e, breaker: true, token: token}, ""
+	return nil, "breaker"
+}
+
+// admitBreaker completes an admission that holds an in-flight slot of e and
+// its rate-limit token (nil without a limit) with the breaker's permission,
+// or gives both back and says how long until the breaker may allow one.
+func (d *Dispatcher) admitBreaker(e *endpoint, token *rate.Reservation) (*admission, time.Duration) {
+	ok, wait := d.o.Breakers.Acquire(e.id)
+	if ok {
+		return &admission{d: d, e: e, breaker: true, token: token}, 0
+	}
+	if token != nil {
+		token.Cancel()
+	}
+	e.slots.release()
+	return nil, wait
 }
 
 // launch takes a slot of the global concurrency and attempts dl on a worker

@@ -255,16 +255,7 @@ func TestReloadGivesAShadowedAPIEndpointBack(t *testing.T) {
 	dir := t.TempDir()
 	base := testConfig(t, dir, "", endpointYAML{ID: "file", URL: r.URL, Events: []string{"other.*"}})
 	h := startHookjet(t, base, cli.Options{})
-	body := map[string]any{"id": "x1", "url": r.URL, "events": []string{"order.*"}, "secrets": []string{secretA, secretB}}
-	if code := h.api("POST", "/api/v1/endpoints", "", body, nil); code != http.StatusCreated {
-		t.Fatalf("create: HTTP %d", code)
-	}
-	checkFor(t, 5*time.Second, 20*time.Millisecond, func() error {
-		if code := h.api("GET", "/api/v1/endpoints/x1", "", nil, nil); code != http.StatusOK {
-			return fmt.Errorf("x1: HTTP %d", code)
-		}
-		return nil
-	})
+	h.createAPIEndpoint("x1", r.URL, "order.*")
 	h.publish("order.created", "evt_shadow_1", []byte(`{}`))
 	r.waitFor(t, "evt_shadow_1")
 
@@ -294,16 +285,7 @@ func TestDeletedAPIEndpointKeepsNoRetry(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	})
 	h := startHookjet(t, testConfig(t, t.TempDir(), "", endpointYAML{ID: "file", URL: r.URL, Events: []string{"other.*"}}), cli.Options{})
-	body := map[string]any{"id": "gone1", "url": r.URL, "events": []string{"order.*"}, "secrets": []string{secretA, secretB}}
-	if code := h.api("POST", "/api/v1/endpoints", "", body, nil); code != http.StatusCreated {
-		t.Fatalf("create: HTTP %d", code)
-	}
-	checkFor(t, 5*time.Second, 20*time.Millisecond, func() error {
-		if code := h.api("GET", "/api/v1/endpoints/gone1", "", nil, nil); code != http.StatusOK {
-			return fmt.Errorf("gone1: HTTP %d", code)
-		}
-		return nil
-	})
+	h.createAPIEndpoint("gone1", r.URL, "order.*")
 	h.publish("order.created", "evt_gone_1", []byte(`{}`))
 	checkFor(t, 5*time.Second, 10*time.Millisecond, func() error {
 		if !inFlight.Load() {

@@ -309,6 +309,24 @@ func (h *hookjet) publish(typ, id string, body []byte) *natsjs.PubAck {
 	return ack
 }
 
+// createAPIEndpoint creates endpoint id through the admin API, delivering
+// the events patterns match to url, signed with both test secrets, and waits
+// until the engine serves it.
+func (h *hookjet) createAPIEndpoint(id, url string, patterns ...string) {
+	h.t.Helper()
+	token := h.cfg.Admin.Token.Reveal()
+	body := map[string]any{"id": id, "url": url, "events": patterns, "secrets": []string{secretA, secretB}}
+	if code := h.api("POST", "/api/v1/endpoints", token, body, nil); code != http.StatusCreated {
+		h.t.Fatalf("create %s: HTTP %d", id, code)
+	}
+	checkFor(h.t, 5*time.Second, 20*time.Millisecond, func() error {
+		if code := h.api("GET", "/api/v1/endpoints/"+id, token, nil, nil); code != http.StatusOK {
+			return fmt.Errorf("%s: HTTP %d", id, code)
+		}
+		return nil
+	})
+}
+
 // api calls the admin API and decodes the JSON answer into out.
 func (h *hookjet) api(method, path, token string, in, out any) int {
 	h.t.Helper()

@@ -200,10 +200,7 @@ func TestRestartDeliversWhatWaitedForAPIEndpoints(t *testing.T) {
 	cfg := testConfig(t, t.TempDir(), "", endpointYAML{ID: "file", URL: r.URL, Events: []string{"other.*"}})
 	cfg.NATS.URL = ns.url()
 	h := startHookjet(t, cfg, cli.Options{})
-	body := map[string]any{"id": "api1", "url": r.URL, "events": []string{"order.*"}, "secrets": []string{secretA, secretB}}
-	if code := h.api("POST", "/api/v1/endpoints", h.cfg.Admin.Token.Reveal(), body, nil); code != http.StatusCreated {
-		t.Fatalf("create: HTTP %d", code)
-	}
+	h.createAPIEndpoint("api1", r.URL, "order.*")
 	h.stop()
 
 	_, js := connectJS(t, ns.url())
