@@ -79,8 +79,15 @@ type Streams struct {
 	DuplicateWindow time.Duration `yaml:"duplicate_window"`
 	// MaxAge is how long an event is kept. Default 168h.
 	MaxAge time.Duration `yaml:"max_age"`
-	// MaxBytes caps the events stream. Default 8 GiB.
+	// MaxBytes caps the events stream. Past 90% of it hookjet trims the
+	// oldest events every delivery has settled, so producers are refused
+	// only when undelivered events alone fill it. Default 8 GiB.
 	MaxBytes int64 `yaml:"max_bytes"`
+	// TasksMaxBytes bounds HOOKJET_TASKS (parked deliveries and scheduled
+	// retries): a delivery that would pass it is dead-lettered with reason
+	// overflow, so the server never drops a task. The stream's own limit
+	// sits above it. Default 8 GiB.
+	TasksMaxBytes int64 `yaml:"tasks_max_bytes"`
 	// DLQMaxAge is how long a dead letter is kept. Default 720h.
 	DLQMaxAge time.Duration `yaml:"dlq_max_age"`
 	// DLQMaxBytes caps the dead-letter stream. Default 1 GiB.
@@ -181,6 +188,10 @@ type Settings struct {
 	Retry Retry `yaml:"retry"`
 	// Breaker configures the endpoint's circuit breaker.
 	Breaker Breaker `yaml:"breaker"`
+	// MaxBacklog caps the endpoint's waiting deliveries (parked tasks and
+	// scheduled retries), 1..10000000: one that would pass it is
+	// dead-lettered with reason overflow. Default 100000.
+	MaxBacklog int `yaml:"max_backlog"`
 }
 
 // RateLimit is a token bucket.
@@ -278,6 +289,7 @@ func Default() Config {
 			DuplicateWindow: 2 * time.Minute,
 			MaxAge:          168 * time.Hour,
 			MaxBytes:        8 << 30,
+			TasksMaxBytes:   8 << 30,
 			DLQMaxAge:       720 * time.Hour,
 			DLQMaxBytes:     1 << 30,
 		},
@@ -291,6 +303,7 @@ func Default() Config {
 		Defaults: Settings{
 			Timeout:     15 * time.Second,
 			MaxInFlight: 16,
+			MaxBacklog:  100000,
 			Retry: Retry{
 				Base:        5 * time.Second,
 				Cap:         time.Hour,

@@ -173,6 +173,7 @@ streams:
   max_bytes: 1073741824
   dlq_max_age: 1440h
   dlq_max_bytes: 536870912
+  tasks_max_bytes: 2GiB
 worker:
   concurrency: 512
   shutdown_grace: 45s
@@ -197,6 +198,7 @@ metrics:
 defaults:
   timeout: 10s
   max_in_flight: 8
+  max_backlog: 5000
   rate_limit: {rps: 2.5, burst: 5}
   retry: {base: 1s, cap: 30m, max_attempts: 10, max_age: 12h}
   breaker: {failure_threshold: 5, cooldown: 1m, max_cooldown: 30m, slow_p95: 2s}
@@ -222,6 +224,7 @@ func TestParseFull(t *testing.T) {
 	defaults := Settings{
 		Timeout:     10 * time.Second,
 		MaxInFlight: 8,
+		MaxBacklog:  5000,
 		RateLimit:   RateLimit{RPS: 2.5, Burst: 5},
 		Retry:       Retry{Base: time.Second, Cap: 30 * time.Minute, MaxAttempts: 10, MaxAge: 12 * time.Hour},
 		Breaker:     Breaker{FailureThreshold: 5, Cooldown: time.Minute, MaxCooldown: 30 * time.Minute, SlowP95: 2 * time.Second},
@@ -243,6 +246,7 @@ func TestParseFull(t *testing.T) {
 			MaxBytes:        1 << 30,
 			DLQMaxAge:       1440 * time.Hour,
 			DLQMaxBytes:     512 << 20,
+			TasksMaxBytes:   2 << 30,
 		},
 		Worker: Worker{Concurrency: 512, ShutdownGrace: 45 * time.Second},
 		Dedupe: Dedupe{TTL: 48 * time.Hour},
@@ -271,6 +275,7 @@ func TestParseFull(t *testing.T) {
 				Settings: Settings{
 					Timeout:     3 * time.Second,
 					MaxInFlight: 4,
+					MaxBacklog:  5000,
 					RateLimit:   RateLimit{RPS: 10, Burst: 5}, // burst inherited field by field
 					Retry:       Retry{Base: 2 * time.Second, Cap: 10 * time.Minute, MaxAttempts: 4, MaxAge: time.Hour},
 					Breaker:     Breaker{FailureThreshold: 3, Cooldown: 30 * time.Second, MaxCooldown: 10 * time.Minute, SlowP95: time.Second},

@@ -22,6 +22,7 @@ import (
 type Overrides struct {
 	Timeout                 *time.Duration
 	MaxInFlight             *int
+	MaxBacklog              *int
 	RateLimitRPS            *float64
 	RateLimitBurst          *int
 	RetryBase               *time.Duration
@@ -47,6 +48,7 @@ type override struct {
 var overrides = []override{
 	{"timeout", func(o *Overrides) any { return &o.Timeout }, func(s *Settings) any { return &s.Timeout }},
 	{"max_in_flight", func(o *Overrides) any { return &o.MaxInFlight }, func(s *Settings) any { return &s.MaxInFlight }},
+	{"max_backlog", func(o *Overrides) any { return &o.MaxBacklog }, func(s *Settings) any { return &s.MaxBacklog }},
 	{"rate_limit.rps", func(o *Overrides) any { return &o.RateLimitRPS }, func(s *Settings) any { return &s.RateLimit.RPS }},
 	{"rate_limit.burst", func(o *Overrides) any { return &o.RateLimitBurst }, func(s *Settings) any { return &s.RateLimit.Burst }},
 	{"retry.base", func(o *Overrides) any { return &o.RetryBase }, func(s *Settings) any { return &s.Retry.Base }},
@@ -557,7 +559,7 @@ func SpecOf(ep Endpoint) EndpointSpec {
 		ID: ep.ID, URL: ep.URL, Events: ep.Events, Tenant: ep.Tenant, Description: ep.Description,
 		Headers: ep.Headers, Secrets: ep.Secrets, SecretExpiry: ep.SecretExpiry, InsecureSkipVerify: ep.InsecureSkipVerify,
 		Overrides: Overrides{
-			Timeout: &s.Timeout, MaxInFlight: &s.MaxInFlight,
+			Timeout: &s.Timeout, MaxInFlight: &s.MaxInFlight, MaxBacklog: &s.MaxBacklog,
 			RateLimitRPS: &s.RateLimit.RPS, RateLimitBurst: &s.RateLimit.Burst,
 			RetryBase: &s.Retry.Base, RetryCap: &s.Retry.Cap, RetryMaxAttempts: &s.Retry.MaxAttempts, RetryMaxAge: &s.Retry.MaxAge,
 			BreakerFailureThreshold: &s.Breaker.FailureThreshold, BreakerCooldown: &s.Breaker.Cooldown,

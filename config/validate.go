@@ -26,6 +26,7 @@ const (
 	minTimeout        = time.Millisecond
 	maxTimeout        = 10 * time.Minute
 	maxInFlight       = 10000
+	maxBacklog        = 10_000_000
 	maxRPS            = 1e6
 	maxAttempts       = 1000
 	maxThreshold      = 10000
@@ -176,6 +177,9 @@ func (c *Config) validateStreams(p *problems) {
 	if s.DLQMaxBytes <= 0 {
 		p.add("streams.dlq_max_bytes", "must be positive, got %d", s.DLQMaxBytes)
 	}
+	if s.TasksMaxBytes < 1<<20 {
+		p.add("streams.tasks_max_bytes", "must be at least 1 MiB, got %d", s.TasksMaxBytes)
+	}
 }
 
 func (c *Config) validateSecurity(p *problems) {
@@ -207,6 +211,9 @@ func validateSettings(p *problems, prefix string, s Settings) {
 	}
 	if s.MaxInFlight < 1 || s.MaxInFlight > maxInFlight {
 		p.add(key("max_in_flight"), "must be between 1 and %d, got %d", maxInFlight, s.MaxInFlight)
+	}
+	if s.MaxBacklog < 1 || s.MaxBacklog > maxBacklog {
+		p.add(key("max_backlog"), "must be between 1 and %d, got %d", maxBacklog, s.MaxBacklog)
 	}
 	r := s.RateLimit
 	if !(r.RPS >= 0 && r.RPS <= maxRPS) { // also refuses NaN
