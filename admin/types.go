@@ -20,6 +20,9 @@ type Summary struct {
 	OpenBreakers            int     `json:"open_breakers"`
 	EventsStored            uint64  `json:"events_stored"`
 	EventsBytes             uint64  `json:"events_bytes"`
+	// LogOldest is when the oldest event still in HOOKJET_EVENTS was
+	// published: redelivery reaches back that far. Absent when it is empty.
+	LogOldest *time.Time `json:"log_oldest,omitempty"`
 	// OutboxLagSeconds is the age of the oldest outbox row, when an outbox
 	// relay runs in this process (outbox.dsn set).
 	OutboxLagSeconds *float64 `json:"outbox_lag_seconds,omitempty"`

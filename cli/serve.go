@@ -393,12 +393,11 @@ func (s *Server) watchEndpoints(ctx, setupCtx context.Context, js natsjs.JetStre
 		return nil, err
 	}
 	s.stopWatch = stopAPI
-	if cfg.NATS.URL == "" {
-		return store, nil
-	}
 	// Several processes share the fan-out: each must know every process's
 	// config endpoints, or it would ack events only those endpoints want.
-	// Each publishes its file's and applies the others'.
+	// Each publishes its file's and applies the others'. The embedded
+	// server's process shares too: another hookjet may connect to it with
+	// nats.url.
 	shared, err := jetstream.OpenEndpointStore(setupCtx, js, key, cfg.Streams.Replicas, jetstream.StoreLogger(s.log),
 		jetstream.StoreBucket(jetstream.ConfigEndpointBucket, "hookjet config-file endpoints of every process, by id (secrets and header values sealed)"))
 	if err != nil {

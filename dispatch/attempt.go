@@ -150,8 +150,12 @@ func (d *Dispatcher) retry(dl *delivery, wait time.Duration) {
 	if forgotten(dl) {
 		return
 	}
+	if !d.reserve(dl) {
+		return
+	}
 	at := d.now().Add(wait)
 	if err := d.publish(taskMsg(dl.e.id, dl.ev, dl.st, dl.data, dl.hdr, at)); err != nil {
+		d.unreserve(dl)
 		dl.log(d.log, slog.LevelWarn, "retry not stored; the source comes back", "err", err)
 		dl.done(false)
 		return
@@ -168,17 +172,20 @@ func (d *Dispatcher) park(dl *delivery, cause string) {
 		return
 	}
 	d.countDeferral(dl.e, cause)
-	d.inflight.Add(1)
-	go func() {
-		defer d.inflight.Done()
-		if err := d.publish(taskMsg(dl.e.id, dl.ev, dl.st, dl.data, dl.hdr, time.Time{})); err != nil {
+	d.goJob(func() {
+		if !d.reserve(dl) {
+			return
+		}
+		msg := taskMsg(dl.e.id, dl.ev, dl.st, dl.data, dl.hdr, time.Time{})
+		if err := d.publish(msg); err != nil {
+			d.unreserve(dl)
 			dl.log(d.log, slog.LevelWarn, "task not stored; the event comes back", "err", err)
 			dl.done(false)
 			return
 		}
 		d.drains.note(dl.e.id, time.Time{})
 		dl.done(true)
-	}()
+	})
 }
 
 // publish stores msg and waits for the PubAck. It uses the send context, so
@@ -191,11 +198,7 @@ func (d *Dispatcher) publish(msg *nats.Msg) error {
 }
 
 func (d *Dispatcher) goDeadLetter(dl *delivery, reason string) {
-	d.inflight.Add(1)
-	go func() {
-		defer d.inflight.Done()
-		d.deadLetter(dl, reason)
-	}()
+	d.goJob(func() { d.deadLetter(dl, reason) })
 }
 
 // deadLetter copies dl to HOOKJET_DLQ and settles the source once the PubAck

@@ -70,6 +70,11 @@ type Dispatcher struct {
 	stateKV   natsjs.KeyValue
 	shared    *sharedSeen   // nil with the embedded server: one process, the local ledger suffices
 	global    chan struct{} // worker.concurrency: requests in flight
+	share     *poolShare    // divides global between the endpoints using it
+	waitingN  atomic.Int32  // fan-out deliveries waiting for an endpoint's slot
+	jobs      *jobs         // background NATS work (tasks, dead letters)
+	tasksUsed atomic.Int64  // HOOKJET_TASKS bytes, as last read plus stored since
+	tasksMax  int64         // streams.tasks_max_bytes
 	unsettled chan struct{} // fan-out events not yet settled in this process
 	// unsettledBytes bounds their payload bytes.
 	unsettledBytes *byteBudget
@@ -126,6 +131,9 @@ type endpoint struct {
 	// take them, and an id created again would).
 	deleted atomic.Bool
 	last    atomic.Pointer[admin.LastDelivery] // this process's last 2xx
+	// backlog counts the tasks this process stored for the endpoint and
+	// not yet consumed (see bounds.go): max_backlog applies to it.
+	backlog atomic.Int64
 }
 
 type settings struct {
@@ -151,6 +159,9 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 		unshare:        map[string]bool{},
 		states:         map[string]endpointState{},
 		global:         make(chan struct{}, cfg.Worker.Concurrency),
+		share:          &poolShare{total: cfg.Worker.Concurrency},
+		jobs:           newJobs(),
+		tasksMax:       cfg.Streams.TasksMaxBytes,
 		unsettled:      make(chan struct{}, 2*cfg.Worker.Concurrency),
 		unsettledBytes: newByteBudget(unsettledBytes),
 		maxPayload:     cfg.Security.MaxPayloadBytes,
@@ -211,10 +222,14 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if err := d.runSafetyNet(ctx); err != nil {
 		return err
 	}
-	d.loops.Add(2)
+	d.loops.Add(3)
 	go func() {
 		defer d.loops.Done()
 		d.runFanout(d.loopCtx, d.fanoutCons)
+	}()
+	go func() {
+		defer d.loops.Done()
+		d.runHousekeeping(d.loopCtx)
 	}()
 	go func() {
 		defer d.loops.Done()
@@ -338,6 +353,7 @@ func (d *Dispatcher) put(ep config.Endpoint) (bool, error) {
 	}
 	if e == nil {
 		e = &endpoint{id: ep.ID}
+		e.slots.share = d.share
 		e.set.Store(s)
 		e.slots.setLimit(ep.MaxInFlight)
 		d.mu.Lock()
@@ -491,6 +507,7 @@ func (d *Dispatcher) Stop(grace time.Duration) {
 	d.inflight.Wait()
 	over.Stop()
 	d.stopSends()
+	d.jobs.close()
 	d.background.Wait()
 }
 

@@ -94,7 +94,24 @@ func (d *Dispatcher) consumeFanout(ctx context.Context, cons natsjs.Consumer) er
 		default:
 		}
 	}
-	var handlers sync.WaitGroup
+	var handlers, workers sync.WaitGroup
+	// The handler only takes an unsettled slot and hands the event to a
+	// fan-out worker: a slow dedupe lookup (HOOKJET_SEEN over the network)
+	// delays one worker, not the consumer.
+	queue := make(chan natsjs.Msg, cap(d.unsettled))
+	workers.Add(d.fanoutWorkers())
+	for range d.fanoutWorkers() {
+		go func() {
+			defer workers.Done()
+			for msg := range queue {
+				d.fanOut(ctx, msg)
+			}
+		}()
+	}
+	defer func() {
+		close(queue)
+		workers.Wait()
+	}()
 	cc, err := cons.Consume(func(msg natsjs.Msg) {
 		handlers.Add(1)
 		defer handlers.Done()
@@ -102,7 +119,7 @@ func (d *Dispatcher) consumeFanout(ctx context.Context, cons natsjs.Consumer) er
 			select {
 			case d.unsettled <- struct{}{}:
 				if ctx.Err() == nil {
-					d.fanOut(ctx, msg)
+					queue <- msg // never blocks: as large as d.unsettled
 					return
 				}
 				<-d.unsettled
@@ -154,6 +171,15 @@ func (d *Dispatcher) consumeFanout(ctx context.Context, cons natsjs.Consumer) er
 	}
 	handlers.Wait()
 	return err
+}
+
+// fanoutWorkers is how many events this process fans out at once: more with
+// nats.url, where the shared dedupe lookup is a network round trip.
+func (d *Dispatcher) fanoutWorkers() int {
+	if d.shared != nil {
+		return 64
+	}
+	return 4
 }
 
 // fanEvent settles one event of the fan-out: it is acked once every delivery
@@ -251,9 +277,11 @@ func (d *Dispatcher) fanOut(ctx context.Context, msg natsjs.Msg) {
 			continue
 		}
 		if exhausted {
-			// The safety net, before the server gives up on the event.
-			dl.st.Error = "JetStream MaxDeliver of the fan-out consumer reached"
-			d.goDeadLetter(dl, "exhausted")
+			// The server is about to give up on the event after as many
+			// deliveries: NATS failures, shutdowns and crashes, never
+			// attempts (those are a task's). Hand every delivery on as a
+			// task, which carries its own attempt count.
+			d.park(dl, "redelivered")
 			continue
 		}
 		d.route(ctx, dl)
@@ -300,12 +328,18 @@ func (d *Dispatcher) route(ctx context.Context, dl *delivery) {
 	adm, cause := d.admit(dl.e, dl.s)
 	switch cause {
 	case "":
-		d.launch(ctx, dl, adm)
+		d.launch(ctx, dl, adm, false)
 	case "in_flight":
+		if !d.startWaiting(dl.e, dl.s) {
+			d.park(dl, "in_flight")
+			return
+		}
 		d.inflight.Add(1)
 		go func() {
 			defer d.inflight.Done()
-			if !dl.e.slots.acquire(ctx, inFlightWait) {
+			ok := dl.e.slots.acquire(ctx, inFlightWait)
+			d.stopWaiting(dl.e)
+			if !ok {
 				d.park(dl, "in_flight")
 				return
 			}
@@ -314,11 +348,29 @@ func (d *Dispatcher) route(ctx context.Context, dl *delivery) {
 				d.park(dl, cause)
 				return
 			}
-			d.launch(ctx, dl, adm)
+			d.launch(ctx, dl, adm, false)
 		}()
 	default:
 		d.park(dl, cause)
 	}
+}
+
+// startWaiting reports whether a fan-out delivery may wait for one of e's
+// in-flight slots: at most max_in_flight deliveries per endpoint and
+// worker.concurrency in the process wait, each holding its event unsettled,
+// so a saturated endpoint parks the rest at once instead of filling the
+// fan-out's unsettled events.
+func (d *Dispatcher) startWaiting(e *endpoint, s *settings) bool {
+	if int(e.slots.waiting.Add(1)) > s.ep.MaxInFlight || int(d.waitingN.Add(1)) > cap(d.global) {
+		d.stopWaiting(e)
+		return false
+	}
+	return true
+}
+
+func (d *Dispatcher) stopWaiting(e *endpoint) {
+	e.slots.waiting.Add(-1)
+	d.waitingN.Add(-1)
 }
 
 // admission is what a delivery holds once admitted: a slot of its
@@ -401,14 +453,24 @@ func (d *Dispatcher) admitBreaker(e *endpoint, token *rate.Reservation) (*admiss
 }
 
 // launch takes a slot of the global concurrency and attempts dl on a worker
-// goroutine.
-func (d *Dispatcher) launch(ctx context.Context, dl *delivery, adm *admission) {
+// goroutine. When every worker is busy, a fan-out delivery (wait false) is
+// parked at once, so the fan-out never waits for the pool; a drain's waits.
+func (d *Dispatcher) launch(ctx context.Context, dl *delivery, adm *admission, wait bool) {
 	select {
 	case d.global <- struct{}{}:
-	case <-ctx.Done():
-		adm.release()
-		dl.done(false)
-		return
+	default:
+		if !wait {
+			adm.release()
+			d.park(dl, "concurrency")
+			return
+		}
+		select {
+		case d.global <- struct{}{}:
+		case <-ctx.Done():
+			adm.release()
+			dl.done(false)
+			return
+		}
 	}
 	m := d.o.Metrics
 	d.inflight.Add(1)

@@ -95,6 +95,7 @@ func testConfig(dir string) config.Config {
 	// (75% of what is free): production sizes would not fit a CI runner or
 	// a tmpfs TMPDIR.
 	c.Streams.MaxBytes = 256 << 20
+	c.Streams.TasksMaxBytes = 256 << 20
 	c.Streams.DLQMaxBytes = 64 << 20
 	c.Worker.ShutdownGrace = 5 * time.Second
 	c.Defaults.Timeout = 5 * time.Second
