@@ -87,7 +87,7 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
 	case deliver.Transient:
 		d.o.Breakers.Record(dl.e.id, breaker.Failure, res.Latency, first)
 	case deliver.Rejected:
-		d.o.Breakers.Release(dl.e.id)
+		d.o.Breakers.ReleaseProbe(dl.e.id, adm.probe)
 	default:
 		d.o.Breakers.Record(dl.e.id, breaker.Neutral, res.Latency, first)
 	}

@@ -381,6 +381,7 @@ type admission struct {
 	d       *Dispatcher
 	e       *endpoint
 	breaker bool
+	probe   bool // the breaker's permission is its half-open probe
 	// token is the rate-limit reservation until a request spends it;
 	// release hands an unspent one back.
 	token *rate.Reservation
@@ -395,7 +396,7 @@ func (a *admission) release() {
 		a.token = nil
 	}
 	if a.breaker {
-		a.d.o.Breakers.Release(a.e.id)
+		a.d.o.Breakers.ReleaseProbe(a.e.id, a.probe)
 		a.breaker = false
 	}
 	a.e.slots.release()
@@ -441,9 +442,9 @@ func (d *Dispatcher) admitHolding(e *endpoint, s *settings) (*admission, string)
 // its rate-limit token (nil without a limit) with the breaker's permission,
 // or gives both back and says how long until the breaker may allow one.
 func (d *Dispatcher) admitBreaker(e *endpoint, token *rate.Reservation) (*admission, time.Duration) {
-	ok, wait := d.o.Breakers.Acquire(e.id)
+	ok, probe, wait := d.o.Breakers.AcquireProbe(e.id)
 	if ok {
-		return &admission{d: d, e: e, breaker: true, token: token}, 0
+		return &admission{d: d, e: e, breaker: true, probe: probe, token: token}, 0
 	}
 	if token != nil {
 		token.Cancel()
