@@ -297,6 +297,9 @@ func (s *Server) connect() (natsjs.JetStream, error) {
 		if s.ns, err = jetstream.StartEmbedded(cfg.NATS, cfg.DataDir); err != nil {
 			return nil, err
 		}
+		if d, lazy := cfg.NATS.SyncInterval(); lazy {
+			s.log.Warn("nats.sync is a lazy interval: the embedded server acknowledges events before they are on disk, and a power cut or kernel crash loses the events acknowledged in the last interval (outbox rows are kept that long after their PubAck); nats.sync: always fsyncs each event before its PubAck", "nats.sync", d.String())
+		}
 	}
 	if s.nc, err = jetstream.Connect(cfg.NATS, s.ns, "hookjet", s.log); err != nil {
 		return nil, err
