@@ -170,6 +170,8 @@ type Server struct {
 	// outbox is the in-process outbox relay (outbox.dsn set; cli/outbox.go).
 	outbox     *outbox.Relay
 	stopOutbox func()
+	// durability is how the streams are stored (cli/durability.go).
+	durability jetstream.Durability
 
 	// The goroutines the Server owns, each stopped by its own stop.
 	stateSync, ledgerRun, breakersRun, gauges, adminRun *owned
@@ -245,12 +247,13 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 		return nil, err
 	}
 	s.store = store
+	s.durability = readDurability(setupCtx, cfg, s.nc, js, log) // cli/durability.go
 	// Pull only now: every endpoint (file, API, other processes') is known.
 	if err := s.disp.Run(setupCtx); err != nil {
 		return nil, err
 	}
 	if !cfg.Outbox.DSN.IsZero() { // the outbox relay in-process: cli/outbox.go
-		if s.outbox, s.stopOutbox, err = startOutbox(ctx, cfg, s.nc, log, s.registry); err != nil {
+		if s.outbox, s.stopOutbox, err = startOutbox(ctx, cfg, s.nc, log, s.registry, s.durability.EventsHold()); err != nil {
 			return nil, err
 		}
 	}
@@ -443,7 +446,8 @@ func (s *Server) listenAdmin() error {
 // startAdmin installs the admin API in place of the start-up answers.
 func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) {
 	h := admin.NewHandler(s.adminBackend(), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
-		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath))
+		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath),
+		admin.WithDurability(s.durability))
 	s.handler.api.Store(&h)
 }
 
