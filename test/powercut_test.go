@@ -291,4 +291,3 @@ func storedEvents(t *testing.T, js natsjs.JetStream) uint64 {
 	}
 	return info.State.Msgs
 }
-
