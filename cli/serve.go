@@ -285,7 +285,16 @@ func (s *Server) openState(ctx context.Context) error {
 		return err
 	}
 	s.db = db
-	db.NoSync = true // the sync policy of state.SyncEvery
+	if _, lazy := s.cfg.NATS.SyncInterval(); !lazy || s.cfg.NATS.URL != "" {
+		// nats.sync: always: every commit (a ledger group commit, a
+		// breaker flush) is fsynced by bbolt, data pages before the meta
+		// page, so a power cut leaves a consistent file.
+		return nil
+	}
+	// A lazy nats.sync trades durability for speed: commits go to the
+	// page cache and the file is fdatasynced every second
+	// (state.SyncEvery).
+	db.NoSync = true
 	s.stateSync = goOwned(ctx, func(ctx context.Context) { state.SyncEvery(ctx, db, time.Second, s.log) })
 	return nil
 }
