@@ -36,6 +36,7 @@ type hookjetSpec struct {
 	endpoints   []endpointSpec
 	maxInFlight int
 	concurrency int
+	sync        string // nats.sync; empty: the default (always)
 }
 
 // instance is one in-process hookjet with its own data directory and a
@@ -60,6 +61,9 @@ func configYAML(dir string, natsPort int, s hookjetSpec) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "data_dir: %s\n", dir)
 	fmt.Fprintf(&b, "nats:\n  listen: 127.0.0.1:%d\n", natsPort)
+	if s.sync != "" {
+		fmt.Fprintf(&b, "  sync: %s\n", s.sync)
+	}
 	b.WriteString("admin:\n  listen: 127.0.0.1:0\n")
 	b.WriteString("log:\n  level: warn\n")
 	b.WriteString("security:\n  allow_private_networks: true\n")

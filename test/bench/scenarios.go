@@ -342,12 +342,14 @@ type throughputSpec struct {
 	configured int
 	// floor runs the JetStream-only floor instead of hookjet.
 	floor bool
+	// sync is nats.sync (the floor's server policy too); empty: always.
+	sync string
 }
 
 // hookjetSpec renders s's endpoints for rec: endpoint i gets event type
 // bench.e<i> and path /e/<i>; a refused endpoint a closed port.
 func (s throughputSpec) hookjetSpec(b *bench, rec *receiver) (hookjetSpec, error) {
-	spec := hookjetSpec{maxInFlight: s.maxInFlight, concurrency: b.p.concurrency}
+	spec := hookjetSpec{maxInFlight: s.maxInFlight, concurrency: b.p.concurrency, sync: s.sync}
 	closed := ""
 	if slices.Contains(s.behave, refused) {
 		port, err := freePort()
@@ -375,7 +377,7 @@ func (s throughputSpec) hookjetSpec(b *bench, rec *receiver) (hookjetSpec, error
 func (b *bench) start(ctx context.Context, s throughputSpec, x *tally, rec *receiver, r *result) (*instance, error) {
 	if s.floor {
 		b.say("%s: starting the JetStream-only floor", s.name)
-		return startFloor(ctx, x, false, b.logOut)
+		return startFloor(ctx, x, false, b.logOut, s.sync)
 	}
 	spec, err := s.hookjetSpec(b, rec)
 	if err != nil {
