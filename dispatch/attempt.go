@@ -154,7 +154,7 @@ func (d *Dispatcher) retry(dl *delivery, wait time.Duration) {
 		return
 	}
 	at := d.now().Add(wait)
-	if err := d.publish(taskMsg(dl.e.id, dl.ev, dl.st, dl.data, dl.hdr, at)); err != nil {
+	if err := d.publish(taskFor(dl, at)); err != nil {
 		d.unreserve(dl)
 		dl.log(d.log, slog.LevelWarn, "retry not stored; the source comes back", "err", err)
 		dl.done(false)
@@ -176,8 +176,7 @@ func (d *Dispatcher) park(dl *delivery, cause string) {
 		if !d.reserve(dl) {
 			return
 		}
-		msg := taskMsg(dl.e.id, dl.ev, dl.st, dl.data, dl.hdr, time.Time{})
-		if err := d.publish(msg); err != nil {
+		if err := d.publish(taskFor(dl, time.Time{})); err != nil {
 			d.unreserve(dl)
 			dl.log(d.log, slog.LevelWarn, "task not stored; the event comes back", "err", err)
 			dl.done(false)

@@ -310,6 +310,12 @@ func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg 
 			dl.log(d.log, -4, "settle task", "err", err)
 		}
 	}
+	if staleTask(msg.Headers(), s.ep.CreatedAt) {
+		adm.release()
+		dl.log(d.log, slog.LevelInfo, "task of an earlier endpoint with this id discarded")
+		dl.done(true)
+		return
+	}
 	// A redelivery asked for through the API goes again although the
 	// ledger knows the endpoint had the event: that is its point.
 	if !strings.HasPrefix(ev.key, redeliverKey) && d.alreadyDelivered(dl) {
@@ -341,7 +347,7 @@ func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg 
 // requeue stores dl's task again as a new message, with the same attempt
 // state, and settles the old one.
 func (d *Dispatcher) requeue(dl *delivery) {
-	msg := taskMsg(dl.e.id, dl.ev, dl.st, dl.data, dl.hdr, time.Time{})
+	msg := taskFor(dl, time.Time{})
 	msg.Header.Set(jetstream.HdrMsgID, msg.Header.Get(jetstream.HdrMsgID)+"-q"+strconv.FormatInt(d.now().UnixNano(), 36))
 	if err := d.publish(msg); err != nil {
 		dl.log(d.log, slog.LevelWarn, "task not stored again; it comes back", "err", err)

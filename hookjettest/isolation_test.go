@@ -493,3 +493,61 @@ func TestFullEventLogIsTrimmedNotRefused(t *testing.T) {
 		t.Fatalf("nothing was trimmed (first seq %d)", first)
 	}
 }
+
+// A task stored for an endpoint that was then deleted through the API (a
+// retry in flight in another process while the delete went through) never
+// reaches a new endpoint created with the same id.
+func TestOrphanedTaskSkipsANewEndpointWithTheSameID(t *testing.T) {
+	st := newArrivals()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st.record(r.URL.Path, r.Header.Get("webhook-id"))
+	}))
+	t.Cleanup(srv.Close)
+	h := hookjettest.Start(t, hookjettest.WithTimeout(60*time.Second))
+	create := func() {
+		body := `{"id":"x","url":"` + srv.URL + `/x","events":["none"]}`
+		resp, err := http.Post(h.AdminURL()+"/api/v1/endpoints", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("create: %d", resp.StatusCode)
+		}
+	}
+	create()
+	time.Sleep(1100 * time.Millisecond) // created_at has a new value when made again
+	req, _ := http.NewRequest(http.MethodDelete, h.AdminURL()+"/api/v1/endpoints/x", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	create()
+	js := jsOf(t, h)
+	task := func(id, created string) {
+		m := nats.NewMsg("hookjet.tasks.x")
+		m.Header.Set("Nats-Msg-Id", "task-x-"+id)
+		m.Header.Set("Hookjet-Event-Id", id)
+		m.Header.Set("Hookjet-Event-Type", "none")
+		m.Header.Set("Hookjet-Endpoint", "x")
+		m.Header.Set("Hookjet-Event-Key", "k"+id)
+		m.Header.Set("Hookjet-Published", time.Now().UTC().Format(time.RFC3339Nano))
+		if created != "" {
+			m.Header.Set("Hookjet-Endpoint-Created", created)
+		}
+		m.Data = []byte(`{}`)
+		if _, err := js.PublishMsg(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	task("orphan", "1") // stored for an earlier endpoint x
+	task("current", "")
+	if !eventually(15*time.Second, func() bool { _, ok := st.at("/x", "current"); return ok }) {
+		t.Fatal("the current task was not delivered")
+	}
+	time.Sleep(500 * time.Millisecond)
+	if _, ok := st.at("/x", "orphan"); ok {
+		t.Fatal("the new endpoint received the deleted endpoint's task")
+	}
+}
