@@ -221,7 +221,7 @@ func (r *drainer) drain(ctx context.Context, e *endpoint) (next time.Time, empty
 			return d.now(), false
 		}
 		s = d.current(e)
-		adm, wait := d.admitNow(e, s)
+		adm, wait := d.admitNow(ctx, e, s)
 		if adm == nil {
 			return wait, false
 		}
@@ -408,19 +408,22 @@ func (r *drainer) expire(ctx context.Context, e *endpoint) (empty bool) {
 	return false
 }
 
-// admitNow admits a delivery to e without waiting: an in-flight slot (within
-// e's share of the workers), a rate-limit token and the breaker's
-// permission. When e cannot take one now it returns nil and when to look
-// again: a drain never sleeps on one endpoint while it holds one of the
-// process's drains.
-func (d *Dispatcher) admitNow(e *endpoint, s *settings) (*admission, time.Time) {
+// admitNow admits a delivery to e: an in-flight slot (within e's share of
+// the workers), a rate-limit token and the breaker's permission. It waits
+// only for a slot, at most drainPoll: the endpoint's own deliveries free
+// them as they finish. When e cannot take one it returns nil and when to
+// look again: a drain never sleeps on a rate limit or a breaker while it
+// holds one of the process's drains.
+func (d *Dispatcher) admitNow(ctx context.Context, e *endpoint, s *settings) (*admission, time.Time) {
 	now := d.now()
 	if cause, until := d.blocked(e.id, now); cause != "" {
 		return nil, until
 	}
 	if !e.slots.tryAcquire() {
 		d.countDeferral(e, "in_flight")
-		return nil, now.Add(drainPoll)
+		if !e.slots.acquire(ctx, drainPoll) {
+			return nil, d.now()
+		}
 	}
 	var token *rate.Reservation
 	if s.limiter != nil {
