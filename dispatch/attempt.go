@@ -28,6 +28,7 @@ type delivery struct {
 	data []byte
 	hdr  nats.Header
 	done func(ok bool)
+	g    *guard // fan-out deliveries: see guard.go; nil for tasks
 }
 
 func (dl *delivery) log(l *slog.Logger, level slog.Level, msg string, args ...any) {
@@ -66,6 +67,7 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
 	req.TraceHeader = span.Header()
 	adm.spend()
 	res := d.o.Client.Do(d.sendCtx, &req)
+	dl.g.claim()
 	span.EndAttempt(&res)
 	if d.sendCtx.Err() != nil {
 		adm.release() // shutdown cancelled the request: not the endpoint's fault

@@ -73,6 +73,7 @@ type Dispatcher struct {
 	share     *poolShare    // divides global between the endpoints using it
 	waitingN  atomic.Int32  // fan-out deliveries waiting for an endpoint's slot
 	jobs      *jobs         // background NATS work (tasks, dead letters)
+	guards    guards        // fan-out deliveries in flight (guard.go)
 	tasksUsed atomic.Int64  // HOOKJET_TASKS bytes, as last read plus stored since
 	tasksMax  int64         // streams.tasks_max_bytes
 	unsettled chan struct{} // fan-out events not yet settled in this process
@@ -161,6 +162,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 		global:         make(chan struct{}, cfg.Worker.Concurrency),
 		share:          &poolShare{total: cfg.Worker.Concurrency},
 		jobs:           newJobs(),
+		guards:         guards{in: map[*guard]struct{}{}},
 		tasksMax:       cfg.Streams.TasksMaxBytes,
 		unsettled:      make(chan struct{}, 2*cfg.Worker.Concurrency),
 		unsettledBytes: newByteBudget(unsettledBytes),
@@ -222,7 +224,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if err := d.runSafetyNet(ctx); err != nil {
 		return err
 	}
-	d.loops.Add(3)
+	d.loops.Add(4)
+	go func() {
+		defer d.loops.Done()
+		d.runGuards(d.loopCtx)
+	}()
 	go func() {
 		defer d.loops.Done()
 		d.runFanout(d.loopCtx, d.fanoutCons)

@@ -273,6 +273,7 @@ func (d *Dispatcher) fanOut(ctx context.Context, msg natsjs.Msg) {
 			continue
 		}
 		dl := &delivery{e: e, s: d.current(e), ev: &ev, data: msg.Data(), hdr: msg.Headers(), done: f.settle}
+		d.guarded(dl)
 		if d.alreadyDelivered(dl) {
 			continue
 		}
@@ -476,6 +477,7 @@ func (d *Dispatcher) launch(ctx context.Context, dl *delivery, adm *admission, w
 	m := d.o.Metrics
 	d.inflight.Add(1)
 	m.InFlight.Set(float64(d.inFlightN.Add(1)))
+	d.watch(dl)
 	go func() {
 		defer d.inflight.Done()
 		d.attempt(dl, adm)

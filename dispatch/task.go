@@ -42,6 +42,7 @@ const (
 	hdrEventSeq  = "Hookjet-Event-Seq"
 	hdrSchedule  = "Nats-Schedule"
 	hdrTarget    = "Nats-Schedule-Target"
+	hdrRollup    = "Nats-Rollup"
 	// hdrIncarnation is the created_at (Unix nanoseconds) of the API
 	// endpoint a task was stored for: an endpoint deleted and created again
 	// with the same id never receives the old one's tasks.
@@ -83,6 +84,9 @@ func taskMsg(endpoint string, ev *event, st attemptState, data []byte, src nats.
 		out = nats.NewMsg(jetstream.SchedPrefix + endpoint + "." + ev.key)
 		out.Header.Set(hdrSchedule, "@at "+at.UTC().Format(time.RFC3339Nano))
 		out.Header.Set(hdrTarget, jetstream.TasksPrefix+endpoint)
+		// One schedule per delivery: a retry replaces the delivery's guard
+		// (guard.go) on the same subject, message and all.
+		out.Header.Set(hdrRollup, "sub")
 	}
 	out.Data = data
 	h := out.Header

@@ -551,3 +551,69 @@ func TestOrphanedTaskSkipsANewEndpointWithTheSameID(t *testing.T) {
 		t.Fatal("the new endpoint received the deleted endpoint's task")
 	}
 }
+
+// A fan-out delivery in flight for long gets a guard (its retry stored
+// ahead of time) and no longer keeps its event unacked, so a crash resends
+// only what was in flight. The guard goes once the request ends: deleted
+// after a success, replaced by the real retry after a failure.
+func TestSlowDeliveryIsGuardedAndItsEventAcked(t *testing.T) {
+	st := newArrivals()
+	var g *gate
+	var status atomic.Int32
+	status.Store(http.StatusOK)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.wait(r)
+		st.record(r.URL.Path, r.Header.Get("webhook-id"))
+		w.WriteHeader(int(status.Load()))
+	}))
+	t.Cleanup(srv.Close)
+	g = newGate(t)
+	h := hookjettest.Start(t, hookjettest.WithTimeout(60*time.Second), hookjettest.WithConfig(func(c *config.Config) {
+		c.Endpoints = append(c.Endpoints, endpointOf(c, "slow", srv.URL+"/slow", []string{">"}, func(s *config.Settings) { s.Timeout = 40 * time.Second }))
+	}))
+	js := jsOf(t, h)
+	ctx := context.Background()
+	tasks, err := js.Stream(ctx, "HOOKJET_TASKS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheduled := func() uint64 {
+		info, err := tasks.Info(ctx, natsjs.WithSubjectFilter("hookjet.sched.slow.*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n uint64
+		for _, c := range info.State.Subjects {
+			n += c
+		}
+		return n
+	}
+	acked := func() bool {
+		c, err := js.Consumer(ctx, "HOOKJET_EVENTS", "hookjet-fanout")
+		if err != nil {
+			return false
+		}
+		info := c.CachedInfo()
+		return info.NumAckPending == 0 && info.AckFloor.Stream >= 1
+	}
+	h.Publish("a", "held", []byte(`{}`))
+	if !eventually(10*time.Second, func() bool { return acked() && scheduled() == 1 }) {
+		t.Fatalf("while the request is held: event acked %v, guards %d; want acked and 1", acked(), scheduled())
+	}
+	if g.done.Load() != 0 {
+		t.Fatal("the request ended early: the test proves nothing")
+	}
+	status.Store(http.StatusServiceUnavailable)
+	g.open() // the request fails: its retry replaces the guard
+	if !eventually(10*time.Second, func() bool { return st.count("/slow") >= 1 }) {
+		t.Fatal("the request never ended")
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := scheduled(); n > 1 {
+		t.Fatalf("%d messages wait for the delivery, want the retry alone", n)
+	}
+	status.Store(http.StatusOK)
+	if !eventually(20*time.Second, func() bool { return st.count("/slow") >= 2 && scheduled() == 0 }) {
+		t.Fatalf("after the retry: %d requests, %d scheduled; want 2 and none", st.count("/slow"), scheduled())
+	}
+}
