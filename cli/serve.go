@@ -46,7 +46,8 @@ import (
 const serveHelp = `hookjet serve [--config FILE]
 
 Runs hookjet: with no nats.url it starts an embedded nats-server with
-JetStream (data under data_dir, clients on nats.listen); with nats.url it joins
+JetStream (data under data_dir, clients on nats.listen; every event is fsynced
+before its PubAck unless nats.sync is a duration); with nats.url it joins
 an existing NATS deployment, sharing the work with other hookjet processes.
 SIGTERM/SIGINT stop it gracefully (exit 0); SIGHUP reloads the endpoints.
 Every config key can be overridden with HOOKJET_<SECTION>_<KEY>.

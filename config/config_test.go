@@ -499,3 +499,25 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+func TestNATSSyncInterval(t *testing.T) {
+	tests := []struct {
+		sync string
+		want time.Duration
+		lazy bool
+	}{
+		{"always", 0, false},
+		{"", 0, false},
+		{"2m", 2 * time.Minute, true},
+		{"500ms", 500 * time.Millisecond, true},
+	}
+	for _, tt := range tests {
+		d, lazy := NATS{Sync: tt.sync}.SyncInterval()
+		if d != tt.want || lazy != tt.lazy {
+			t.Errorf("SyncInterval(%q) = %v, %v; want %v, %v", tt.sync, d, lazy, tt.want, tt.lazy)
+		}
+	}
+	if got := Default().NATS.Sync; got != SyncAlways {
+		t.Errorf("default nats.sync = %q, want %q", got, SyncAlways)
+	}
+}

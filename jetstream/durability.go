@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -123,11 +124,41 @@ func ReadSyncPolicy(ctx context.Context, nc *nats.Conn) (string, error) {
 	return DefaultSyncInterval.String(), nil
 }
 
+// SyncMetadata is the key of HOOKJET_EVENTS's metadata under which a
+// `hookjet serve` with the embedded server records its nats.sync, and an
+// operator may record the sync policy of servers hookjet cannot ask
+// (`nats stream edit HOOKJET_EVENTS --metadata hookjet.sync=always`).
+const SyncMetadata = "hookjet.sync"
+
+// RecordSyncPolicy records sync in HOOKJET_EVENTS's metadata, for the
+// outbox relays and other processes that reach the embedded server over
+// nats.url and cannot ask it.
+func RecordSyncPolicy(ctx context.Context, js natsjs.JetStream, sync string) error {
+	st, err := js.Stream(ctx, EventsStream)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", EventsStream, err)
+	}
+	sc := st.CachedInfo().Config
+	if sc.Metadata[SyncMetadata] == sync {
+		return nil
+	}
+	sc.Metadata = maps.Clone(sc.Metadata)
+	if sc.Metadata == nil {
+		sc.Metadata = map[string]string{}
+	}
+	sc.Metadata[SyncMetadata] = sync
+	if _, err := js.UpdateStream(ctx, sc); err != nil {
+		return fmt.Errorf("record the sync policy in %s: %w", EventsStream, err)
+	}
+	return nil
+}
+
 // ReadStreams fills d.Streams with hookjet's streams and buckets (names
 // starting HOOKJET_ or KV_HOOKJET_) and d.AtRisk with those a power cut of
-// one server can take acknowledged messages from.
+// one server can take acknowledged messages from. An unknown d.Sync takes
+// the policy recorded in HOOKJET_EVENTS's metadata ([SyncMetadata]), if
+// any.
 func ReadStreams(ctx context.Context, js natsjs.JetStream, d *Durability) error {
-	_, lazy := d.Lazy()
 	d.Streams, d.AtRisk = nil, nil
 	l := js.ListStreams(ctx)
 	for info := range l.Info() {
@@ -135,21 +166,34 @@ func ReadStreams(ctx context.Context, js natsjs.JetStream, d *Durability) error 
 		if !strings.HasPrefix(name, "HOOKJET_") && !strings.HasPrefix(name, "KV_HOOKJET_") {
 			continue
 		}
+		if rec := info.Config.Metadata[SyncMetadata]; name == EventsStream && d.Sync == SyncUnknown && validSync(rec) {
+			d.Sync = rec
+		}
 		s := StreamDurability{Name: name, Replicas: max(info.Config.Replicas, 1)}
 		if asyncPersist(info) {
 			s.PersistMode = "async"
 		}
 		d.Streams = append(d.Streams, s)
-		if s.PersistMode != "" || (lazy && s.Replicas <= 1) {
-			d.AtRisk = append(d.AtRisk, name)
-		}
 	}
 	if err := l.Err(); err != nil && !errors.Is(err, natsjs.ErrEndOfData) {
 		return fmt.Errorf("list streams: %w", err)
 	}
+	_, lazy := d.Lazy()
+	for _, s := range d.Streams {
+		if s.PersistMode != "" || (lazy && s.Replicas <= 1) {
+			d.AtRisk = append(d.AtRisk, s.Name)
+		}
+	}
 	slices.SortFunc(d.Streams, func(a, b StreamDurability) int { return strings.Compare(a.Name, b.Name) })
 	slices.Sort(d.AtRisk)
 	return nil
+}
+
+// validSync reports whether s spells a sync policy: "always" or a
+// positive duration.
+func validSync(s string) bool {
+	_, ok := (config.NATS{Sync: s}).SyncInterval()
+	return s == config.SyncAlways || ok
 }
 
 func asyncPersist(info *natsjs.StreamInfo) bool {

@@ -111,6 +111,8 @@ func streamConfigs(cfg *config.Config) []natsjs.StreamConfig {
 		MaxBytes:    s.MaxBytes,
 		MaxMsgSize:  MaxMsgSize(cfg),
 		Discard:     natsjs.DiscardNew,
+		// Atomic batches are fsynced once per batch (the outbox relay's).
+		AllowAtomicPublish: true,
 	}, {
 		// Deliveries that could not be settled at once, per endpoint
 		// (hookjet.tasks.<endpoint>), and retries waiting for their time as
@@ -235,7 +237,8 @@ func streamUpToDate(cur, want natsjs.StreamConfig) bool {
 	return cur.Description == want.Description && slices.Equal(cur.Subjects, want.Subjects) &&
 		cur.Retention == want.Retention && cur.Replicas == want.Replicas && cur.Duplicates == want.Duplicates &&
 		cur.MaxAge == want.MaxAge && cur.MaxBytes == want.MaxBytes && cur.MaxMsgSize == want.MaxMsgSize &&
-		cur.Discard == want.Discard && cur.AllowMsgSchedules == want.AllowMsgSchedules
+		cur.Discard == want.Discard && cur.AllowMsgSchedules == want.AllowMsgSchedules &&
+		cur.AllowAtomicPublish == want.AllowAtomicPublish
 }
 
 // retry runs fn with a short timeout until it succeeds or ctx ends, backing

@@ -121,3 +121,21 @@ func TestReadSyncPolicy(t *testing.T) {
 		})
 	}
 }
+
+// hookjet serve with the embedded server records its nats.sync in
+// HOOKJET_EVENTS's metadata, where outbox relays connecting over nats.url
+// read it; the events stream takes atomic batches.
+func TestEmbeddedRecordsSyncPolicy(t *testing.T) {
+	h, _, _ := outboxHookjet(t, "")
+	st, err := h.js.Stream(t.Context(), hjs.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := st.CachedInfo().Config
+	if got := sc.Metadata[hjs.SyncMetadata]; got != config.SyncAlways {
+		t.Errorf("metadata %s = %q, want %q", hjs.SyncMetadata, got, config.SyncAlways)
+	}
+	if !sc.AllowAtomicPublish {
+		t.Error("HOOKJET_EVENTS does not allow atomic batches")
+	}
+}

@@ -202,7 +202,7 @@ func (b *bench) runAll(rep *report, runs map[string][]runFunc, order []string, w
 // repeated are the scenarios whose ratios to each other are targets; -repeat
 // runs them several times, interleaved, so that a burst of load from other
 // processes does not decide a ratio.
-var repeated = []string{"raw", "healthy10", "slow10", "dead10"}
+var repeated = []string{"raw", "healthy10", "healthy10fast", "slow10", "dead10"}
 
 // schedule is the order scenarios run in: the repeated ones round by round,
 // then the others once.
