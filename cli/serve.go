@@ -422,7 +422,7 @@ func (s *Server) listenAdmin() error {
 		return fmt.Errorf("admin.listen: %w", err)
 	}
 	s.adminLn = ln
-	s.handler = &startingHandler{}
+	s.handler = &startingHandler{token: s.cfg.Admin.Token.Reveal()}
 	s.handler.waiting.Store(ptr("opening the state file"))
 	s.admin = &http.Server{
 		Handler:           s.handler,
@@ -445,10 +445,13 @@ func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) {
 }
 
 // startingHandler answers /healthz and, with 503 and the reason, /readyz
-// and every other route until the admin API is installed.
+// and every other route until the admin API is installed. A protected route
+// checks the token first, as the admin API does: without it the answer is
+// 401, never what start-up waits for.
 type startingHandler struct {
 	api     atomic.Pointer[http.Handler]
 	waiting atomic.Pointer[string]
+	token   string // admin.token; empty: none
 }
 
 func (h *startingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -459,6 +462,10 @@ func (h *startingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	if r.URL.Path == "/healthz" {
 		_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
+		return
+	}
+	if r.URL.Path != "/readyz" && !admin.Authorized(h.token, r) {
+		admin.Unauthorized(w)
 		return
 	}
 	w.WriteHeader(http.StatusServiceUnavailable)
