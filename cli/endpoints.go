@@ -7,9 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +29,9 @@ var endpointCommands = map[string]func(ctx context.Context, args []string, geten
 	"test":      runEndpointTest,
 	"redeliver": runEndpointRedeliver,
 }
+
+// endpointCommandNames lists endpointCommands, sorted.
+func endpointCommandNames() []string { return slices.Sorted(maps.Keys(endpointCommands)) }
 
 const endpointManageHelp = `hookjet endpoints add --url URL [--id ID] [--events P ...] [--tenant T] [--description D] [--data JSON|@file]
 hookjet endpoints show ID
@@ -58,8 +63,8 @@ type endpointFlags struct {
 	asJSON *bool
 }
 
-func newEndpointFlags(sub string, getenv func(string) string, stderr io.Writer) endpointFlags {
-	fs := newFlags("endpoints "+sub, endpointManageHelp, stderr)
+func newEndpointFlags(sub string, getenv func(string) string, stdout io.Writer) endpointFlags {
+	fs := newFlags("endpoints "+sub, endpointManageHelp, stdout)
 	return endpointFlags{FlagSet: fs, client: adminFlags(fs, getenv), asJSON: fs.Bool("json", false, "print the API's JSON answer")}
 }
 
@@ -143,7 +148,7 @@ func body(fs *flag.FlagSet, data string, fields map[string]any) (map[string]any,
 }
 
 func runEndpointAdd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	f := newEndpointFlags("add", getenv, stderr)
+	f := newEndpointFlags("add", getenv, stdout)
 	u := f.String("url", "", "where deliveries are POSTed (required)")
 	id := f.String("id", "", "endpoint id, [a-z0-9_-]+ (default: generated, ep_...)")
 	var events multiFlag
@@ -176,7 +181,7 @@ func runEndpointAdd(ctx context.Context, args []string, getenv func(string) stri
 }
 
 func runEndpointShow(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	f := newEndpointFlags("show", getenv, stderr)
+	f := newEndpointFlags("show", getenv, stdout)
 	id, err := f.parseWithID(args, true)
 	if err != nil {
 		return err
@@ -218,7 +223,7 @@ func fmtTime(t *time.Time) string {
 }
 
 func runEndpointUpdate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	f := newEndpointFlags("update", getenv, stderr)
+	f := newEndpointFlags("update", getenv, stdout)
 	u := f.String("url", "", "new URL")
 	var events multiFlag
 	f.Var(&events, "events", "event type pattern (repeatable; replaces the list)")
@@ -244,7 +249,7 @@ func runEndpointUpdate(ctx context.Context, args []string, getenv func(string) s
 }
 
 func runEndpointRm(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	f := newEndpointFlags("rm", getenv, stderr)
+	f := newEndpointFlags("rm", getenv, stdout)
 	id, err := f.parseWithID(args, true)
 	if err != nil {
 		return err
@@ -287,7 +292,7 @@ func (c *adminClient) delete(ctx context.Context, path string) (string, error) {
 }
 
 func runEndpointRotate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	f := newEndpointFlags("rotate", getenv, stderr)
+	f := newEndpointFlags("rotate", getenv, stdout)
 	grace := f.String("grace", "24h", "how long the old secret keeps signing (at most 168h)")
 	id, err := f.parseWithID(args, true)
 	if err != nil {
@@ -304,7 +309,7 @@ func runEndpointRotate(ctx context.Context, args []string, getenv func(string) s
 }
 
 func runEndpointRedeliver(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	f := newEndpointFlags("redeliver", getenv, stderr)
+	f := newEndpointFlags("redeliver", getenv, stdout)
 	since := f.String("since", "", "from this time: RFC 3339 or a duration ago, such as 2h (required)")
 	until := f.String("until", "", "up to this time (default: now)")
 	dry := f.Bool("dry-run", false, "only count the events that would be sent")
@@ -345,7 +350,7 @@ type testOutcome struct {
 }
 
 func runEndpointTest(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	f := newEndpointFlags("test", getenv, stderr)
+	f := newEndpointFlags("test", getenv, stdout)
 	wait := f.Duration("wait", 30*time.Second, "how long to wait for the outcome")
 	id, err := f.parseWithID(args, true)
 	if err != nil {

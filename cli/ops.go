@@ -72,7 +72,7 @@ func (c *adminClient) do(ctx context.Context, method, path string, in, out any) 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("admin API at %s: %w (is hookjet serve running?)", c.base, err)
+		return fmt.Errorf("admin API at %s: %w (is hookjet serve running? It serves the admin API on admin.listen: pass --admin ADDR, or --config with the file hookjet serve uses)", c.base, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -122,7 +122,7 @@ Shows how much is waiting, how old the oldest message is, what is in flight,
 and what was delivered or failed in the last hour.`
 
 func runStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlags("status", statusHelp, stderr)
+	fs := newFlags("status", statusHelp, stdout)
 	client := adminFlags(fs, getenv)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if _, err := parseArgs(fs, args, 0); err != nil {
@@ -170,7 +170,7 @@ func runEndpoints(ctx context.Context, args []string, getenv func(string) string
 	if len(args) > 0 && endpointCommands[args[0]] != nil {
 		return endpointCommands[args[0]](ctx, args[1:], getenv, stdout, stderr)
 	}
-	fs := newFlags("endpoints", endpointsHelp, stderr)
+	fs := newFlags("endpoints", endpointsHelp, stdout)
 	client := adminFlags(fs, getenv)
 	asJSON := fs.Bool("json", false, "print JSON")
 	enable := fs.String("enable", "", "re-enable this endpoint")
@@ -178,9 +178,12 @@ func runEndpoints(ctx context.Context, args []string, getenv func(string) string
 	tenant := fs.String("tenant", "", "list only this tenant's endpoints")
 	limit := fs.Int("limit", 100, "list at most this many (1..1000)")
 	after := fs.String("after", "", "list the endpoints whose ids sort after this one (the next page)")
-	pos, err := parseArgs(fs, args, 1)
+	pos, err := parseArgs(fs, args, 2)
 	if err != nil {
 		return err
+	}
+	if len(pos) == 2 { // a word before the id is a command this version lacks
+		return usagef("endpoints: unknown command %q (want %s, or an id alone)", pos[0], strings.Join(endpointCommandNames(), ", "))
 	}
 	c, err := client()
 	if err != nil {
@@ -258,10 +261,13 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdo
 			return errHelp
 		}
 		fmt.Fprintln(stderr, dlqHelp)
+		if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+			return usagef("dlq: unknown command %q (want list, stats or replay)", args[0])
+		}
 		return usagef("dlq: want list, stats or replay")
 	}
 	sub := args[0]
-	fs := newFlags("dlq "+sub, dlqHelp, stderr)
+	fs := newFlags("dlq "+sub, dlqHelp, stdout)
 	client := adminFlags(fs, getenv)
 	asJSON := fs.Bool("json", false, "print JSON")
 	endpoint := fs.String("endpoint", "", "only this endpoint")

@@ -48,14 +48,14 @@ func runOutbox(ctx context.Context, args []string, getenv func(string) string, s
 	if len(args) > 0 && args[0] == "schema" {
 		return runOutboxSchema(args[1:], getenv, stdout, stderr)
 	}
-	fs := newFlags("outbox", outboxHelp, stderr)
+	fs := newFlags("outbox", outboxHelp, stdout)
 	path := fs.String("config", getenv("HOOKJET_CONFIG"), "config file (YAML); empty: defaults and environment only")
 	listen := fs.String("listen", "", "serve GET /metrics and /readyz on this address (e.g. 127.0.0.1:9091); empty: none")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("outbox: unexpected argument %q", fs.Arg(0))
+		return usagef("outbox: unknown command %q (want schema, or flags only)", fs.Arg(0))
 	}
 	cfg, err := loadConfig(*path, getenv)
 	if err != nil {
@@ -97,7 +97,7 @@ func runOutbox(ctx context.Context, args []string, getenv func(string) string, s
 }
 
 func runOutboxSchema(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlags("outbox schema", outboxHelp, stderr)
+	fs := newFlags("outbox schema", outboxHelp, stdout)
 	path := fs.String("config", getenv("HOOKJET_CONFIG"), "config file whose outbox.table to use")
 	table := fs.String("table", "", "table name (default outbox.table, hookjet_outbox)")
 	if _, err := parseArgs(fs, args, 0); err != nil {
@@ -123,21 +123,11 @@ func runOutboxSchema(args []string, getenv func(string) string, stdout, stderr i
 // `hookjet serve` at nats.listen, retrying until ctx is done (then it
 // returns nil, nil).
 func connectRelayNATS(ctx context.Context, cfg config.NATS, log *slog.Logger) (*nats.Conn, error) {
-	if cfg.URL == "" {
-		host, port, err := net.SplitHostPort(cfg.Listen)
-		if err != nil {
-			return nil, &config.FieldError{Key: "nats.listen", Err: err}
-		}
-		if host == "" || host == "0.0.0.0" || host == "::" {
-			host = "127.0.0.1"
-		}
-		cfg.URL = "nats://" + net.JoinHostPort(host, port)
-	}
 	wait := 250 * time.Millisecond
 	for {
-		nc, err := jetstream.Connect(cfg, nil, "hookjet-outbox", log)
-		if err == nil {
-			return nc, nil
+		nc, err := jetstream.Dial(cfg, "hookjet-outbox", log)
+		if err == nil || errors.Is(err, config.ErrInvalid) {
+			return nc, err
 		}
 		log.Warn("outbox relay: nats unavailable; retrying", "err", err)
 		select {

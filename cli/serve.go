@@ -53,8 +53,8 @@ Every config key can be overridden with HOOKJET_<SECTION>_<KEY>.
 OTEL_EXPORTER_OTLP_ENDPOINT (or tracing.enabled) exports a span per delivery
 attempt over OTLP; the other OTEL_* variables apply as usual.`
 
-func runServe(ctx context.Context, args []string, getenv func(string) string, _, stderr io.Writer) error {
-	fs := newFlags("serve", serveHelp, stderr)
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve", serveHelp, stdout)
 	path := fs.String("config", getenv("HOOKJET_CONFIG"), "config file (YAML); empty: defaults and environment only")
 	if err := parse(fs, args); err != nil {
 		return err
