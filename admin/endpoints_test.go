@@ -232,8 +232,8 @@ func TestCreateRefusals(t *testing.T) {
 		status     int
 		field, msg string
 	}{
-		{"existing id", createBody, http.StatusConflict, "", "exists"},
-		{"config endpoint", `{"id":"crm","url":"https://x.example.com/"}`, http.StatusConflict, "", configPath},
+		{"existing id", createBody, http.StatusConflict, "id", "exists"},
+		{"config endpoint", `{"id":"crm","url":"https://x.example.com/"}`, http.StatusConflict, "id", configPath},
 		{"unknown field", `{"url":"https://x.example.com/","retyr":{}}`, http.StatusBadRequest, "retyr", "unknown field"},
 		{"nested unknown field", `{"url":"https://x.example.com/","retry":{"max":1}}`, http.StatusBadRequest, "retry.max", "unknown field"},
 		{"bad url", `{"url":"ftp://x.example.com/"}`, http.StatusBadRequest, "url", "scheme"},

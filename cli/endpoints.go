@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,6 +101,13 @@ func (f endpointFlags) call(ctx context.Context, method, path string, in any, ra
 		msg := ae.Msg
 		if ae.Field != "" && !strings.HasPrefix(msg, ae.Field) {
 			msg = ae.Field + ": " + msg
+		}
+		for _, p := range ae.Errors[min(1, len(ae.Errors)):] { // every problem, one a line
+			line := p.Error
+			if p.Field != "" && !strings.HasPrefix(line, p.Field) {
+				line = p.Field + ": " + line
+			}
+			msg += "\n  " + line
 		}
 		return usagef("%s: %s", f.Name(), msg)
 	}
@@ -343,7 +351,7 @@ func runEndpointRedeliver(ctx context.Context, args []string, getenv func(string
 type testOutcome struct {
 	EventID   string  `json:"event_id"`
 	Outcome   string  `json:"outcome"` // delivered, dead_lettered or pending
-	Status    string  `json:"status,omitempty"`
+	Status    int     `json:"status,omitempty"` // HTTP status; absent when none is known
 	LatencyMS float64 `json:"latency_ms,omitempty"`
 	Reason    string  `json:"reason,omitempty"`
 	LastError string  `json:"last_error,omitempty"`
@@ -416,7 +424,7 @@ func (c *adminClient) testOutcome(ctx context.Context, id string, start time.Tim
 	}
 	switch ld := ep.LastDelivery; {
 	case ld != nil && ld.EventID == out.EventID && ld.Status >= 200 && ld.Status < 300:
-		out.Outcome, out.Status, out.LatencyMS = "delivered", fmt.Sprint(ld.Status), ld.LatencyMS
+		out.Outcome, out.Status, out.LatencyMS = "delivered", ld.Status, ld.LatencyMS
 	case ld == nil && ep.LastSuccess != nil && ep.LastSuccess.After(start):
 		out.Outcome = "delivered" // this engine reports no per-event outcome: a success since the test was sent
 	}
@@ -436,21 +444,29 @@ func reportTest(stdout io.Writer, out testOutcome, asJSON bool, wait time.Durati
 	switch out.Outcome {
 	case "delivered":
 		if !asJSON {
-			status := out.Status
-			if status == "" {
-				status = "2xx"
+			status := "2xx"
+			if out.Status != 0 {
+				status = strconv.Itoa(out.Status)
 			}
 			fmt.Fprintf(stdout, "delivered %s: HTTP %s in %.1fms\n", out.EventID, status, out.LatencyMS)
 		}
 		return nil
 	case "dead_lettered":
 		if !asJSON {
-			fmt.Fprintf(stdout, "dead-lettered %s: %s (last status %s, last error %s)\n", out.EventID, out.Reason, orDash(out.Status), orDash(out.LastError))
+			fmt.Fprintf(stdout, "dead-lettered %s: %s (last status %s, last error %s)\n", out.EventID, out.Reason, statusText(out.Status), orDash(out.LastError))
 		}
 		return fmt.Errorf("test event %s was dead-lettered: %s", out.EventID, out.Reason)
 	default:
 		return fmt.Errorf("test event %s: no outcome within %s (still pending or retrying; see hookjet endpoints show)", out.EventID, wait)
 	}
+}
+
+// statusText is an HTTP status for a table: "-" for 0 (no response).
+func statusText(status int) string {
+	if status == 0 {
+		return "-"
+	}
+	return strconv.Itoa(status)
 }
 
 func orDash(s string) string {

@@ -97,6 +97,11 @@ type apiError struct {
 	Status int    `json:"-"`
 	Msg    string `json:"error"`
 	Field  string `json:"field"`
+	// Errors lists every problem of a request body, the first one as Msg.
+	Errors []struct {
+		Field string `json:"field"`
+		Error string `json:"error"`
+	} `json:"errors"`
 }
 
 func (e *apiError) Error() string {
@@ -347,7 +352,7 @@ func printDLQList(stdout io.Writer, raw json.RawMessage) error {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tENDPOINT\tEVENT ID\tTYPE\tREASON\tATTEMPTS\tSTATUS\tLAST ERROR\tLAST ATTEMPT")
 	for _, e := range out.Entries {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.Seq, e.Endpoint, e.EventID, e.EventType, e.Reason, e.Attempts, e.LastStatus, e.LastError, e.LastAttempt)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.Seq, e.Endpoint, e.EventID, e.EventType, e.Reason, e.Attempts, statusText(e.LastStatus), e.LastError, e.LastAttempt)
 	}
 	fmt.Fprintf(tw, "(%d shown)\n", len(out.Entries))
 	return tw.Flush()
@@ -364,7 +369,7 @@ func printDLQStats(stdout io.Writer, raw json.RawMessage) error {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ENDPOINT\tCOUNT\tREASON\tSTATUS\tMOST COMMON ERROR\tAVG ATTEMPTS\tFIRST\tLAST")
 	for _, s := range out.Endpoints {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.1f\t%s\t%s\n", s.Endpoint, s.Count, s.MostCommonReason, s.MostCommonStatus, s.MostCommonError, s.AverageAttempts, s.First, s.Last)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.1f\t%s\t%s\n", s.Endpoint, s.Count, s.MostCommonReason, statusText(s.MostCommonStatus), s.MostCommonError, s.AverageAttempts, s.First, s.Last)
 	}
 	return tw.Flush()
 }
