@@ -350,7 +350,7 @@ func runEndpointRedeliver(ctx context.Context, args []string, getenv func(string
 // testOutcome is what "endpoints test" reports.
 type testOutcome struct {
 	EventID   string  `json:"event_id"`
-	Outcome   string  `json:"outcome"` // delivered, dead_lettered or pending
+	Outcome   string  `json:"outcome"`          // delivered, dead_lettered or pending
 	Status    int     `json:"status,omitempty"` // HTTP status; absent when none is known
 	LatencyMS float64 `json:"latency_ms,omitempty"`
 	Reason    string  `json:"reason,omitempty"`
