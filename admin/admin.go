@@ -32,6 +32,14 @@ type Backend interface {
 	EndpointPage(ctx context.Context, tenant, after string, limit int) ([]EndpointStatus, string, error)
 	Endpoint(ctx context.Context, id string) (EndpointStatus, error)
 	SetDisabled(ctx context.Context, id string, disabled bool, reason string) error
+	// ResetBreaker closes endpoint id's breaker (and lifts a Retry-After
+	// hold) in this process before it returns and in every process soon
+	// after; its waiting deliveries go at once.
+	ResetBreaker(ctx context.Context, id string) error
+	// Waiting lists why deliveries wait, per endpoint that cannot take
+	// them now (at most MaxWaiting endpoints), and how many endpoints
+	// those are.
+	Waiting(ctx context.Context) ([]Wait, int, error)
 	DeadLetters(ctx context.Context, f jetstream.DLQFilter) ([]jetstream.DLQEntry, error)
 	DeadLetterStats(ctx context.Context) ([]jetstream.DLQStat, error)
 	Replay(ctx context.Context, r ReplayRequest) (ReplayResult, error)
@@ -57,6 +65,7 @@ func NewHandler(b Backend, g prometheus.Gatherer, token string, log *slog.Logger
 	protected.HandleFunc("GET /api/v1/endpoints/{id}", a.endpoint)
 	protected.HandleFunc("POST /api/v1/endpoints/{id}/enable", a.setDisabled(false))
 	protected.HandleFunc("POST /api/v1/endpoints/{id}/disable", a.setDisabled(true))
+	protected.HandleFunc("POST /api/v1/endpoints/{id}/breaker/reset", a.resetBreaker) // waiting.go
 	protected.HandleFunc("GET /api/v1/dlq", a.dlqList)
 	protected.HandleFunc("GET /api/v1/dlq/stats", a.dlqStats)
 	protected.HandleFunc("POST /api/v1/dlq/replay", a.dlqReplay)
@@ -175,6 +184,9 @@ func (a *api) summary(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
+	if s.Waiting, s.WaitingEndpoints, err = a.b.Waiting(ctx); err != nil {
+		s.Errors = append(s.Errors, "waiting: "+err.Error())
+	}
 	writeJSON(w, http.StatusOK, s)
 }
 
@@ -273,5 +285,6 @@ func (a *api) dlqReplay(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
+	a.replayWaits(ctx, req, &res) // waiting.go
 	writeJSON(w, http.StatusOK, res)
 }

@@ -36,6 +36,13 @@ type Deliveries interface {
 	// ConfigEndpoint returns the config-file endpoint (source "config")
 	// with this id, which the API may not change.
 	ConfigEndpoint(id string) (config.Endpoint, bool)
+	// Applied puts an endpoint the API just stored in force in this
+	// process, unless a newer revision already is; Removed stops one it
+	// just deleted (rev: its last revision). The API calls them before it
+	// answers, so that a change is in effect when the call returns; the
+	// other processes learn of it from their watch of the bucket.
+	Applied(ctx context.Context, rec jetstream.EndpointRecord) error
+	Removed(id string, rev uint64)
 }
 
 // Option configures the admin API.
@@ -352,6 +359,9 @@ func (a *api) createEndpoint(w http.ResponseWriter, r *http.Request) {
 		a.failEndpoint(w, r, err)
 		return
 	}
+	if !a.apply(ctx, w, r, ep.ID, nil) {
+		return
+	}
 	ep.CreatedAt, ep.UpdatedAt = rec.CreatedAt, rec.UpdatedAt
 	obj := a.objectOf(ctx, ep)
 	obj.Secret = secret
@@ -397,7 +407,7 @@ func (a *api) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := timeout(r)
 	defer cancel()
 	var ep config.Endpoint
-	_, err := a.store.Update(ctx, id, func(rec *jetstream.EndpointRecord) error {
+	stored, err := a.store.Update(ctx, id, func(rec *jetstream.EndpointRecord) error {
 		spec, err := a.store.Spec(*rec)
 		if err != nil {
 			return err
@@ -417,7 +427,29 @@ func (a *api) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 		a.failEndpoint(w, r, err)
 		return
 	}
+	if !a.apply(ctx, w, r, id, &stored) {
+		return
+	}
 	writeJSON(w, http.StatusOK, a.objectOf(ctx, ep))
+}
+
+// apply puts the endpoint id just stored (rec, or what the bucket holds
+// when nil) in force in this process before the answer, answering an error
+// itself when it cannot.
+func (a *api) apply(ctx context.Context, w http.ResponseWriter, r *http.Request, id string, rec *jetstream.EndpointRecord) bool {
+	if rec == nil {
+		got, err := a.store.Get(ctx, id)
+		if err != nil {
+			a.fail(w, r, fmt.Errorf("endpoint %s stored, but reading it back failed: %w", id, err))
+			return false
+		}
+		rec = &got
+	}
+	if err := a.deliveries.Applied(ctx, *rec); err != nil {
+		a.fail(w, r, fmt.Errorf("endpoint %s stored, but not applied in this process (the others apply it from the bucket): %w", id, err))
+		return false
+	}
+	return true
 }
 
 func (a *api) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
@@ -427,10 +459,16 @@ func (a *api) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := timeout(r)
 	defer cancel()
+	last, err := a.store.Get(ctx, id)
+	if err != nil {
+		a.failEndpoint(w, r, err)
+		return
+	}
 	if err := a.store.Delete(ctx, id); err != nil {
 		a.failEndpoint(w, r, err)
 		return
 	}
+	a.deliveries.Removed(id, last.Revision)
 	n, err := a.deliveries.Discard(ctx, id)
 	if err != nil {
 		a.fail(w, r, fmt.Errorf("endpoint %s deleted, but discarding its waiting deliveries failed: %w", id, err))
@@ -467,7 +505,7 @@ func (a *api) rotateSecret(w http.ResponseWriter, r *http.Request) {
 	secret := newSecret()
 	ctx, cancel := timeout(r)
 	defer cancel()
-	_, err := a.store.Update(ctx, id, func(rec *jetstream.EndpointRecord) error {
+	stored, err := a.store.Update(ctx, id, func(rec *jetstream.EndpointRecord) error {
 		spec, err := a.store.Spec(*rec)
 		if err != nil {
 			return err
@@ -480,6 +518,9 @@ func (a *api) rotateSecret(w http.ResponseWriter, r *http.Request) {
 	})
 	if err != nil {
 		a.failEndpoint(w, r, err)
+		return
+	}
+	if !a.apply(ctx, w, r, id, &stored) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"secret": secret.Reveal()})

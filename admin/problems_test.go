@@ -66,3 +66,34 @@ func TestExistingIDConflictNamesID(t *testing.T) {
 		t.Fatalf("status %d %v, want 409 with field id", status, out)
 	}
 }
+
+// Issue 24 row 2: every write of endpoint management is applied in the
+// answering process, with the revision it wrote, before the answer.
+func TestWritesAreAppliedBeforeTheAnswer(t *testing.T) {
+	f := newFixture(t)
+	steps := []struct {
+		method, path, body string
+		status             int
+		want               string
+	}{
+		{http.MethodPost, "/api/v1/endpoints", createBody, http.StatusCreated, "applied shop 1"},
+		{http.MethodPatch, "/api/v1/endpoints/shop", `{"url":"https://b.example.com/"}`, http.StatusOK, "applied shop 2"},
+		{http.MethodPost, "/api/v1/endpoints/shop/secret/rotate", `{}`, http.StatusOK, "applied shop 3"},
+		{http.MethodDelete, "/api/v1/endpoints/shop", "", http.StatusNoContent, "removed shop 3"},
+	}
+	for i, st := range steps {
+		status, _, out := f.do(t, st.method, st.path, st.body)
+		if status != st.status {
+			t.Fatalf("%s %s: %d %v", st.method, st.path, status, out)
+		}
+		if got := f.eng.Applies(); len(got) != i+1 || got[i] != st.want {
+			t.Fatalf("after %s %s: engine applies %v, want %q last", st.method, st.path, got, st.want)
+		}
+	}
+	if status, _, _ := f.do(t, http.MethodPatch, "/api/v1/endpoints/shop", `{"url":"ftp://x"}`); status != http.StatusBadRequest && status != http.StatusNotFound {
+		t.Fatal(status)
+	}
+	if got := f.eng.Applies(); len(got) != len(steps) {
+		t.Fatalf("a refused request was applied: %v", got)
+	}
+}

@@ -371,6 +371,9 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, js natsjs.JetStream,
 	if err := d.Start(setupCtx); err != nil {
 		return err
 	}
+	if err := d.WatchResets(); err != nil { // breaker resets of the other processes
+		return err
+	}
 	s.gauges = goOwned(ctx, func(ctx context.Context) { d.RunGauges(ctx, 5*time.Second) })
 	return nil
 }

@@ -109,6 +109,7 @@ type Dispatcher struct {
 	shareMu     sync.Mutex                 // guards published and unshare
 	published   map[string]config.Endpoint // config endpoints last stored in the bucket
 	unshare     map[string]bool            // removed config endpoints not yet deleted from the bucket
+	applied     appliedRevs                // API endpoint revisions in force (issue 24, dispatch/apply.go)
 
 }
 
