@@ -29,6 +29,7 @@ var endpointCommands = map[string]func(ctx context.Context, args []string, geten
 	"rotate":    runEndpointRotate,
 	"test":      runEndpointTest,
 	"redeliver": runEndpointRedeliver,
+	"reset":     runEndpointReset,
 }
 
 // endpointCommandNames lists endpointCommands, sorted.
@@ -41,6 +42,7 @@ hookjet endpoints rm ID
 hookjet endpoints rotate ID [--grace D]
 hookjet endpoints test ID [--wait D]
 hookjet endpoints redeliver ID --since T [--until T] [--dry-run]
+hookjet endpoints reset ID
 
 Manage endpoints through the admin API; endpoints created this way live in
 NATS and reach every hookjet process within seconds. add prints the new id
@@ -52,8 +54,11 @@ the old one keeps signing for --grace (default 24h, at most 168h). test
 sends a hookjet.test event and waits for its outcome (exit 1 if it was
 dead-lettered or no outcome came within --wait). redeliver sends stored
 events from --since (RFC 3339 or a duration ago, such as 2h) to the endpoint
-again with their original ids. Endpoints from the config file cannot be
-changed here. Bad input exits 2 naming the field.
+again with their original ids. reset closes the endpoint's circuit breaker
+(and lifts a Retry-After hold) in every hookjet process: its waiting
+deliveries go at once instead of after the cooldown. Endpoints from the
+config file cannot be changed here (reset, test and redeliver work on
+them). Bad input exits 2 naming the field.
 Shared flags: --json, --admin ADDR, --token T, --config FILE.`
 
 // endpointFlags is a flag set for one endpoints subcommand, with the shared
@@ -220,6 +225,10 @@ func runEndpointShow(ctx context.Context, args []string, getenv func(string) str
 	} {
 		fmt.Fprintf(stdout, "%-13s %s\n", l[0], l[1])
 	}
+	if len(e.Waiting) == 0 {
+		fmt.Fprintf(stdout, "%-13s %s\n", "waiting", "no: deliveries go at once")
+	}
+	printWaits(stdout, e.Waiting, "waiting:")
 	return nil
 }
 

@@ -124,7 +124,9 @@ func printJSON(w io.Writer, raw json.RawMessage) error {
 const statusHelp = `hookjet status [--json] [--admin ADDR] [--token T] [--config FILE]
 
 Shows how much is waiting, how old the oldest message is, what is in flight,
-and what was delivered or failed in the last hour.`
+and what was delivered or failed in the last hour; then, for each endpoint
+whose deliveries wait, why and until when (disabled, circuit breaker open,
+held by a receiver's Retry-After, rate limited, in-flight cap full).`
 
 func runStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlags("status", statusHelp, stdout)
@@ -157,12 +159,20 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	fmt.Fprintf(tw, "delivered (last hour)\t%d\n", s.DeliveredLastHour)
 	fmt.Fprintf(tw, "failed attempts (last hour)\t%d\n", s.FailedLastHour)
 	fmt.Fprintf(tw, "endpoints\t%d (%d disabled, %d breakers not closed)\n", s.Endpoints, s.DisabledEndpoints, s.OpenBreakers)
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	title := "waiting:"
+	if s.WaitingEndpoints > admin.MaxWaiting {
+		title = fmt.Sprintf("waiting (the first %d of %d endpoints):", admin.MaxWaiting, s.WaitingEndpoints)
+	}
+	printWaits(stdout, s.Waiting, title)
+	return nil
 }
 
 const endpointsHelp = `hookjet endpoints [ID] [--json] [--tenant T] [--limit N] [--after ID]
                   [--enable ID | --disable ID] [--admin ADDR] [--token T] [--config FILE]
-hookjet endpoints add|show|update|rm|rotate|test|redeliver ...   (see 'hookjet endpoints add --help')
+hookjet endpoints add|show|update|rm|rotate|test|redeliver|reset ...   (see 'hookjet endpoints add --help')
 
 Lists endpoints, ordered by id, with their breaker state, latency
 percentiles (rolling 24h), first-attempt success rate, pending messages and
@@ -328,11 +338,17 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdo
 		}
 		if *dry {
 			fmt.Fprintf(stdout, "dry run: %d dead letter(s) match; nothing replayed\n", res.Matched)
+			for _, w := range res.Warnings {
+				fmt.Fprintln(stdout, "warning:", w)
+			}
 			return nil
 		}
 		fmt.Fprintf(stdout, "matched %d, replayed %d, skipped %d\n", res.Matched, res.Replayed, res.Skipped)
 		for _, e := range res.Errors {
 			fmt.Fprintln(stdout, "  ", e)
+		}
+		for _, w := range res.Warnings {
+			fmt.Fprintln(stdout, "warning:", w)
 		}
 		if res.Skipped > 0 {
 			return errors.New("some dead letters were not replayed")

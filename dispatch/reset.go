@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -32,8 +33,17 @@ type resetNotice struct {
 	Origin   string `json:"origin"` // the process that published it, which has reset already
 }
 
-// origin names this process in the reset notices it publishes.
-var origin = nuid.Next()
+// resets is a dispatcher's part in breaker resets.
+type resets struct {
+	once   sync.Once
+	origin string // names this dispatcher in the notices it publishes
+}
+
+// self returns d's origin, made on first use.
+func (d *Dispatcher) self() string {
+	d.resets.once.Do(func() { d.resets.origin = nuid.Next() })
+	return d.resets.origin
+}
 
 // ResetBreaker closes endpoint id's breaker and lifts a receiver's
 // Retry-After hold, in this process before it returns and in every other
@@ -54,7 +64,7 @@ func (d *Dispatcher) ResetBreaker(ctx context.Context, id string) error {
 		return err
 	}
 	d.resetLocal(id)
-	b, _ := json.Marshal(resetNotice{Endpoint: id, Origin: origin})
+	b, _ := json.Marshal(resetNotice{Endpoint: id, Origin: d.self()})
 	if err := d.o.NC.Publish(jetstream.OpsPrefix+resetKind, b); err != nil {
 		return fmt.Errorf("tell the other processes: %w", err)
 	}
@@ -79,7 +89,7 @@ func (d *Dispatcher) resetLocal(id string) {
 func (d *Dispatcher) WatchResets() error {
 	sub, err := d.o.NC.Subscribe(jetstream.OpsPrefix+resetKind, func(m *nats.Msg) {
 		var n resetNotice
-		if json.Unmarshal(m.Data, &n) != nil || n.Origin == origin {
+		if json.Unmarshal(m.Data, &n) != nil || n.Origin == d.self() {
 			return
 		}
 		d.resetLocal(n.Endpoint)
