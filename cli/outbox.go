@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -68,18 +67,18 @@ func runOutbox(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	log := NewLogger(cfg.Log, stderr)
-	nc, err := connectRelayNATS(ctx, cfg.NATS, log)
-	if err != nil || nc == nil {
+	node, err := jetstream.DialNode(ctx, cfg.NATS, "hookjet-outbox", log)
+	if err != nil || node == nil {
 		return err // nil: stopped before NATS came up
 	}
 	defer func() {
-		if err := nc.Drain(); err != nil {
+		if err := node.Drain(); err != nil {
 			log.Debug("nats drain", "err", err)
 		}
 	}()
-	waitStreams(ctx, nc, log)
+	node.AwaitOutboxStreams(ctx, log)
 	reg := prometheus.NewRegistry()
-	relay, stop, err := startOutbox(ctx, cfg, nc, log, reg)
+	relay, stop, err := startOutbox(ctx, cfg, node, log, reg)
 	if err != nil {
 		return err
 	}
@@ -119,50 +118,12 @@ func runOutboxSchema(args []string, getenv func(string) string, stdout, stderr i
 	return err
 }
 
-// connectRelayNATS connects to nats.url, or to the embedded server of a
-// `hookjet serve` at nats.listen, retrying until ctx is done (then it
-// returns nil, nil).
-func connectRelayNATS(ctx context.Context, cfg config.NATS, log *slog.Logger) (*nats.Conn, error) {
-	wait := 250 * time.Millisecond
-	for {
-		nc, err := jetstream.Dial(cfg, "hookjet-outbox", log)
-		if err == nil || errors.Is(err, config.ErrInvalid) {
-			return nc, err
-		}
-		log.Warn("outbox relay: nats unavailable; retrying", "err", err)
-		select {
-		case <-ctx.Done():
-			return nil, nil
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 5*time.Second)
-	}
-}
-
-// waitStreams waits until hookjet's streams exist on nc, logging while they
-// do not.
-func waitStreams(ctx context.Context, nc *nats.Conn, log *slog.Logger) {
-	for ctx.Err() == nil {
-		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := jetstream.WaitOutboxStreams(sctx, nc)
-		cancel()
-		if err == nil {
-			return
-		}
-		log.Warn("outbox relay: waiting for hookjet's streams", "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(2 * time.Second):
-		}
-	}
-}
-
 // startOutbox starts the outbox relay on nc with cfg.Outbox and returns it
 // with the function that stops it (finishing the batch in flight) and waits
 // for it. `hookjet outbox` and `hookjet serve` (when outbox.dsn is set) call
 // it.
-func startOutbox(ctx context.Context, cfg *config.Config, nc *nats.Conn, log *slog.Logger, reg prometheus.Registerer) (*outbox.Relay, func(), error) {
-	pub, err := jetstream.NewOutboxPublisher(nc, 2*cfg.Outbox.Batch, int(jetstream.MaxMsgSize(cfg)))
+func startOutbox(ctx context.Context, cfg *config.Config, node *jetstream.Node, log *slog.Logger, reg prometheus.Registerer) (*outbox.Relay, func(), error) {
+	pub, err := node.OutboxPublisherFor(cfg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -22,9 +22,6 @@ import (
 	"time"
 
 	"github.com/lmittmann/tint"
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	bolt "go.etcd.io/bbolt"
@@ -149,8 +146,7 @@ type Server struct {
 	cfg   *config.Config
 
 	log      *slog.Logger
-	ns       *server.Server
-	nc       *nats.Conn
+	node     *jetstream.Node // the embedded server (or none) and the connection
 	db       *bolt.DB
 	disp     *dispatch.Dispatcher
 	admin    *http.Server
@@ -223,10 +219,10 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 		return nil, err
 	}
 	s.starting("connecting to NATS")
-	js, err := s.connect()
-	if err != nil {
+	if err := s.connect(); err != nil {
 		return nil, err
 	}
+	js := s.node.JetStream()
 	// A cluster that is recovering may take a while to answer: every
 	// start-up call is retried with a short timeout and backoff (and
 	// logged) for up to two minutes before start-up gives up.
@@ -237,10 +233,10 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 		return nil, err
 	}
 	s.starting("starting delivery")
-	if err := s.startEngine(ctx, setupCtx, js, o); err != nil {
+	if err := s.startEngine(ctx, setupCtx, o); err != nil {
 		return nil, err
 	}
-	store, err := s.watchEndpoints(ctx, setupCtx, js)
+	store, err := s.watchEndpoints(ctx, setupCtx)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +246,7 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 		return nil, err
 	}
 	if !cfg.Outbox.DSN.IsZero() { // the outbox relay in-process: cli/outbox.go
-		if s.outbox, s.stopOutbox, err = startOutbox(ctx, cfg, s.nc, log, s.registry); err != nil {
+		if s.outbox, s.stopOutbox, err = startOutbox(ctx, cfg, s.node, log, s.registry); err != nil {
 			return nil, err
 		}
 	}
@@ -265,8 +261,8 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 		debug.FreeOSMemory()
 	}
 	natsURL := cfg.NATS.URL
-	if s.ns != nil {
-		natsURL = s.ns.ClientURL() + " (embedded)"
+	if s.node.Embedded() {
+		natsURL = s.node.ClientURL() + " (embedded)"
 	}
 	log.Info("hookjet serving", "version", Version, "nats", natsURL, "admin", "http://"+s.adminLn.Addr().String(), "endpoints", len(cfg.Endpoints), "data_dir", cfg.DataDir)
 	return s, nil
@@ -290,36 +286,27 @@ func (s *Server) openState(ctx context.Context) error {
 // connect starts the embedded server when there is no nats.url, connects,
 // and checks that events fit the server's max_payload with hookjet's
 // headers.
-func (s *Server) connect() (natsjs.JetStream, error) {
+func (s *Server) connect() error {
 	cfg := s.cfg
 	var err error
-	if cfg.NATS.URL == "" {
-		if s.ns, err = jetstream.StartEmbedded(cfg.NATS, cfg.DataDir); err != nil {
-			return nil, err
-		}
+	if s.node, err = jetstream.OpenNode(cfg.NATS, cfg.DataDir, "hookjet", s.log); err != nil {
+		return err
 	}
-	if s.nc, err = jetstream.Connect(cfg.NATS, s.ns, "hookjet", s.log); err != nil {
-		return nil, err
-	}
-	if err := checkPayloadHeadroom(cfg, s.nc.MaxPayload()); err != nil {
+	if err := checkPayloadHeadroom(cfg, s.node.MaxPayload()); err != nil {
 		if cfg.Security.MaxPayloadBytes != config.Default().Security.MaxPayloadBytes {
-			return nil, err
+			return err
 		}
 		// The default against a server with a smaller max_payload (1 MB
 		// by default): lower it to fit rather than refuse to start.
-		cfg.Security.MaxPayloadBytes = int(s.nc.MaxPayload() - payloadHeadroom)
-		s.log.Warn("security.max_payload_bytes lowered to fit the NATS server's max_payload with hookjet's headers", "max_payload_bytes", cfg.Security.MaxPayloadBytes, "server_max_payload", s.nc.MaxPayload())
+		cfg.Security.MaxPayloadBytes = int(s.node.MaxPayload() - payloadHeadroom)
+		s.log.Warn("security.max_payload_bytes lowered to fit the NATS server's max_payload with hookjet's headers", "max_payload_bytes", cfg.Security.MaxPayloadBytes, "server_max_payload", s.node.MaxPayload())
 	}
-	js, err := natsjs.New(s.nc)
-	if err != nil {
-		return nil, fmt.Errorf("jetstream: %w", err)
-	}
-	return js, nil
+	return nil
 }
 
 // startEngine builds the metrics, tracing, HTTP client, breakers, ledger and
 // dispatcher, and starts delivering.
-func (s *Server) startEngine(ctx, setupCtx context.Context, js natsjs.JetStream, o Options) error {
+func (s *Server) startEngine(ctx, setupCtx context.Context, o Options) error {
 	cfg, log := s.cfg, s.log
 	if s.registry == nil {
 		s.registry = prometheus.NewRegistry()
@@ -359,7 +346,7 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, js natsjs.JetStream,
 	s.ledgerRun = goOwned(ctx, s.ledger.Run)
 	s.breakersRun = goOwned(ctx, breakers.Run)
 	d, err := dispatch.NewDispatcher(setupCtx, dispatch.Options{
-		NC: s.nc, JS: js, Client: s.client, Breakers: breakers, Ledger: s.ledger,
+		NC: s.node.Conn(), JS: s.node.JetStream(), Client: s.client, Breakers: breakers, Ledger: s.ledger,
 		Metrics: metrics, Log: log, Config: cfg, OnDeadLetter: o.OnDeadLetter,
 		Tracer: tracing.New(tp),
 	})
@@ -381,8 +368,8 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, js natsjs.JetStream,
 // watchEndpoints applies the endpoints stored through the admin API (and,
 // with nats.url, the other processes' config endpoints) and returns the API
 // endpoints' store.
-func (s *Server) watchEndpoints(ctx, setupCtx context.Context, js natsjs.JetStream) (*jetstream.EndpointStore, error) {
-	cfg := s.cfg
+func (s *Server) watchEndpoints(ctx, setupCtx context.Context) (*jetstream.EndpointStore, error) {
+	cfg, js := s.cfg, s.node.JetStream()
 	key, err := seal.LoadSecretKey(cfg)
 	if err != nil {
 		return nil, err
@@ -641,20 +628,12 @@ func (s *Server) abort() {
 		_ = s.admin.Close() // after Shutdown: nothing left; after a failed start: stops serving
 		s.adminRun.stop()
 	}
-	if s.nc != nil {
-		if err := s.nc.FlushTimeout(2 * time.Second); err != nil {
-			s.log.Debug("nats flush", "err", err)
-		}
-		s.nc.Close()
-	}
+	s.node.CloseConn(2*time.Second, s.log)
 	s.stateSync.stop() // syncs once more
 	if s.db != nil {
 		if err := s.db.Close(); err != nil {
 			s.log.Warn("close state file", "err", err)
 		}
 	}
-	if s.ns != nil {
-		s.ns.Shutdown()
-		s.ns.WaitForShutdown()
-	}
+	s.node.Shutdown()
 }
