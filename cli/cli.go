@@ -62,14 +62,15 @@ Commands:
   publish     publish one event
   listen      run a local receiver that verifies and prints deliveries
   status      show the delivery summary (admin API)
-  endpoints   list, show, add, update, remove, rotate, test and redeliver
-              endpoints (admin API)
+  endpoints   list, show, add, update, remove, rotate, test, redeliver and
+              reset (close the breaker of) endpoints (admin API)
   dlq         list, summarise and replay dead letters (admin API)
   outbox      relay a PostgreSQL outbox table into JetStream; 'outbox schema' prints its DDL
   version     print the version
 
-Run 'hookjet <command> --help' for a command's flags.
-Exit codes: 0 ok, 1 runtime error, 2 usage or configuration error.
+Run 'hookjet <command> --help' for a command's flags (help goes to stdout).
+Exit codes: 0 ok, 1 runtime error, 2 usage or configuration error (an unknown
+HOOKJET_* environment variable included).
 `
 
 // Run runs hookjet with args (without the program name). getenv reads the

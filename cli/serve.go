@@ -46,7 +46,8 @@ Runs hookjet: with no nats.url it starts an embedded nats-server with
 JetStream (data under data_dir, clients on nats.listen); with nats.url it joins
 an existing NATS deployment, sharing the work with other hookjet processes.
 SIGTERM/SIGINT stop it gracefully (exit 0); SIGHUP reloads the endpoints.
-Every config key can be overridden with HOOKJET_<SECTION>_<KEY>.
+Every config key can be overridden with HOOKJET_<SECTION>_<KEY>; any other
+HOOKJET_* variable is refused (exit 2), so a misspelt one is not ignored.
 OTEL_EXPORTER_OTLP_ENDPOINT (or tracing.enabled) exports a span per delivery
 attempt over OTLP; the other OTEL_* variables apply as usual.`
 
