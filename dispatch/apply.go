@@ -98,10 +98,11 @@ func (d *Dispatcher) Applied(ctx context.Context, rec jetstream.EndpointRecord) 
 		return fmt.Errorf("endpoint %s: %w", rec.ID, err)
 	}
 	a.revs[rec.ID] = appliedRev{rev: rec.Revision}
+	err = d.PutEndpoint(ep)
 	if _, owned := d.ConfigEndpoint(rec.ID); owned {
-		return nil // the file's wins; PutEndpoint keeps it shadowed
+		return nil // the file's wins; PutEndpoint keeps this one shadowed for when the file drops the id
 	}
-	return d.PutEndpoint(ep)
+	return err
 }
 
 // Removed stops deliveries to the API endpoint id, deleted at revision rev
