@@ -32,6 +32,14 @@ type Backend interface {
 	EndpointPage(ctx context.Context, tenant, after string, limit int) ([]EndpointStatus, string, error)
 	Endpoint(ctx context.Context, id string) (EndpointStatus, error)
 	SetDisabled(ctx context.Context, id string, disabled bool, reason string) error
+	// ResetBreaker closes endpoint id's breaker (and lifts a Retry-After
+	// hold) in this process before it returns and in every process soon
+	// after; its waiting deliveries go at once.
+	ResetBreaker(ctx context.Context, id string) error
+	// Waiting lists why deliveries wait, per endpoint that cannot take
+	// them now (at most MaxWaiting endpoints), and how many endpoints
+	// those are.
+	Waiting(ctx context.Context) ([]Wait, int, error)
 	DeadLetters(ctx context.Context, f jetstream.DLQFilter) ([]jetstream.DLQEntry, error)
 	DeadLetterStats(ctx context.Context) ([]jetstream.DLQStat, error)
 	Replay(ctx context.Context, r ReplayRequest) (ReplayResult, error)
@@ -57,6 +65,7 @@ func NewHandler(b Backend, g prometheus.Gatherer, token string, log *slog.Logger
 	protected.HandleFunc("GET /api/v1/endpoints/{id}", a.endpoint)
 	protected.HandleFunc("POST /api/v1/endpoints/{id}/enable", a.setDisabled(false))
 	protected.HandleFunc("POST /api/v1/endpoints/{id}/disable", a.setDisabled(true))
+	protected.HandleFunc("POST /api/v1/endpoints/{id}/breaker/reset", a.resetBreaker) // waiting.go
 	protected.HandleFunc("GET /api/v1/dlq", a.dlqList)
 	protected.HandleFunc("GET /api/v1/dlq/stats", a.dlqStats)
 	protected.HandleFunc("POST /api/v1/dlq/replay", a.dlqReplay)
@@ -112,16 +121,29 @@ func requireToken(token string, next http.Handler) http.Handler {
 	if token == "" {
 		return next
 	}
-	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="hookjet"`)
-			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+		if !Authorized(token, r) {
+			Unauthorized(w)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// Authorized reports whether r carries "Authorization: Bearer <token>";
+// every request is authorized when token is empty.
+func Authorized(token string, r *http.Request) bool {
+	if token == "" {
+		return true
+	}
+	got := []byte(r.Header.Get("Authorization"))
+	return subtle.ConstantTimeCompare(got, []byte("Bearer "+token)) == 1
+}
+
+// Unauthorized answers 401 as every protected route does without the token.
+func Unauthorized(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="hookjet"`)
+	writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -177,6 +199,9 @@ func (a *api) summary(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		a.fail(w, r, err)
 		return
+	}
+	if s.Waiting, s.WaitingEndpoints, err = a.b.Waiting(ctx); err != nil {
+		s.Errors = append(s.Errors, "waiting: "+err.Error())
 	}
 	writeJSON(w, http.StatusOK, s)
 }
@@ -276,5 +301,6 @@ func (a *api) dlqReplay(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
+	a.replayWaits(ctx, req, &res) // waiting.go
 	writeJSON(w, http.StatusOK, res)
 }

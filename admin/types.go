@@ -29,6 +29,36 @@ type Summary struct {
 	// Errors lists the lookups that failed; the other fields are still
 	// filled in.
 	Errors []string `json:"errors,omitempty"`
+	// Waiting lists why deliveries wait, per endpoint that cannot take
+	// them now (at most MaxWaiting, by endpoint id); WaitingEndpoints
+	// counts them all.
+	Waiting          []Wait `json:"waiting,omitempty"`
+	WaitingEndpoints int    `json:"waiting_endpoints"`
+}
+
+// MaxWaiting bounds the endpoints Summary.Waiting lists.
+const MaxWaiting = 100
+
+// Wait reasons: why an endpoint's deliveries wait.
+const (
+	WaitDisabled     = "disabled"       // until an operator enables it
+	WaitBreakerOpen  = "breaker_open"   // until the cooldown ends, then one probe
+	WaitHalfOpen     = "breaker_probe"  // half-open: one probe request at a time
+	WaitHeld         = "held"           // a receiver's Retry-After, for every process
+	WaitRateLimited  = "rate_limited"   // rate_limit.rps: the next token
+	WaitInFlightFull = "in_flight_full" // max_in_flight requests are out
+)
+
+// Wait is one reason why deliveries to an endpoint wait, and until when.
+type Wait struct {
+	Endpoint string `json:"endpoint,omitempty"`
+	// Reason is one of the Wait* constants.
+	Reason string `json:"reason"`
+	// Until is when the reason ends by itself; nil when it does not (a
+	// disabled endpoint) or cannot be told (a probe out).
+	Until *time.Time `json:"until,omitempty"`
+	// Detail says more: the disabled reason, the hold's cause.
+	Detail string `json:"detail,omitempty"`
 }
 
 // BreakerStatus is an endpoint's circuit breaker as the admin API shows it.
@@ -75,6 +105,9 @@ type EndpointStatus struct {
 	Description             string        `json:"description"`
 	CreatedAt               *time.Time    `json:"created_at"`
 	UpdatedAt               *time.Time    `json:"updated_at"`
+	// Waiting says why deliveries to the endpoint wait now, and until
+	// when; empty when they go at once.
+	Waiting []Wait `json:"waiting,omitempty"`
 }
 
 // LastDelivery is an endpoint's last successful delivery from this process.
@@ -100,4 +133,20 @@ type ReplayResult struct {
 	Replayed int      `json:"replayed"`
 	Skipped  int      `json:"skipped,omitempty"`
 	Errors   []string `json:"errors,omitempty"`
+	// Waiting lists, for the endpoints replayed to, why their deliveries
+	// wait instead of going now (a disabled endpoint, an open breaker, a
+	// hold); Warnings says the same in words.
+	Waiting  []Wait   `json:"waiting,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+
+	targets map[string]bool // endpoints replayed to
+}
+
+// ReplayedTo counts one dead letter replayed to endpoint.
+func (r *ReplayResult) ReplayedTo(endpoint string) {
+	r.Replayed++
+	if r.targets == nil {
+		r.targets = map[string]bool{}
+	}
+	r.targets[endpoint] = true
 }

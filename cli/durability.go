@@ -5,9 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	natsjs "github.com/nats-io/nats.go/jetstream"
-
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/jetstream"
 )
@@ -19,7 +16,8 @@ import (
 // policy recorded in the metadata; else "unknown", treated as lazy), and
 // each stream's replicas. With nats.url it warns about the
 // streams a power cut of one server could take acknowledged messages from.
-func readDurability(ctx context.Context, cfg *config.Config, nc *nats.Conn, js natsjs.JetStream, log *slog.Logger) jetstream.Durability {
+func readDurability(ctx context.Context, cfg *config.Config, node *jetstream.Node, log *slog.Logger) jetstream.Durability {
+	nc, js := node.Conn(), node.JetStream()
 	d := jetstream.EmbeddedDurability(cfg.NATS)
 	if cfg.NATS.URL != "" {
 		sync, err := jetstream.ReadSyncPolicy(ctx, nc)
@@ -52,7 +50,8 @@ func readDurability(ctx context.Context, cfg *config.Config, nc *nats.Conn, js n
 // embedded server), else, without nats.url, from this config's nats.sync
 // (the relay then talks to the embedded server of a `hookjet serve` with
 // the same config); unknown is treated as lazy.
-func relayHold(ctx context.Context, cfg *config.Config, nc *nats.Conn, js natsjs.JetStream, log *slog.Logger) time.Duration {
+func relayHold(ctx context.Context, cfg *config.Config, node *jetstream.Node, log *slog.Logger) time.Duration {
+	nc, js := node.Conn(), node.JetStream()
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	d := jetstream.Durability{Sync: jetstream.SyncUnknown}

@@ -72,7 +72,7 @@ func (c *adminClient) do(ctx context.Context, method, path string, in, out any) 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("admin API at %s: %w (is hookjet serve running?)", c.base, err)
+		return fmt.Errorf("admin API at %s: %w (is hookjet serve running? It serves the admin API on admin.listen: pass --admin ADDR, or --config with the file hookjet serve uses)", c.base, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -97,6 +97,11 @@ type apiError struct {
 	Status int    `json:"-"`
 	Msg    string `json:"error"`
 	Field  string `json:"field"`
+	// Errors lists every problem of a request body, the first one as Msg.
+	Errors []struct {
+		Field string `json:"field"`
+		Error string `json:"error"`
+	} `json:"errors"`
 }
 
 func (e *apiError) Error() string {
@@ -119,10 +124,12 @@ func printJSON(w io.Writer, raw json.RawMessage) error {
 const statusHelp = `hookjet status [--json] [--admin ADDR] [--token T] [--config FILE]
 
 Shows how much is waiting, how old the oldest message is, what is in flight,
-and what was delivered or failed in the last hour.`
+and what was delivered or failed in the last hour; then, for each endpoint
+whose deliveries wait, why and until when (disabled, circuit breaker open,
+held by a receiver's Retry-After, rate limited, in-flight cap full).`
 
 func runStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlags("status", statusHelp, stderr)
+	fs := newFlags("status", statusHelp, stdout)
 	client := adminFlags(fs, getenv)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if _, err := parseArgs(fs, args, 0); err != nil {
@@ -152,12 +159,20 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	fmt.Fprintf(tw, "delivered (last hour)\t%d\n", s.DeliveredLastHour)
 	fmt.Fprintf(tw, "failed attempts (last hour)\t%d\n", s.FailedLastHour)
 	fmt.Fprintf(tw, "endpoints\t%d (%d disabled, %d breakers not closed)\n", s.Endpoints, s.DisabledEndpoints, s.OpenBreakers)
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	title := "waiting:"
+	if s.WaitingEndpoints > admin.MaxWaiting {
+		title = fmt.Sprintf("waiting (the first %d of %d endpoints):", admin.MaxWaiting, s.WaitingEndpoints)
+	}
+	printWaits(stdout, s.Waiting, title)
+	return nil
 }
 
 const endpointsHelp = `hookjet endpoints [ID] [--json] [--tenant T] [--limit N] [--after ID]
                   [--enable ID | --disable ID] [--admin ADDR] [--token T] [--config FILE]
-hookjet endpoints add|show|update|rm|rotate|test|redeliver ...   (see 'hookjet endpoints add --help')
+hookjet endpoints add|show|update|rm|rotate|test|redeliver|reset ...   (see 'hookjet endpoints add --help')
 
 Lists endpoints, ordered by id, with their breaker state, latency
 percentiles (rolling 24h), first-attempt success rate, pending messages and
@@ -170,7 +185,7 @@ func runEndpoints(ctx context.Context, args []string, getenv func(string) string
 	if len(args) > 0 && endpointCommands[args[0]] != nil {
 		return endpointCommands[args[0]](ctx, args[1:], getenv, stdout, stderr)
 	}
-	fs := newFlags("endpoints", endpointsHelp, stderr)
+	fs := newFlags("endpoints", endpointsHelp, stdout)
 	client := adminFlags(fs, getenv)
 	asJSON := fs.Bool("json", false, "print JSON")
 	enable := fs.String("enable", "", "re-enable this endpoint")
@@ -178,9 +193,12 @@ func runEndpoints(ctx context.Context, args []string, getenv func(string) string
 	tenant := fs.String("tenant", "", "list only this tenant's endpoints")
 	limit := fs.Int("limit", 100, "list at most this many (1..1000)")
 	after := fs.String("after", "", "list the endpoints whose ids sort after this one (the next page)")
-	pos, err := parseArgs(fs, args, 1)
+	pos, err := parseArgs(fs, args, 2)
 	if err != nil {
 		return err
+	}
+	if len(pos) == 2 { // a word before the id is a command this version lacks
+		return usagef("endpoints: unknown command %q (want %s, or an id alone)", pos[0], strings.Join(endpointCommandNames(), ", "))
 	}
 	c, err := client()
 	if err != nil {
@@ -258,10 +276,13 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdo
 			return errHelp
 		}
 		fmt.Fprintln(stderr, dlqHelp)
+		if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+			return usagef("dlq: unknown command %q (want list, stats or replay)", args[0])
+		}
 		return usagef("dlq: want list, stats or replay")
 	}
 	sub := args[0]
-	fs := newFlags("dlq "+sub, dlqHelp, stderr)
+	fs := newFlags("dlq "+sub, dlqHelp, stdout)
 	client := adminFlags(fs, getenv)
 	asJSON := fs.Bool("json", false, "print JSON")
 	endpoint := fs.String("endpoint", "", "only this endpoint")
@@ -317,11 +338,17 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdo
 		}
 		if *dry {
 			fmt.Fprintf(stdout, "dry run: %d dead letter(s) match; nothing replayed\n", res.Matched)
+			for _, w := range res.Warnings {
+				fmt.Fprintln(stdout, "warning:", w)
+			}
 			return nil
 		}
 		fmt.Fprintf(stdout, "matched %d, replayed %d, skipped %d\n", res.Matched, res.Replayed, res.Skipped)
 		for _, e := range res.Errors {
 			fmt.Fprintln(stdout, "  ", e)
+		}
+		for _, w := range res.Warnings {
+			fmt.Fprintln(stdout, "warning:", w)
 		}
 		if res.Skipped > 0 {
 			return errors.New("some dead letters were not replayed")
@@ -341,7 +368,7 @@ func printDLQList(stdout io.Writer, raw json.RawMessage) error {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tENDPOINT\tEVENT ID\tTYPE\tREASON\tATTEMPTS\tSTATUS\tLAST ERROR\tLAST ATTEMPT")
 	for _, e := range out.Entries {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.Seq, e.Endpoint, e.EventID, e.EventType, e.Reason, e.Attempts, e.LastStatus, e.LastError, e.LastAttempt)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.Seq, e.Endpoint, e.EventID, e.EventType, e.Reason, e.Attempts, statusText(e.LastStatus), e.LastError, e.LastAttempt)
 	}
 	fmt.Fprintf(tw, "(%d shown)\n", len(out.Entries))
 	return tw.Flush()
@@ -358,7 +385,7 @@ func printDLQStats(stdout io.Writer, raw json.RawMessage) error {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ENDPOINT\tCOUNT\tREASON\tSTATUS\tMOST COMMON ERROR\tAVG ATTEMPTS\tFIRST\tLAST")
 	for _, s := range out.Endpoints {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.1f\t%s\t%s\n", s.Endpoint, s.Count, s.MostCommonReason, s.MostCommonStatus, s.MostCommonError, s.AverageAttempts, s.First, s.Last)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.1f\t%s\t%s\n", s.Endpoint, s.Count, s.MostCommonReason, statusText(s.MostCommonStatus), s.MostCommonError, s.AverageAttempts, s.First, s.Last)
 	}
 	return tw.Flush()
 }

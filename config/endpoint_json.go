@@ -251,7 +251,9 @@ func (p EndpointPatch) Apply(spec EndpointSpec) EndpointSpec {
 // duration strings ("15s"). An unknown field, a value of the wrong type or
 // trailing data is an error. Errors are an errors.Join of [*FieldError]
 // whose Key is the JSON field ("retry.max_attempts"); they wrap
-// [ErrInvalid] and never contain a secret or header value.
+// [ErrInvalid] and never contain a secret or header value. With errors for
+// some fields the patch returned holds the fields that decoded (so that a
+// caller can validate them too and report every problem at once).
 func DecodeEndpointPatch(data []byte) (EndpointPatch, error) {
 	var obj map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -267,7 +269,7 @@ func DecodeEndpointPatch(data []byte) (EndpointPatch, error) {
 		d.field(&p, name, obj[name])
 	}
 	if len(d.errs) > 0 {
-		return EndpointPatch{}, errors.Join(d.errs...)
+		return p, errors.Join(d.errs...)
 	}
 	return p, nil
 }

@@ -18,13 +18,17 @@ import (
 
 // Load reads the YAML file at path and returns [Parse] of its content.
 // getenv looks up environment variables (pass os.Getenv); nil means an empty
-// environment.
+// environment. Its errors name the file.
 func Load(path string, getenv func(string) string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	return Parse(data, getenv)
+	c, err := Parse(data, getenv)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
 }
 
 // Parse builds a Config from YAML: [Default] values, overridden by data,

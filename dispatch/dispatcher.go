@@ -115,6 +115,8 @@ type Dispatcher struct {
 	shareMu     sync.Mutex                 // guards published and unshare
 	published   map[string]config.Endpoint // config endpoints last stored in the bucket
 	unshare     map[string]bool            // removed config endpoints not yet deleted from the bucket
+	applied     appliedRevs                // API endpoint revisions in force (issue 24, dispatch/apply.go)
+	resets      resets                     // breaker resets from other processes (issue 24, dispatch/reset.go)
 
 }
 

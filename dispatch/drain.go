@@ -296,7 +296,7 @@ func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg 
 		return
 	}
 	ev, st := taskOf(msg.Headers(), meta.Timestamp)
-	dl := &delivery{e: e, s: s, ev: &ev, st: st, data: msg.Data(), hdr: msg.Headers()}
+	dl := &delivery{e: e, s: d.current(e), ev: &ev, st: st, data: msg.Data(), hdr: msg.Headers()} // issue 24: the settings in force now, not when a waiting fetch began
 	dl.done = func(ok bool) {
 		defer finished()
 		var err error

@@ -118,6 +118,7 @@ func (d *Dispatcher) status(e *endpoint, w waitingCount, deadLetters uint64) adm
 	} else {
 		s.Breaker.State = "closed"
 	}
+	s.Waiting = d.waits(e, d.now()) // issue 24: why deliveries wait (dispatch/reset.go)
 	return s
 }
 

@@ -135,18 +135,27 @@ func (h *Hookjet) AdminURL() string { return "http://" + h.srv.AdminAddr() }
 // endpoint is applied: events published from then on reach it.
 func (h *Hookjet) AddEndpoint(url string, events ...string) (id, secret string) {
 	h.t.Helper()
+	secret = NewSecret()
+	return h.AddEndpointWithSecret(url, secret, events...), secret
+}
+
+// AddEndpointWithSecret is [Hookjet.AddEndpoint] with the signing secret
+// given (for example from [NewSecret]), so that a verifying receiver can be
+// built with it before the endpoint exists: no receiver sees a request it
+// cannot verify. It returns the endpoint's id once it is applied.
+func (h *Hookjet) AddEndpointWithSecret(url, secret string, events ...string) (id string) {
+	h.t.Helper()
 	h.mu.Lock()
 	h.n++
 	id = fmt.Sprintf("ep%d", h.n)
 	h.mu.Unlock()
-	secret = NewSecret()
 	if len(events) == 0 {
 		events = []string{">"}
 	}
 	if err := h.addEndpoint(id, url, secret, events); err != nil {
 		h.t.Fatalf("hookjettest: add endpoint %s: %v", url, err)
 	}
-	return id, secret
+	return id
 }
 
 // addEndpoint makes hookjet deliver to a new endpoint through the admin

@@ -367,7 +367,7 @@ type dlqEntry struct {
 	Endpoint   string `json:"endpoint"`
 	Reason     string `json:"reason"`
 	Attempts   int    `json:"attempts"`
-	LastStatus string `json:"last_status"`
+	LastStatus int    `json:"last_status"`
 	LastError  string `json:"last_error"`
 	First      string `json:"first_attempt"`
 	Last       string `json:"last_attempt"`
