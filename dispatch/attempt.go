@@ -3,7 +3,7 @@ package dispatch
 import (
 	"context"
 	"fmt"
-	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/attempt"
 	"github.com/hookjet/hookjet/jetstream"
 	"log/slog"
 	"strings"
@@ -83,7 +83,7 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
 	switch res.Class {
 	case deliver.Success:
 		d.o.Breakers.Record(dl.e.id, breaker.Success, res.Latency, first)
-		dl.e.last.Store(&admin.LastDelivery{EventID: dl.ev.id, Status: res.Status, LatencyMS: ms(res.Latency), At: res.Sent.UTC()})
+		dl.e.last.Store(&attempt.LastDelivery{EventID: dl.ev.id, Status: res.Status, LatencyMS: ms(res.Latency), At: res.Sent.UTC()})
 	case deliver.Transient:
 		d.o.Breakers.Record(dl.e.id, breaker.Failure, res.Latency, first)
 	case deliver.Rejected:

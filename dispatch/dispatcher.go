@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/attempt"
 	"github.com/hookjet/hookjet/jetstream"
 	"log/slog"
 	"math/rand/v2"
@@ -125,7 +125,7 @@ type endpoint struct {
 	// deliveries still in flight store no retry or task (no one would
 	// take them, and an id created again would).
 	deleted atomic.Bool
-	last    atomic.Pointer[admin.LastDelivery] // this process's last 2xx
+	last    atomic.Pointer[attempt.LastDelivery] // this process's last 2xx
 }
 
 type settings struct {
