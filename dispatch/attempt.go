@@ -78,6 +78,7 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
 		st.First = res.Sent
 	}
 	st.Last, st.Status = res.Sent, res.Status
+	d.recordAttempt(dl, &res) // delivery log (issue 20)
 	first := st.Attempts == 1
 	d.observeAttempt(dl.e, res.Class.String(), first, res.Latency.Seconds(), res.Class != deliver.Rejected)
 	switch res.Class {
@@ -176,6 +177,7 @@ func (d *Dispatcher) park(dl *delivery, cause string) {
 			dl.done(false)
 			return
 		}
+		d.recordEnd(dl, attempt.ClassParked, cause) // delivery log (issue 20)
 		d.drains.note(dl.e.id, time.Time{})
 		dl.done(true)
 	}()
@@ -215,6 +217,7 @@ func (d *Dispatcher) deadLetter(dl *delivery, reason string) {
 		dl.done(false)
 		return
 	}
+	d.recordEnd(dl, attempt.ClassDeadLetter, reason) // delivery log (issue 20)
 	if d.o.OnDeadLetter != nil {
 		d.o.OnDeadLetter(id, dl.ev.id)
 	}

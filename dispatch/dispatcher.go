@@ -39,6 +39,7 @@ type Options struct {
 	Now          func() time.Time               // nil: time.Now
 	OnDeadLetter func(endpoint, eventID string) // test seam called after the DLQ copy is stored and before the source is settled; nil: nothing
 	Tracer       *tracing.Tracer                // spans of attempts, dead letters and replays; nil: tracing off, at no cost
+	Recorder     Recorder                       // the delivery log (dispatch/record.go); nil: off
 }
 
 // Dispatcher delivers events to endpoints with a fixed number of JetStream
@@ -109,6 +110,7 @@ type Dispatcher struct {
 	shareMu     sync.Mutex                 // guards published and unshare
 	published   map[string]config.Endpoint // config endpoints last stored in the bucket
 	unshare     map[string]bool            // removed config endpoints not yet deleted from the bucket
+	rec         recorded                   // the delivery log's last test per endpoint (dispatch/record.go)
 
 }
 
