@@ -130,8 +130,8 @@ type LogWriter struct {
 const (
 	logQueue       = 16384
 	logMaxPending  = 2048
-	logPubTimeout  = 5 * time.Second
-	logStallWait   = 250 * time.Millisecond
+	logPubTimeout  = 10 * time.Second
+	logStallWait   = 2 * time.Second
 	logCloseBudget = 5 * time.Second
 )
 
