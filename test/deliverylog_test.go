@@ -283,3 +283,76 @@ func checkLogHoldsNoSecrets(t *testing.T, h *hookjet) {
 		t.Errorf("HOOKJET_LOG holds %d records, want 29", info.State.Msgs)
 	}
 }
+
+// TestEndpointOwnerSettingsLastTest checks the endpoint object's owner (from
+// the file and through the API), its effective settings and last_test.
+func TestEndpointOwnerSettingsLastTest(t *testing.T) {
+	r := newReceiver(t, []string{secretA, secretB}, nil)
+	h := startHookjet(t, testConfig(t, t.TempDir(), "",
+		endpointYAML{ID: "file", URL: r.URL, Extra: "    owner: payments-team\n    retry: {max_attempts: 3}\n"}), cli.Options{})
+	token := h.cfg.Admin.Token.Reveal()
+	type object struct {
+		Owner    string `json:"owner"`
+		LastTest *struct {
+			EventID string `json:"event_id"`
+			Class   string `json:"class"`
+			Status  int    `json:"status"`
+		} `json:"last_test"`
+		Settings *struct {
+			Timeout string `json:"timeout"`
+			Retry   struct {
+				MaxAttempts int    `json:"max_attempts"`
+				Base        string `json:"base"`
+			} `json:"retry"`
+		} `json:"settings"`
+	}
+	var o object
+	h.api("GET", "/api/v1/endpoints/file", token, nil, &o)
+	if o.Owner != "payments-team" || o.Settings == nil || o.Settings.Retry.MaxAttempts != 3 || o.Settings.Retry.Base != "50ms" || o.Settings.Timeout != "2s" || o.LastTest != nil {
+		t.Errorf("file endpoint: %+v settings %+v", o, o.Settings)
+	}
+	var sent struct {
+		EventID string `json:"event_id"`
+	}
+	if code := h.api("POST", "/api/v1/endpoints/file/test", token, nil, &sent); code != 202 {
+		t.Fatalf("test: HTTP %d", code)
+	}
+	checkFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+		o = object{}
+		h.api("GET", "/api/v1/endpoints/file", token, nil, &o)
+		if o.LastTest == nil || o.LastTest.EventID != sent.EventID {
+			return fmt.Errorf("last_test %+v", o.LastTest)
+		}
+		return nil
+	})
+	if o.LastTest.Class != "success" || o.LastTest.Status != 204 {
+		t.Errorf("last_test %+v, want success 204", o.LastTest)
+	}
+	// The test event's record, with trigger test.
+	checkFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+		var ev eventView
+		if code := h.api("GET", "/api/v1/events/"+sent.EventID, token, nil, &ev); code != 200 || len(ev.Deliveries) != 1 {
+			return fmt.Errorf("HTTP %d %+v", code, ev.Deliveries)
+		}
+		if a := ev.Deliveries[0].Attempts; len(a) != 1 || a[0].Trigger != "test" || ev.Deliveries[0].State != "delivered" {
+			return fmt.Errorf("attempts %+v", a)
+		}
+		return nil
+	})
+
+	body := map[string]any{"id": "api1", "url": r.URL, "owner": "team-a", "secrets": []string{secretA, secretB}}
+	if code := h.api("POST", "/api/v1/endpoints", token, body, &o); code != 201 || o.Owner != "team-a" {
+		t.Fatalf("create: HTTP %d owner %q", code, o.Owner)
+	}
+	if code := h.api("PATCH", "/api/v1/endpoints/api1", token, map[string]any{"owner": "team-b"}, &o); code != 200 || o.Owner != "team-b" {
+		t.Fatalf("patch: HTTP %d owner %q", code, o.Owner)
+	}
+	checkFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+		o = object{}
+		h.api("GET", "/api/v1/endpoints/api1", token, nil, &o)
+		if o.Owner != "team-b" {
+			return fmt.Errorf("owner %q", o.Owner)
+		}
+		return nil
+	})
+}
