@@ -118,6 +118,15 @@ func TestDeliveryLog(t *testing.T) {
 			t.Errorf("%s:\n got  %s\n want %s", ep, got[ep], w)
 		}
 	}
+	var dl struct {
+		Entries []struct {
+			Endpoint     string `json:"endpoint"`
+			LastResponse string `json:"last_response"`
+		} `json:"entries"`
+	}
+	if h.api("GET", "/api/v1/dlq?endpoint=perm", token, nil, &dl); len(dl.Entries) != 1 || dl.Entries[0].LastResponse != `{"error":"field amount is required"}` {
+		t.Errorf("dlq list: %+v, want perm's response excerpt", dl.Entries)
+	}
 	if code := h.api("GET", "/api/v1/events/no-such-event", token, nil, nil); code != 404 {
 		t.Errorf("unknown event: HTTP %d, want 404", code)
 	}
