@@ -204,6 +204,38 @@ func TestDeliveryLog(t *testing.T) {
 
 	checkExports(t, h, token)
 	checkLogHoldsNoSecrets(t, h)
+	checkLogCommands(t, h, id)
+}
+
+// checkLogCommands runs the CLI's delivery-log commands against h.
+func checkLogCommands(t *testing.T, h *hookjet, id string) {
+	t.Helper()
+	run := func(args ...string) string {
+		var stdout, stderr strings.Builder
+		args = append(args, "--admin", h.srv.AdminAddr())
+		if err := cli.Run(t.Context(), args, func(string) string { return "" }, &stdout, &stderr); err != nil {
+			t.Fatalf("hookjet %v: %v\n%s", args, err, stderr.String())
+		}
+		return stdout.String()
+	}
+	out := run("events", "show", id)
+	for _, want := range []string{"type       order.created", "flaky: delivered", "perm: dead_letter", "busy, try later", "permanent: HTTP 400"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("events show: no %q in\n%s", want, out)
+		}
+	}
+	out = run("endpoints", "attempts", "perm", "--class", "permanent")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.Contains(lines[1], id) {
+		t.Errorf("endpoints attempts perm --class permanent:\n%s", out)
+	}
+	out = run("export", "attempts", "--since", "1h", "--endpoint", "perm", "--format", "jsonl")
+	if n := strings.Count(out, "\n"); n != 2 || !strings.Contains(out, `"class":"dead_letter"`) {
+		t.Errorf("export attempts --endpoint perm: %d lines\n%s", n, out)
+	}
+	out = run("dlq", "list", "--endpoint", "perm")
+	if !strings.Contains(out, `field amount is required`) {
+		t.Errorf("dlq list shows no response excerpt:\n%s", out)
+	}
 }
 
 // checkExports reads the CSV and JSON-lines exports of attempts and dead
