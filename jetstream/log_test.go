@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookjet/hookjet/attempt"
@@ -277,4 +278,35 @@ func p99ms(d []time.Duration) float64 {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return float64(s[(len(s)*99)/100]) / float64(time.Millisecond)
+}
+
+// TestLogWriterNeverBlocks records with NATS gone: Record returns at once
+// and every record is counted as lost.
+func TestLogWriterNeverBlocks(t *testing.T) {
+	ns, err := StartEmbedded(config.NATS{Listen: "127.0.0.1:-1"}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(ns.ClientURL(), nats.NoReconnect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewLogWriter(nc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	const n = 3 * logQueue // more than the queue holds
+	for i := range n {
+		w.Record(rec("e", "evt_"+strconv.Itoa(i), 1, attempt.ClassSuccess))
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for w.Lost() < n && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if w.Lost() != n || w.Written() != 0 {
+		t.Errorf("lost %d, written %d; want all %d lost", w.Lost(), w.Written(), n)
+	}
 }
