@@ -69,6 +69,7 @@ func NewHandler(b Backend, g prometheus.Gatherer, token string, log *slog.Logger
 	protected.HandleFunc("GET /api/v1/dlq", a.dlqList)
 	protected.HandleFunc("GET /api/v1/dlq/stats", a.dlqStats)
 	protected.HandleFunc("POST /api/v1/dlq/replay", a.dlqReplay)
+	a.routeLog(protected) // the delivery log: admin/log.go
 	protected.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if allow := allowed(protected, r); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
@@ -106,6 +107,9 @@ type api struct {
 	cfg        func() *config.Config
 	configPath string
 
+	// The delivery log (admin/log.go); dlog is nil when it is off.
+	dlog   DeliveryLog
+	events EventLookup
 	// durability is reported by /readyz; nil: not reported.
 	durability *jetstream.Durability
 }
@@ -267,6 +271,7 @@ func (a *api) dlqList(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
+	a.addResponses(ctx, entries) // the delivery log's response excerpts: admin/log.go
 	writeJSON(w, http.StatusOK, map[string]any{"entries": entries})
 }
 

@@ -1,6 +1,10 @@
 package admin
 
-import "time"
+import (
+	"time"
+
+	"github.com/hookjet/hookjet/attempt"
+)
 
 // The JSON the admin API answers with. The delivery engine fills them in;
 // the admin package owns their shape, which is part of the user contract
@@ -108,15 +112,15 @@ type EndpointStatus struct {
 	// Waiting says why deliveries to the endpoint wait now, and until
 	// when; empty when they go at once.
 	Waiting []Wait `json:"waiting,omitempty"`
+	// Owner, LastTest and Settings: admin/settings.go.
+	Owner    string            `json:"owner"`
+	LastTest *LastTest         `json:"last_test"`
+	Settings *EndpointSettings `json:"settings,omitempty"`
 }
 
 // LastDelivery is an endpoint's last successful delivery from this process.
-type LastDelivery struct {
-	EventID   string    `json:"event_id"`
-	Status    int       `json:"status"`
-	LatencyMS float64   `json:"latency_ms"`
-	At        time.Time `json:"at"`
-}
+// The type lives in package attempt, below both the engine and this API.
+type LastDelivery = attempt.LastDelivery
 
 // ReplayRequest selects dead letters to send again.
 type ReplayRequest struct {

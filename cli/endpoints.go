@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/attempt"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -30,6 +31,7 @@ var endpointCommands = map[string]func(ctx context.Context, args []string, geten
 	"test":      runEndpointTest,
 	"redeliver": runEndpointRedeliver,
 	"reset":     runEndpointReset,
+	"attempts":  runEndpointAttempts, // the delivery log: cli/deliverylogcmd.go
 }
 
 // endpointCommandNames lists endpointCommands, sorted.
@@ -43,6 +45,7 @@ hookjet endpoints rotate ID [--grace D]
 hookjet endpoints test ID [--wait D]
 hookjet endpoints redeliver ID --since T [--until T] [--dry-run]
 hookjet endpoints reset ID
+hookjet endpoints attempts ID [--class C] [--since T] [--until T] [--limit N] [--after CURSOR]
 
 Manage endpoints through the admin API; endpoints created this way live in
 NATS and reach every hookjet process within seconds. add prints the new id
@@ -56,7 +59,8 @@ dead-lettered or no outcome came within --wait). redeliver sends stored
 events from --since (RFC 3339 or a duration ago, such as 2h) to the endpoint
 again with their original ids. reset closes the endpoint's circuit breaker
 (and lifts a Retry-After hold) in every hookjet process: its waiting
-deliveries go at once instead of after the cooldown. Endpoints from the
+deliveries go at once instead of after the cooldown. attempts lists the
+endpoint's attempts from the delivery log, newest first. Endpoints from the
 config file cannot be changed here (reset, test and redeliver work on
 them). Bad input exits 2 naming the field.
 Shared flags: --json, --admin ADDR, --token T, --config FILE.`
@@ -364,6 +368,8 @@ type testOutcome struct {
 	LatencyMS float64 `json:"latency_ms,omitempty"`
 	Reason    string  `json:"reason,omitempty"`
 	LastError string  `json:"last_error,omitempty"`
+	// Attempts are the test event's records in the delivery log.
+	Attempts []attempt.Record `json:"attempts,omitempty"`
 }
 
 func runEndpointTest(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -406,6 +412,9 @@ func runEndpointTest(ctx context.Context, args []string, getenv func(string) str
 // testOutcome looks the test event up: in the endpoint's dead letters, then
 // in the endpoint's last delivery. It leaves out pending when neither knows.
 func (c *adminClient) testOutcome(ctx context.Context, id string, start time.Time, out *testOutcome) error {
+	if c.testFromLog(ctx, id, out) { // the delivery log: cli/deliverylogcmd.go
+		return nil
+	}
 	q := url.Values{"endpoint": {id}, "ids": {out.EventID}, "since": {start.Add(-time.Minute).Format(time.RFC3339)}}
 	var dlq struct {
 		Entries []jetstream.DLQEntry `json:"entries"`
@@ -449,6 +458,9 @@ func reportTest(stdout io.Writer, out testOutcome, asJSON bool, wait time.Durati
 			return err
 		}
 		fmt.Fprintln(stdout, string(b))
+	}
+	if !asJSON && len(out.Attempts) > 0 {
+		_ = printAttempts(stdout, out.Attempts, false)
 	}
 	switch out.Outcome {
 	case "delivered":

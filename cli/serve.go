@@ -157,6 +157,10 @@ type Server struct {
 	registry *prometheus.Registry
 	client   *deliver.Client
 	ledger   *dedupe.Ledger
+	// The delivery log's writer and reader (cli/deliverylog.go); nil when
+	// log.enabled is false.
+	logw *jetstream.LogWriter
+	logr *jetstream.LogReader
 	// stopTracing flushes and stops the tracer provider Start built; nil
 	// when there is none (tracing off, or Options.TracerProvider given).
 	stopTracing func(context.Context) error
@@ -340,11 +344,15 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, o Options) error {
 		}
 		s.stopTracing = stop
 	}
+	if err := s.startLog(setupCtx); err != nil { // the delivery log: cli/deliverylog.go
+		return err
+	}
 	s.client = deliver.NewClient(deliver.ClientOptions{
-		Guard:     deliver.NewGuard(cfg.Security.AllowPrivateNetworks, cfg.Security.Prefixes()),
-		HTTPSOnly: cfg.Security.HTTPSOnly,
-		UserAgent: UserAgent(),
-		Resolver:  o.Resolver,
+		Guard:        deliver.NewGuard(cfg.Security.AllowPrivateNetworks, cfg.Security.Prefixes()),
+		HTTPSOnly:    cfg.Security.HTTPSOnly,
+		UserAgent:    UserAgent(),
+		Resolver:     o.Resolver,
+		ExcerptBytes: cfg.Log.ResponseBytes,
 	})
 	var disp atomic.Pointer[dispatch.Dispatcher]
 	breakers, err := breaker.NewRegistry(s.db,
@@ -365,7 +373,7 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, o Options) error {
 	d, err := dispatch.NewDispatcher(setupCtx, dispatch.Options{
 		NC: s.node.Conn(), JS: s.node.JetStream(), Client: s.client, Breakers: breakers, Ledger: s.ledger,
 		Metrics: metrics, Log: log, Config: cfg, OnDeadLetter: o.OnDeadLetter,
-		Tracer: tracing.New(tp),
+		Tracer: tracing.New(tp), Recorder: s.recorder(),
 	})
 	if err != nil {
 		return err
@@ -447,7 +455,7 @@ func (s *Server) listenAdmin() error {
 func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) {
 	h := admin.NewHandler(s.adminBackend(), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
 		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath),
-		admin.WithDurability(s.durability))
+		admin.WithDurability(s.durability), s.logOption())
 	s.handler.api.Store(&h)
 }
 
@@ -632,6 +640,7 @@ func (s *Server) abort() {
 		s.stopOutbox() // finishes its batch while NATS is still connected
 	}
 	s.gauges.stop()
+	s.closeLog()       // stores the delivery log's last records
 	s.ledgerRun.stop() // flushes and acks what was delivered
 	s.breakersRun.stop()
 	if s.stopTracing != nil { // export the spans left

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/attempt"
 	"github.com/hookjet/hookjet/jetstream"
 	"log/slog"
 	"math/rand/v2"
@@ -39,6 +39,7 @@ type Options struct {
 	Now          func() time.Time               // nil: time.Now
 	OnDeadLetter func(endpoint, eventID string) // test seam called after the DLQ copy is stored and before the source is settled; nil: nothing
 	Tracer       *tracing.Tracer                // spans of attempts, dead letters and replays; nil: tracing off, at no cost
+	Recorder     Recorder                       // the delivery log (dispatch/record.go); nil: off
 }
 
 // Dispatcher delivers events to endpoints with a fixed number of JetStream
@@ -117,6 +118,7 @@ type Dispatcher struct {
 	unshare     map[string]bool            // removed config endpoints not yet deleted from the bucket
 	applied     appliedRevs                // API endpoint revisions in force (issue 24, dispatch/apply.go)
 	resets      resets                     // breaker resets from other processes (issue 24, dispatch/reset.go)
+	rec         recorded                   // the delivery log's last test per endpoint (dispatch/record.go)
 
 }
 
@@ -133,7 +135,7 @@ type endpoint struct {
 	// deliveries still in flight store no retry or task (no one would
 	// take them, and an id created again would).
 	deleted atomic.Bool
-	last    atomic.Pointer[admin.LastDelivery] // this process's last 2xx
+	last    atomic.Pointer[attempt.LastDelivery] // this process's last 2xx
 	// backlog counts the tasks this process stored for the endpoint and
 	// not yet consumed (see bounds.go): max_backlog applies to it.
 	backlog atomic.Int64
@@ -400,7 +402,7 @@ func (d *Dispatcher) endpoint(id string) *endpoint {
 
 func sameEndpoint(a, b config.Endpoint) bool {
 	if a.URL != b.URL || a.Settings != b.Settings || a.InsecureSkipVerify != b.InsecureSkipVerify ||
-		a.Tenant != b.Tenant || a.Description != b.Description || a.Source != b.Source ||
+		a.Tenant != b.Tenant || a.Description != b.Description || a.Owner != b.Owner || a.Source != b.Source ||
 		!a.UpdatedAt.Equal(b.UpdatedAt) || len(a.Events) != len(b.Events) ||
 		len(a.Secrets) != len(b.Secrets) || len(a.Headers) != len(b.Headers) || len(a.SecretExpiry) != len(b.SecretExpiry) {
 		return false

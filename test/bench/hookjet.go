@@ -37,6 +37,7 @@ type hookjetSpec struct {
 	maxInFlight int
 	concurrency int
 	sync        string // nats.sync; empty: the default (always)
+	logOff      bool   // log.enabled: false (the delivery log off; test/bench/deliverylog.go)
 }
 
 // instance is one in-process hookjet with its own data directory and a
@@ -66,6 +67,9 @@ func configYAML(dir string, natsPort int, s hookjetSpec) string {
 	}
 	b.WriteString("admin:\n  listen: 127.0.0.1:0\n")
 	b.WriteString("log:\n  level: warn\n")
+	if s.logOff {
+		b.WriteString("  enabled: false\n")
+	}
 	b.WriteString("security:\n  allow_private_networks: true\n")
 	fmt.Fprintf(&b, "worker:\n  concurrency: %d\n  shutdown_grace: 2s\n", s.concurrency)
 	fmt.Fprintf(&b, "defaults:\n  max_in_flight: %d\n", s.maxInFlight)

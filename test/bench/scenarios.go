@@ -344,12 +344,14 @@ type throughputSpec struct {
 	floor bool
 	// sync is nats.sync (the floor's server policy too); empty: always.
 	sync string
+	// logOff turns the delivery log off (test/bench/deliverylog.go).
+	logOff bool
 }
 
 // hookjetSpec renders s's endpoints for rec: endpoint i gets event type
 // bench.e<i> and path /e/<i>; a refused endpoint a closed port.
 func (s throughputSpec) hookjetSpec(b *bench, rec *receiver) (hookjetSpec, error) {
-	spec := hookjetSpec{maxInFlight: s.maxInFlight, concurrency: b.p.concurrency, sync: s.sync}
+	spec := hookjetSpec{maxInFlight: s.maxInFlight, concurrency: b.p.concurrency, sync: s.sync, logOff: s.logOff}
 	closed := ""
 	if slices.Contains(s.behave, refused) {
 		port, err := freePort()
