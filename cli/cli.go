@@ -66,6 +66,7 @@ Commands:
               endpoints (admin API)
   dlq         list, summarise and replay dead letters (admin API)
   outbox      relay a PostgreSQL outbox table into JetStream; 'outbox schema' prints its DDL
+  inbound     'inbound test <source>': send a signed test event through the inbound gateway
   version     print the version
 
 Run 'hookjet <command> --help' for a command's flags.
@@ -101,6 +102,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runDLQ(ctx, rest, getenv, stdout, stderr)
 	case "outbox":
 		return runOutbox(ctx, rest, getenv, stdout, stderr)
+	case "inbound":
+		return runInbound(ctx, rest, getenv, stdout, stderr) // cli/inboundcmd.go
 	default:
 		fmt.Fprint(stderr, usage)
 		return usagef("unknown command %q", cmd)

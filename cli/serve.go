@@ -139,8 +139,9 @@ type Options struct {
 }
 
 // Server is a running hookjet: NATS (embedded or not), state, dispatcher,
-// endpoint watches, outbox relay and admin API. Shutdown stops it in order:
-// stop watching endpoints, stop pulling and finish or return in-flight
+// endpoint watches, outbox relay, inbound gateway and admin API. Shutdown
+// stops it in order: stop the inbound gateway (requests in flight are stored
+// and answered), stop watching endpoints, stop pulling and finish or return in-flight
 // deliveries within the grace period, stop the admin API, then (abort) the
 // outbox relay, the ledger (flushing its acks), the breakers (flushing their
 // state), tracing, NATS, the state file and the embedded server.
@@ -170,6 +171,8 @@ type Server struct {
 	// outbox is the in-process outbox relay (outbox.dsn set; cli/outbox.go).
 	outbox     *outbox.Relay
 	stopOutbox func()
+	// inbound is the inbound gateway (inbound.listen set; cli/inbound.go).
+	inbound *inboundServer
 
 	// The goroutines the Server owns, each stopped by its own stop.
 	stateSync, ledgerRun, breakersRun, gauges, adminRun *owned
@@ -253,6 +256,9 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 		if s.outbox, s.stopOutbox, err = startOutbox(ctx, cfg, s.nc, log, s.registry); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.startInbound(setupCtx, js); err != nil { // cli/inbound.go
+		return nil, err
 	}
 	s.startAdmin(store, o)
 	// Start-up garbage (the parsed config, the endpoint batches) is a few
@@ -439,7 +445,7 @@ func (s *Server) listenAdmin() error {
 
 // startAdmin installs the admin API in place of the start-up answers.
 func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) {
-	h := admin.NewHandler(s.adminBackend(), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
+	h := admin.NewHandler(s.withInbound(s.adminBackend()), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
 		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath))
 	s.handler.api.Store(&h)
 }
@@ -586,6 +592,7 @@ func (s *Server) Shutdown() error {
 }
 
 func (s *Server) shutdown() error {
+	s.stopInbound() // providers' requests first: what is in flight is stored and answered
 	if s.stopWatch != nil {
 		s.stopWatch()
 		s.stopWatch = nil
@@ -608,6 +615,7 @@ func (s *Server) shutdown() error {
 // abort stops whatever was started, in reverse order. It is what a failed
 // Start runs, and the end of Shutdown.
 func (s *Server) abort() {
+	s.stopInbound()
 	if s.stopWatch != nil {
 		s.stopWatch()
 	}

@@ -259,3 +259,32 @@ func TestInvalidSignatureAllocs(t *testing.T) {
 		}
 	}
 }
+
+// Sign produces what each scheme's verifier accepts, with the id and type
+// the gateway then records.
+func TestSignVerifies(t *testing.T) {
+	now := time.Unix(1764547200, 0)
+	for _, tt := range loadVectors(t) {
+		if tt.Outcome != "accepted" {
+			continue
+		}
+		t.Run(tt.Name, func(t *testing.T) {
+			src := tt.config()
+			ev, err := NewTestEvent(src, "evt_test_1", now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := newVerifier(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, m := outcomeOf(v, ev.Header, ev.Body, now)
+			if got != Accepted {
+				t.Fatalf("outcome = %s", got)
+			}
+			if id := eventID(m.id, ev.Body); id != ev.ID || m.typ != ev.Type {
+				t.Errorf("recorded id, type = %q, %q; NewTestEvent says %q, %q", id, m.typ, ev.ID, ev.Type)
+			}
+		})
+	}
+}

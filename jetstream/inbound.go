@@ -33,9 +33,9 @@ const (
 	UntypedEvent = "untyped"
 )
 
-// inboundHeadroom is what an inbound message carries besides its body (the
+// InboundHeadroom is what an inbound message carries besides its body (the
 // Hookjet-Inbound-* headers, the id, Content-Type).
-const inboundHeadroom = 8 << 10
+const InboundHeadroom = 8 << 10
 
 // maxInboundType bounds the type part of an inbound subject.
 const maxInboundType = 255
@@ -43,7 +43,7 @@ const maxInboundType = 255
 // InboundMaxMsgSize is the largest message HOOKJET_INBOUND takes: a body of
 // inbound.max_body_bytes with its headers.
 func InboundMaxMsgSize(cfg *config.Config) int32 {
-	return int32(cfg.Inbound.MaxBodyBytes) + inboundHeadroom
+	return int32(cfg.Inbound.MaxBodyBytes) + InboundHeadroom
 }
 
 // InboundStreamConfig is HOOKJET_INBOUND: limits retention for
