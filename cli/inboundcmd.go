@@ -158,11 +158,20 @@ func connectJS(cfg *config.Config, stderr io.Writer) (natsjs.JetStream, func(), 
 func inboundTest(ctx context.Context, js natsjs.JetStream, src config.InboundSource, base string, f inboundTestFlags, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	// Watch the source's subjects before sending, so the event cannot be
-	// missed; only messages stored from now on are read.
-	oc, err := js.OrderedConsumer(ctx, jetstream.InboundStream, natsjs.OrderedConsumerConfig{
+	// Read only what is stored after the stream's last message now, so the
+	// event cannot be missed and nothing older is scanned.
+	st, err := js.Stream(ctx, jetstream.InboundStream)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", jetstream.InboundStream, err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", jetstream.InboundStream, err)
+	}
+	oc, err := st.OrderedConsumer(ctx, natsjs.OrderedConsumerConfig{
 		FilterSubjects:    []string{jetstream.InboundPrefix + src.ID + ".>"},
-		DeliverPolicy:     natsjs.DeliverNewPolicy,
+		DeliverPolicy:     natsjs.DeliverByStartSequencePolicy,
+		OptStartSeq:       info.State.LastSeq + 1,
 		InactiveThreshold: jetstream.ReadInactive,
 	})
 	if err != nil {
@@ -231,16 +240,13 @@ func postTestEvent(ctx context.Context, url string, ev inbound.TestEvent, stdout
 // findStored reads oc until the message whose Hookjet-Inbound-Id is id.
 func findStored(ctx context.Context, oc natsjs.Consumer, id string) (natsjs.Msg, error) {
 	for {
-		msgs, err := oc.Fetch(16, natsjs.FetchContext(ctx))
-		if err != nil {
-			return nil, err
-		}
-		for m := range msgs.Messages() {
+		m, err := oc.Next(natsjs.FetchMaxWait(time.Second))
+		switch {
+		case err == nil:
 			if m.Headers().Get(jetstream.HdrInboundID) == id {
 				return m, nil
 			}
-		}
-		if err := msgs.Error(); err != nil && !errors.Is(err, natsjs.ErrNoMessages) {
+		case !errors.Is(err, natsjs.ErrNoMessages) && !errors.Is(err, nats.ErrTimeout):
 			return nil, err
 		}
 		if ctx.Err() != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hookjet/hookjet/signature"
@@ -99,7 +100,7 @@ func (c *Config) validateInbound(p *problems) {
 	if in.Listen != "" {
 		if err := checkHostPort(in.Listen); err != nil {
 			p.add("inbound.listen", "%w", err)
-		} else if in.Listen == c.Admin.Listen {
+		} else if in.Listen == c.Admin.Listen && !strings.HasSuffix(in.Listen, ":0") {
 			p.add("inbound.listen", "must differ from admin.listen (%s): the gateway faces providers, the admin API operators", c.Admin.Listen)
 		}
 	}
