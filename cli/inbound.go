@@ -19,10 +19,11 @@ import (
 
 // inboundServer is the inbound gateway a Server runs on inbound.listen.
 type inboundServer struct {
-	gw  *inbound.Gateway
-	srv *http.Server
-	ln  net.Listener
-	run *owned
+	gw    *inbound.Gateway
+	store *jetstream.InboundStore
+	srv   *http.Server
+	ln    net.Listener
+	run   *owned
 }
 
 // startInbound starts the inbound gateway when inbound.listen is set: it
@@ -62,7 +63,7 @@ func (s *Server) startInbound(ctx context.Context, js natsjs.JetStream) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	s.inbound = &inboundServer{gw: gw, srv: srv, ln: ln, run: goOwned(context.Background(), func(context.Context) {
+	s.inbound = &inboundServer{gw: gw, store: store, srv: srv, ln: ln, run: goOwned(context.Background(), func(context.Context) {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("inbound gateway", "err", err)
 		}
@@ -88,8 +89,9 @@ func fitInboundBody(cfg *config.Config, serverMax int64, log *slog.Logger) error
 	return nil
 }
 
-// stopInbound stops taking requests and waits (up to 5 s) for those in
-// flight to be stored and answered. Safe to call when no gateway runs.
+// stopInbound stops taking requests, waits (up to 5 s) for those in flight
+// to be stored and answered, then for their dedupe marks. Safe to call when
+// no gateway runs.
 func (s *Server) stopInbound() {
 	in := s.inbound
 	if in == nil {
@@ -103,6 +105,9 @@ func (s *Server) stopInbound() {
 		_ = in.srv.Close()
 	}
 	in.run.stop()
+	if err := in.store.Flush(ctx); err != nil {
+		s.log.Warn("inbound gateway shutdown", "err", err)
+	}
 }
 
 // InboundAddr is the address the inbound gateway listens on; empty when it

@@ -184,7 +184,9 @@ func (g *Gateway) accept(w http.ResponseWriter, r *http.Request, s *source, body
 		Source: s.id, ID: eventID(m.id, body), Type: m.typ,
 		ContentType: r.Header.Get("Content-Type"), ReceivedAt: now, Body: body,
 	}
-	st, err := g.store.Store(r.Context(), ev)
+	// Not cancelled when the provider hangs up: a store half done would
+	// only be repeated by its retry.
+	st, err := g.store.Store(context.WithoutCancel(r.Context()), ev)
 	if err != nil {
 		s.count(Unavailable)
 		g.log.Warn("inbound event not stored; answered 503", "source", s.id, "err", err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -208,6 +209,7 @@ type InboundStored struct {
 // stored. It is safe for concurrent use.
 type InboundStore struct {
 	js      natsjs.JetStream
+	marks   natsjs.JetStream // asynchronous publishes of the marks
 	kv      natsjs.KeyValue
 	timeout time.Duration
 	log     *slog.Logger
@@ -228,7 +230,32 @@ func OpenInboundStore(ctx context.Context, js natsjs.JetStream, timeout time.Dur
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &InboundStore{js: js, kv: kv, timeout: timeout, log: log}, nil
+	marks, err := natsjs.New(js.Conn(),
+		natsjs.WithPublishAsyncMaxPending(4096),
+		natsjs.WithPublishAsyncTimeout(timeout),
+		natsjs.WithPublishAsyncErrHandler(func(_ natsjs.JetStream, m *nats.Msg, err error) {
+			// Stored, not marked: within the duplicate window Nats-Msg-Id
+			// still catches a copy, whose store marks it again.
+			log.Warn("inbound event stored but not marked in "+InboundSeenBucket+": a copy sent again after the duplicate window would be stored twice",
+				"key", strings.TrimPrefix(m.Subject, inboundSeenPrefix), "err", err)
+		}))
+	if err != nil {
+		return nil, err
+	}
+	return &InboundStore{js: js, marks: marks, kv: kv, timeout: timeout, log: log}, nil
+}
+
+// inboundSeenPrefix is the subject prefix of HOOKJET_INBOUND_SEEN's keys.
+const inboundSeenPrefix = "$KV." + InboundSeenBucket + "."
+
+// Flush waits until every mark published so far is stored, or ctx ends.
+func (s *InboundStore) Flush(ctx context.Context) error {
+	select {
+	case <-s.marks.PublishAsyncComplete():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%d marks of %s not acknowledged: %w", s.marks.PublishAsyncPending(), InboundSeenBucket, ctx.Err())
+	}
 }
 
 // Store stores ev unless its id was stored before. An error means it may
@@ -259,13 +286,11 @@ func (s *InboundStore) Store(ctx context.Context, ev InboundEvent) (InboundStore
 	if err != nil {
 		return InboundStored{}, fmt.Errorf("store in %s: %w", InboundStream, err)
 	}
-	// Marked after the PubAck, for a duplicate too: the mark of the first
-	// copy may have failed.
-	mctx, mcancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
-	defer mcancel()
-	if _, err := s.kv.Put(mctx, key, strconv.AppendUint(nil, ack.Sequence, 10)); err != nil {
-		// Stored: the answer is still 2xx. Within the duplicate window
-		// Nats-Msg-Id still catches a retry, which marks it again.
+	// Marked after the PubAck, for a duplicate too (the mark of the first
+	// copy may have failed), without waiting: until the mark is stored,
+	// Nats-Msg-Id catches a copy within the duplicate window.
+	mark := &nats.Msg{Subject: inboundSeenPrefix + key, Data: strconv.AppendUint(nil, ack.Sequence, 10)}
+	if _, err := s.marks.PublishMsgAsync(mark, natsjs.WithStallWait(s.timeout)); err != nil {
 		s.log.Warn("inbound event stored but not marked in "+InboundSeenBucket+": a copy sent again after the duplicate window would be stored twice",
 			"source", ev.Source, "seq", ack.Sequence, "err", err)
 	}

@@ -130,6 +130,11 @@ func (b *bench) inboundRun(ctx context.Context, name string, forged bool, rate f
 	}
 	r.PeakRSSPerScenario = resetPeakRSS()
 	r.GoroutinesBefore = runtime.NumGoroutine()
+	stopProfile, err := b.startProfile(name) // -profile inbound: the accepted run
+	if err != nil {
+		return nil, err
+	}
+	defer stopProfile()
 	runCtx, cancel := context.WithTimeout(ctx, duration)
 	defer cancel()
 	cpu0, t0, m0 := cpuTime(), time.Now(), machineCPU()
@@ -147,6 +152,7 @@ func (b *bench) inboundRun(ctx context.Context, name string, forged bool, rate f
 		wg.Wait()
 	}
 	elapsed, cpu := time.Since(t0), cpuTime()-cpu0
+	stopProfile()
 	r.setOther(m0, cpu, elapsed)
 	r.Delivered = n.Load() - errs.Load() - bad.Load()
 	r.Errors, r.BadRequests = errs.Load(), bad.Load()
