@@ -390,3 +390,35 @@ func TestInboundTestCommand(t *testing.T) {
 		t.Errorf("--help: %v\n%s", err, help.String())
 	}
 }
+
+// With the NATS server down the gateway answers 503 and marks nothing; once
+// it is back, the provider's retry is stored, once.
+func TestInboundNATSDown(t *testing.T) {
+	ns := startNATSNode(t, "ext", standaloneNATS(t))
+	cfg := testConfig(t, t.TempDir(), inboundSources)
+	cfg.NATS.URL = ns.url()
+	h := startHookjet(t, cfg, cli.Options{})
+	g := &gateway{hookjet: h, url: "http://" + h.srv.InboundAddr()}
+	src := g.source("gh")
+	b := []byte(`{"action":"opened"}`)
+	code, out := g.signed(src, "delivery-1", "issues", b, time.Now())
+	wantAnswer(t, "up", code, out, 200, "status", "accepted")
+	ns.shutdown()
+	code, out = g.signed(src, "delivery-2", "issues", b, time.Now())
+	wantAnswer(t, "NATS down", code, out, 503, "error", "cannot store the event now; retry later")
+	ns.start()
+	checkFor(t, 20*time.Second, 100*time.Millisecond, func() error { // the provider retries
+		if code, out := g.signed(src, "delivery-2", "issues", b, time.Now()); code != 200 || out["status"] != "accepted" {
+			return fmt.Errorf("retry: %d %v", code, out)
+		}
+		return nil
+	})
+	code, out = g.signed(src, "delivery-2", "issues", b, time.Now())
+	wantAnswer(t, "copy", code, out, 200, "status", "duplicate")
+	if n := len(g.stored("gh")); n != 2 {
+		t.Errorf("%d messages stored, want 2 (delivery-1, delivery-2 once)", n)
+	}
+	if got := g.counter("gh", "unavailable"); got < 1 {
+		t.Errorf("unavailable = %v", got)
+	}
+}
