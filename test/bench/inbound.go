@@ -142,7 +142,7 @@ func (b *bench) inboundRun(ctx context.Context, name string, forged bool, rate f
 				errs.Add(1)
 			}
 			return
-		case code != want && !(want == http.StatusOK && code/100 == 2):
+		case code != want && (want != http.StatusOK || code/100 != 2):
 			bad.Add(1)
 			return
 		}
