@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
@@ -146,4 +149,13 @@ func (b inboundBackend) Summary(ctx context.Context) (admin.Summary, error) {
 		}
 	}
 	return sum, err
+}
+
+// printInboundCounts writes a `hookjet status` line per inbound source.
+func printInboundCounts(w io.Writer, counts map[string]admin.InboundCounts) {
+	for _, id := range slices.Sorted(maps.Keys(counts)) {
+		c := counts[id]
+		fmt.Fprintf(w, "inbound %s\t%d accepted, %d duplicates, %d signature failures, %d outside the window, %d too large, %d unavailable\n",
+			id, c.Accepted, c.Duplicates, c.SignatureFailures, c.WindowRejections, c.TooLarge, c.Unavailable)
+	}
 }

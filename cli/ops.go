@@ -119,7 +119,8 @@ func printJSON(w io.Writer, raw json.RawMessage) error {
 const statusHelp = `hookjet status [--json] [--admin ADDR] [--token T] [--config FILE]
 
 Shows how much is waiting, how old the oldest message is, what is in flight,
-and what was delivered or failed in the last hour.`
+and what was delivered or failed in the last hour; with the inbound gateway,
+per source what it accepted and refused since the process started.`
 
 func runStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlags("status", statusHelp, stderr)
@@ -152,6 +153,7 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	fmt.Fprintf(tw, "delivered (last hour)\t%d\n", s.DeliveredLastHour)
 	fmt.Fprintf(tw, "failed attempts (last hour)\t%d\n", s.FailedLastHour)
 	fmt.Fprintf(tw, "endpoints\t%d (%d disabled, %d breakers not closed)\n", s.Endpoints, s.DisabledEndpoints, s.OpenBreakers)
+	printInboundCounts(tw, s.Inbound) // cli/inbound.go
 	return tw.Flush()
 }
 

@@ -247,6 +247,13 @@ func TestInboundSchemes(t *testing.T) {
 	if got := sum.Inbound["stripe"]; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("summary inbound.stripe = %v, want %v", got, want)
 	}
+	var out bytes.Buffer
+	if err := cli.Run(context.Background(), []string{"status", "--admin", g.srv.AdminAddr()}, func(string) string { return "" }, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "2 accepted, 1 duplicates, 3 signature failures, 2 outside the window, 0 too large, 0 unavailable") {
+		t.Errorf("hookjet status:\n%s", out.String())
+	}
 }
 
 // Refusals that name their reason: unknown source, wrong method, body too
