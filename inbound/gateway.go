@@ -62,8 +62,11 @@ func WithClock(now func() time.Time) Option { return func(g *Gateway) { g.now = 
 func WithLogger(l *slog.Logger) Option { return func(g *Gateway) { g.log = l } }
 
 // New returns the gateway for cfg's sources (validated by config), storing
-// through store and counting in m.
+// through store and counting in m (nil: counted, not registered).
 func New(cfg config.Inbound, store Store, m *Metrics, opts ...Option) (*Gateway, error) {
+	if m == nil {
+		m = NewMetrics(nil)
+	}
 	g := &Gateway{
 		sources: make(map[string]*source, len(cfg.Sources)),
 		store:   store,
