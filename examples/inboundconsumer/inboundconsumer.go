@@ -59,6 +59,9 @@ type Options struct {
 	// Store replaces the KV store (e.g. a webhook/pgdedupe store, or one
 	// wrapped by webhook.Counted).
 	Store webhook.Store
+	// OnError hears what could not be processed or acknowledged (the event
+	// comes back either way); nil ignores it.
+	OnError func(ev Event, err error)
 }
 
 // Consumer reads HOOKJET_INBOUND until Stop.
@@ -114,12 +117,23 @@ func handle(m natsjs.Msg, o Options) {
 	ev.ReceivedAt, _ = time.Parse(time.RFC3339Nano, h.Get(hdrReceived))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	report := func(err error) {
+		if err != nil && o.OnError != nil {
+			o.OnError(ev, err)
+		}
+	}
 	_, err := o.Store.Once(ctx, ev.Source+":"+ev.ID, func(ctx context.Context) error { return o.Handle(ctx, ev) })
 	if err != nil && !errors.Is(err, kvdedupe.ErrNotMarked) {
-		_ = m.NakWithDelay(o.RetryDelay) // redelivered: the effect is retried
+		report(err)
+		// Redelivered after the delay, so the effect is retried; a failed
+		// nak is redelivered after AckWait instead.
+		report(m.NakWithDelay(o.RetryDelay))
 		return
 	}
-	_ = m.Ack() // done, or a duplicate
+	report(err) // ErrNotMarked: the effect happened, acknowledge it
+	// Done, or a duplicate. A lost ack is redelivered after AckWait and is
+	// then a duplicate.
+	report(m.Ack())
 }
 
 // Stop stops consuming and waits until the handler in progress returned.
