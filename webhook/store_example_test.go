@@ -14,7 +14,7 @@ import (
 // share webhook/kvdedupe or webhook/pgdedupe the same way; the in-memory
 // Deduper serves one process.
 func ExampleStore() {
-	var store webhook.Store = webhook.Counted(webhook.NewDeduper(0, 0), webhook.NewDedupeMetrics(prometheus.NewRegistry()), "memory")
+	store := webhook.Counted(webhook.NewDeduper(0, 0), webhook.NewDedupeMetrics(prometheus.NewRegistry()), "memory")
 	charge := func(fail bool) func(context.Context) error {
 		return func(context.Context) error {
 			if fail {
