@@ -24,7 +24,7 @@ listen: build
 ## under -race (it makes sync.Pool drop items), without it
 test:
 	$(GO) test -race -count=1 -timeout 30m ./...
-	$(GO) test -count=1 -run 'Alloc' ./signature ./deliver ./webhook ./dedupe ./breaker ./config ./tracing
+	$(GO) test -count=1 -run 'Alloc' ./signature ./deliver ./webhook ./dedupe ./breaker ./config ./tracing ./inbound
 
 ## check: formatting, vet, lint, short fuzzing, alert rules, the README's walkthrough, tests
 check: fmt-check vet lint fuzz promtool walkthrough test
@@ -60,6 +60,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRetryAfter$$' -fuzztime 10s ./deliver
 	$(GO) test -run '^$$' -fuzz '^FuzzSign$$' -fuzztime 10s ./signature
 	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime 10s ./webhook
+	$(GO) test -run '^$$' -fuzz '^FuzzParseStripeSignature$$' -fuzztime 10s ./inbound
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeMAC$$' -fuzztime 10s ./inbound
 
 ## walkthrough: run the commands of README.md's walkthrough against a
 ## started server (the built binary, a temporary data_dir, embedded NATS and

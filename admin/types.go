@@ -30,6 +30,9 @@ type Summary struct {
 	// OutboxLagSeconds is the age of the oldest outbox row, when an outbox
 	// relay runs in this process (outbox.dsn set).
 	OutboxLagSeconds *float64 `json:"outbox_lag_seconds,omitempty"`
+	// Inbound counts the inbound gateway's requests since this process
+	// started, by source id, when the gateway runs here (inbound.listen set).
+	Inbound map[string]InboundCounts `json:"inbound,omitempty"`
 	// Errors lists the lookups that failed; the other fields are still
 	// filled in.
 	Errors []string `json:"errors,omitempty"`
@@ -63,6 +66,20 @@ type Wait struct {
 	Until *time.Time `json:"until,omitempty"`
 	// Detail says more: the disabled reason, the hold's cause.
 	Detail string `json:"detail,omitempty"`
+}
+
+// InboundCounts are one inbound source's requests since the process
+// started: accepted, duplicates (answered 2xx, not stored again), signature
+// failures (missing or invalid), window rejections (signed timestamp
+// outside the tolerance), bodies too large and events that could not be
+// stored (answered 503).
+type InboundCounts struct {
+	Accepted          int64 `json:"accepted"`
+	Duplicates        int64 `json:"duplicates"`
+	SignatureFailures int64 `json:"signature_failures"`
+	WindowRejections  int64 `json:"window_rejections"`
+	TooLarge          int64 `json:"too_large"`
+	Unavailable       int64 `json:"unavailable"`
 }
 
 // BreakerStatus is an endpoint's circuit breaker as the admin API shows it.

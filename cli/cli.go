@@ -68,6 +68,7 @@ Commands:
   events      show an event's deliveries and attempts (delivery log)
   export      stream attempts or dead letters as CSV or JSON lines
   outbox      relay a PostgreSQL outbox table into JetStream; 'outbox schema' prints its DDL
+  inbound     'inbound test <source>': send a signed test event through the inbound gateway
   version     print the version
 
 Run 'hookjet <command> --help' for a command's flags (help goes to stdout).
@@ -107,6 +108,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runExport(ctx, rest, getenv, stdout, stderr)
 	case "outbox":
 		return runOutbox(ctx, rest, getenv, stdout, stderr)
+	case "inbound":
+		return runInbound(ctx, rest, getenv, stdout, stderr) // cli/inboundcmd.go
 	default:
 		fmt.Fprint(stderr, usage)
 		return usagef("unknown command %q", cmd)

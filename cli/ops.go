@@ -124,9 +124,11 @@ func printJSON(w io.Writer, raw json.RawMessage) error {
 const statusHelp = `hookjet status [--json] [--admin ADDR] [--token T] [--config FILE]
 
 Shows how much is waiting, how old the oldest message is, what is in flight,
-and what was delivered or failed in the last hour; then, for each endpoint
-whose deliveries wait, why and until when (disabled, circuit breaker open,
-held by a receiver's Retry-After, rate limited, in-flight cap full).`
+and what was delivered or failed in the last hour; with the inbound gateway,
+per source what it accepted and refused since the process started; then,
+for each endpoint whose deliveries wait, why and until when (disabled,
+circuit breaker open, held by a receiver's Retry-After, rate limited,
+in-flight cap full).`
 
 func runStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlags("status", statusHelp, stdout)
@@ -159,6 +161,7 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	fmt.Fprintf(tw, "delivered (last hour)\t%d\n", s.DeliveredLastHour)
 	fmt.Fprintf(tw, "failed attempts (last hour)\t%d\n", s.FailedLastHour)
 	fmt.Fprintf(tw, "endpoints\t%d (%d disabled, %d breakers not closed)\n", s.Endpoints, s.DisabledEndpoints, s.OpenBreakers)
+	printInboundCounts(tw, s.Inbound) // cli/inbound.go
 	if err := tw.Flush(); err != nil {
 		return err
 	}

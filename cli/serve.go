@@ -46,6 +46,8 @@ Runs hookjet: with no nats.url it starts an embedded nats-server with
 JetStream (data under data_dir, clients on nats.listen; every event is fsynced
 before its PubAck unless nats.sync is a duration); with nats.url it joins
 an existing NATS deployment, sharing the work with other hookjet processes.
+With inbound.listen set it also runs the inbound gateway there (POST
+/in/<source>; see 'hookjet inbound test').
 SIGTERM/SIGINT stop it gracefully (exit 0); SIGHUP reloads the endpoints.
 Every config key can be overridden with HOOKJET_<SECTION>_<KEY>; any other
 HOOKJET_* variable is refused (exit 2), so a misspelt one is not ignored.
@@ -138,8 +140,9 @@ type Options struct {
 }
 
 // Server is a running hookjet: NATS (embedded or not), state, dispatcher,
-// endpoint watches, outbox relay and admin API. Shutdown stops it in order:
-// stop watching endpoints, stop pulling and finish or return in-flight
+// endpoint watches, outbox relay, inbound gateway and admin API. Shutdown
+// stops it in order: stop the inbound gateway (requests in flight are stored
+// and answered), stop watching endpoints, stop pulling and finish or return in-flight
 // deliveries within the grace period, stop the admin API, then (abort) the
 // outbox relay, the ledger (flushing its acks), the breakers (flushing their
 // state), tracing, NATS, the state file and the embedded server.
@@ -174,6 +177,8 @@ type Server struct {
 	stopOutbox func()
 	// durability is how the streams are stored (cli/durability.go).
 	durability jetstream.Durability
+	// inbound is the inbound gateway (inbound.listen set; cli/inbound.go).
+	inbound *inboundServer
 
 	// The goroutines the Server owns, each stopped by its own stop.
 	stateSync, ledgerRun, breakersRun, gauges, adminRun *owned
@@ -258,6 +263,9 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 		if s.outbox, s.stopOutbox, err = startOutbox(ctx, cfg, s.node, log, s.registry, s.durability.EventsHold()); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.startInbound(setupCtx); err != nil { // cli/inbound.go
+		return nil, err
 	}
 	s.startAdmin(store, o)
 	// Start-up garbage (the parsed config, the endpoint batches) is a few
@@ -453,7 +461,7 @@ func (s *Server) listenAdmin() error {
 
 // startAdmin installs the admin API in place of the start-up answers.
 func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) {
-	h := admin.NewHandler(s.adminBackend(), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
+	h := admin.NewHandler(s.withInbound(s.adminBackend()), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
 		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath),
 		admin.WithDurability(s.durability), s.logOption())
 	s.handler.api.Store(&h)
@@ -608,6 +616,7 @@ func (s *Server) Shutdown() error {
 }
 
 func (s *Server) shutdown() error {
+	s.stopInbound() // providers' requests first: what is in flight is stored and answered
 	if s.stopWatch != nil {
 		s.stopWatch()
 		s.stopWatch = nil
@@ -630,6 +639,7 @@ func (s *Server) shutdown() error {
 // abort stops whatever was started, in reverse order. It is what a failed
 // Start runs, and the end of Shutdown.
 func (s *Server) abort() {
+	s.stopInbound()
 	if s.stopWatch != nil {
 		s.stopWatch()
 	}

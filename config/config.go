@@ -33,6 +33,8 @@ type Config struct {
 	Metrics Metrics `yaml:"metrics"`
 	// Outbox configures the PostgreSQL outbox relay.
 	Outbox Outbox `yaml:"outbox"`
+	// Inbound configures the inbound gateway (config/inbound.go).
+	Inbound Inbound `yaml:"inbound"`
 	// Endpoints are the webhook receivers, with their settings resolved
 	// (Defaults merged with each endpoint's overrides). Nil means none.
 	Endpoints []Endpoint `yaml:"endpoints"`
@@ -338,6 +340,7 @@ func Default() Config {
 		Security: Security{MaxPayloadBytes: 1 << 20, MaxEndpoints: 100000},
 		Metrics:  Metrics{MaxEndpointSeries: 1000},
 		Outbox:   defaultOutbox(),
+		Inbound:  defaultInbound(),
 		Defaults: Settings{
 			Timeout:     15 * time.Second,
 			MaxInFlight: 16,

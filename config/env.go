@@ -17,7 +17,7 @@ func (d *decoder) applyEnv(v reflect.Value, key, envPrefix string) {
 		name := envPrefix + "_" + strings.ToUpper(f.name)
 		t := fv.Type()
 		switch {
-		case t == endpointsType:
+		case t == endpointsType, t == inboundSourcesType:
 			continue
 		case t.Kind() == reflect.Struct && t != secretType:
 			d.applyEnv(fv, path, name)
@@ -44,7 +44,7 @@ func EnvVars() []string {
 			ft := t.FieldByIndex(f.index).Type
 			name := prefix + "_" + strings.ToUpper(f.name)
 			switch {
-			case ft == endpointsType:
+			case ft == endpointsType, ft == inboundSourcesType:
 			case ft.Kind() == reflect.Struct && ft != secretType:
 				walk(ft, name)
 			default:

@@ -25,6 +25,7 @@ var scenarioNames = []string{
 	"raw", "healthy10", "healthy10fast", "slow10", "dead10", "floor", "floorfast", "endpoints1000", "endpoints10000", "dead1000",
 	"endpoints100000", "latency", "cost", "cost116", "apicreate10000", "backlog20000",
 	"healthy10nolog", "cost116nolog",
+	"inbound", // test/bench/inbound.go
 }
 
 func main() {
@@ -372,7 +373,8 @@ func evaluate(rs []*result) []target {
 	} else {
 		ts = append(ts, na(costName, costGoal, "% core", "cost"))
 	}
-	return append(ts, scaleTargets(get)...)
+	ts = append(ts, scaleTargets(get)...)
+	return append(ts, inboundTargets(get)...) // test/bench/inbound.go
 }
 
 func printReport(w io.Writer, rep *report) {

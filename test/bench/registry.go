@@ -21,6 +21,9 @@ func (b *bench) scenarios(ctx context.Context) map[string][]runFunc {
 	for name, fn := range b.logScenarios(ctx) { // test/bench/deliverylog.go
 		runs[name] = fn
 	}
+	for name, fn := range b.inboundScenarios(ctx) { // test/bench/inbound.go
+		runs[name] = fn
+	}
 	return runs
 }
 
