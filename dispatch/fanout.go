@@ -131,7 +131,7 @@ func (d *Dispatcher) consumeFanout(ctx context.Context, cons natsjs.Consumer) er
 		if err := msg.Nak(); err != nil {
 			d.log.Debug("nak buffered event", "err", err)
 		}
-	}, natsjs.PullMaxMessagesWithBytesLimit(cap(d.unsettled), fanoutBytes), natsjs.ConsumeErrHandler(func(_ natsjs.ConsumeContext, err error) {
+	}, natsjs.PullMaxMessagesWithBytesLimit(min(cap(d.unsettled), fanoutPull), fanoutBytes), natsjs.ConsumeErrHandler(func(_ natsjs.ConsumeContext, err error) {
 		switch {
 		case errors.Is(err, natsjs.ErrConsumerDeleted) || errors.Is(err, natsjs.ErrConsumerNotFound):
 			signal(err)
@@ -172,6 +172,13 @@ func (d *Dispatcher) consumeFanout(ctx context.Context, cons natsjs.Consumer) er
 	handlers.Wait()
 	return err
 }
+
+// fanoutPull bounds the events buffered in the client ahead of the
+// handler: a process paused past AckWait (SIGSTOP, a long GC, a VM
+// migration) delivers what it buffered although JetStream has handed it to
+// another process meanwhile, so the buffer is what such a pause can
+// duplicate, on top of what was in flight.
+const fanoutPull = 64
 
 // fanoutWorkers is how many events this process fans out at once: more with
 // nats.url, where the shared dedupe lookup is a network round trip.
