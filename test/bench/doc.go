@@ -41,6 +41,12 @@
 //	               request each, 4 clients at a time; then idle RSS and CPU
 //	backlog20000   1 endpoint disabled while 20,000 events for it are parked as
 //	               tasks, then enabled: the rate its drain delivers them at
+//	cluster3       one hookjet (this process) on a real 3-node cluster of
+//	               nats-server processes (bin/nats-server, built if missing;
+//	               R3 streams, the server's default sync), 10 endpoints, then
+//	               the JetStream-only floor on the same cluster (cluster3floor);
+//	               target: >= 40% of healthy10's rate in the same run. CPU is
+//	               this process's only, and "other processes" include the nodes
 //
 // Every figure is printed beside the baselines of the same run: the raw
 // ceiling, and the floor.

@@ -15,6 +15,7 @@ func (b *bench) scenarios(ctx context.Context) map[string][]runFunc {
 	for name, fn := range b.scaleScenarios(ctx) {
 		runs[name] = fn
 	}
+	runs["cluster3"] = b.cluster3(ctx)
 	return runs
 }
 
