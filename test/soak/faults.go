@@ -56,29 +56,39 @@ func (f fault) String() string {
 	return fmt.Sprintf("t+%-7s %-13s %s for %s", f.At.Round(100*time.Millisecond), f.Kind, what, f.For.Round(100*time.Millisecond))
 }
 
+// longPause is how long a long hookjet-pause lasts at least: past the
+// fan-out's AckWait (30 s with the soak's 5 s endpoint timeout), so that
+// JetStream hands the paused process's events to another one while it still
+// holds them.
+const longPause = 35 * time.Second
+
 // plan draws n faults from kinds over duration, deterministically from
-// seed: one at a time, evenly spaced with jitter, each kind about equally
-// often (every kind at least once when n >= len(kinds)), each lasting at most
-// half its slot so the system has time to recover before the next.
+// seed: one at a time, each kind about equally often (every kind at least
+// once when n >= len(kinds)), with gaps between them so that the system can
+// recover before the next. One hookjet-pause in three outlasts the fan-out's
+// AckWait when the run is long enough for it.
 func plan(seed uint64, duration time.Duration, n int, kinds []string, nodes, hookjets int) []fault {
 	if n <= 0 || len(kinds) == 0 {
 		return nil
 	}
 	rnd := rand.New(rand.NewPCG(seed, 0xfa17))
-	slot := duration / time.Duration(n+1)
 	var order []string
 	for len(order) < n {
 		order = append(order, kinds...)
 	}
 	order = order[:n]
 	rnd.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	// Faults may take half the run; the other half is gaps.
+	slot := duration / time.Duration(n+1)
+	allowLong := duration >= 4*time.Minute
 	between := func(lo, hi time.Duration) time.Duration {
 		hi = max(lo, min(hi, slot/2))
 		return lo + time.Duration(rnd.Int64N(int64(hi-lo)+1))
 	}
 	out := make([]fault, n)
+	var busy time.Duration
 	for i, kind := range order {
-		f := fault{At: slot/2 + time.Duration(i)*slot + time.Duration(rnd.Int64N(int64(slot/4)+1)), Kind: kind, Node: -1}
+		f := fault{Kind: kind, Node: -1}
 		switch kind {
 		case natsKill:
 			f.Target, f.For = rnd.IntN(nodes), between(time.Second, 6*time.Second)
@@ -88,6 +98,9 @@ func plan(seed uint64, duration time.Duration, n int, kinds []string, nodes, hoo
 			f.Target, f.For = rnd.IntN(hookjets), between(200*time.Millisecond, 4*time.Second)
 		case hookjetPause:
 			f.Target, f.For = rnd.IntN(hookjets), between(time.Second, 10*time.Second)
+			if allowLong && rnd.IntN(3) == 0 {
+				f.For = longPause + time.Duration(rnd.Int64N(int64(10*time.Second)))
+			}
 		case latency:
 			f.Target, f.For = rnd.IntN(hookjets), between(3*time.Second, 15*time.Second)
 			f.Delay = time.Duration(20+rnd.IntN(480)) * time.Millisecond
@@ -97,7 +110,17 @@ func plan(seed uint64, duration time.Duration, n int, kinds []string, nodes, hoo
 				f.Node = rnd.IntN(nodes)
 			}
 		}
+		busy += f.For
 		out[i] = f
+	}
+	// Spread the rest of the run over the n+1 gaps, each 70-100% of its
+	// share: the last fault ends before the run does.
+	gap := max(0, (duration-busy)/time.Duration(n+1))
+	at := time.Duration(0)
+	for i := range out {
+		at += gap*7/10 + time.Duration(rnd.Int64N(int64(gap*3/10)+1))
+		out[i].At = at
+		at += out[i].For
 	}
 	return out
 }

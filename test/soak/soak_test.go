@@ -49,13 +49,24 @@ func TestPlanIsReproducibleAndSpreadsKinds(t *testing.T) {
 			t.Errorf("%s: %d faults, want %d", k, seen[k], n/len(allKinds))
 		}
 	}
+	long := 0
+	for seed := range uint64(10) {
+		for _, f := range plan(seed, d, n, allKinds, 3, 3) {
+			if f.Kind == hookjetPause && f.For >= longPause {
+				long++
+			}
+		}
+	}
+	if long == 0 {
+		t.Error("no hookjet-pause outlasted AckWait in ten 10-minute schedules")
+	}
 	short := plan(7, 75*time.Second, 6, []string{natsKill, hookjetPause}, 3, 2)
 	for _, f := range short {
 		if !slices.Contains([]string{natsKill, hookjetPause}, f.Kind) {
 			t.Errorf("kind %s was not asked for", f.Kind)
 		}
-		if f.Kind == hookjetPause && f.Target > 1 {
-			t.Errorf("hookjet %d of 2", f.Target)
+		if f.Kind == hookjetPause && (f.Target > 1 || f.For >= longPause) {
+			t.Errorf("%s: of 2 hookjets, short in a 75 s run", f)
 		}
 	}
 }
