@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,8 +48,15 @@ func owed(events []ackedEvent, eps []endpoint) []string {
 // receiverLog is what the receiver's log says.
 type receiverLog struct {
 	delivered map[string]int // "endpoint id" → 2xx answers
+	dupTimes  []dupAt        // every 2xx answer after the first, in log order
 	failed    int            // 503s the script answered
 	bad       int            // signatures that did not verify
+}
+
+// dupAt is a repeated delivery: its endpoint and when it arrived.
+type dupAt struct {
+	endpoint string
+	at       time.Time
 }
 
 func readReceiverLog(path string) (receiverLog, error) {
@@ -66,7 +74,15 @@ func readReceiverLog(path string) (receiverLog, error) {
 		}
 		switch fields[0] {
 		case "ok":
-			rl.delivered[fields[1]+" "+fields[2]]++
+			k := fields[1] + " " + fields[2]
+			rl.delivered[k]++
+			if rl.delivered[k] > 1 {
+				ms, err := strconv.ParseInt(fields[3], 10, 64)
+				if err != nil {
+					return rl, fmt.Errorf("%s: malformed time in %q", path, sc.Text())
+				}
+				rl.dupTimes = append(rl.dupTimes, dupAt{endpoint: fields[1], at: time.UnixMilli(ms)})
+			}
 		case "fail":
 			rl.failed++
 		case "bad":
@@ -136,18 +152,19 @@ func readDLQ(ctx context.Context, js natsjs.JetStream) (map[string]string, error
 // verdict is the checker's result.
 type verdict struct {
 	Owed, Delivered, DeadLettered, Lost int
-	Duplicates                          int // 2xx answers beyond the first for an owed delivery
-	Unowed                              int // deliveries of events the producer never saw acknowledged
+	Duplicates                          int            // 2xx answers beyond the first for an owed delivery
+	DupByEndpoint                       map[string]int // the same, per endpoint
+	Unowed                              int            // deliveries of events the producer never saw acknowledged
 	ByReason                            map[string]int
 	LostSample                          []string // up to 10 lost "endpoint id" pairs
-	Bound                               int      // the duplicates allowed
+	Bound                               int      // the duplicates allowed per endpoint
 }
 
 // check compares what is owed with what arrived and what was dead-lettered.
 // Every owed pair must have been delivered at least once or be in the DLQ
-// with a reason; duplicates are counted against bound.
+// with a reason; each endpoint's duplicates are counted against bound.
 func check(owedPairs []string, rl receiverLog, dlq map[string]string, bound int) verdict {
-	v := verdict{Owed: len(owedPairs), ByReason: map[string]int{}, Bound: bound}
+	v := verdict{Owed: len(owedPairs), ByReason: map[string]int{}, DupByEndpoint: map[string]int{}, Bound: bound}
 	want := make(map[string]bool, len(owedPairs))
 	for _, k := range owedPairs {
 		want[k] = true
@@ -155,6 +172,9 @@ func check(owedPairs []string, rl receiverLog, dlq map[string]string, bound int)
 		case n > 0:
 			v.Delivered++
 			v.Duplicates += n - 1
+			if n > 1 {
+				v.DupByEndpoint[strings.Fields(k)[0]] += n - 1
+			}
 		case dlq[k] != "":
 			v.DeadLettered++
 			v.ByReason[dlq[k]]++
@@ -181,11 +201,59 @@ func (v verdict) failures(rl receiverLog, problems []string) []string {
 	if v.Lost > 0 {
 		out = append(out, fmt.Sprintf("%d acknowledged deliveries lost (e.g. %s)", v.Lost, strings.Join(v.LostSample, ", ")))
 	}
-	if v.Duplicates > v.Bound {
-		out = append(out, fmt.Sprintf("%d duplicates, over the bound of %d", v.Duplicates, v.Bound))
+	eps := make([]string, 0, len(v.DupByEndpoint))
+	for ep := range v.DupByEndpoint {
+		eps = append(eps, ep)
+	}
+	sort.Strings(eps)
+	for _, ep := range eps {
+		if n := v.DupByEndpoint[ep]; n > v.Bound {
+			out = append(out, fmt.Sprintf("endpoint %s: %d duplicates, over the bound of %d", ep, n, v.Bound))
+		}
 	}
 	if rl.bad > 0 {
 		out = append(out, fmt.Sprintf("%d requests with a signature that did not verify", rl.bad))
 	}
 	return append(out, problems...)
+}
+
+// faultWindow is a fault as injected: when it began.
+type faultWindow struct {
+	what  string
+	began time.Time
+}
+
+// dupsAfter attributes each repeated delivery to the latest fault that had
+// begun when it arrived (before the first fault: "no fault yet") and returns
+// a line per fault that has any, with the count per endpoint. It is a guide
+// to which fault caused them: a redelivery comes up to AckWait after its
+// cause, when the next fault may have begun.
+func dupsAfter(dups []dupAt, faults []faultWindow) []string {
+	type key struct {
+		fault    int
+		endpoint string
+	}
+	n := map[key]int{}
+	for _, d := range dups {
+		i := sort.Search(len(faults), func(i int) bool { return faults[i].began.After(d.at) }) - 1
+		n[key{i, d.endpoint}]++
+	}
+	var out []string
+	for i := -1; i < len(faults); i++ {
+		var parts []string
+		for _, ep := range endpoints {
+			if c := n[key{i, ep.id}]; c > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d", ep.id, c))
+			}
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		what := "no fault yet"
+		if i >= 0 {
+			what = faults[i].what
+		}
+		out = append(out, fmt.Sprintf("%s: %s", what, strings.Join(parts, ", ")))
+	}
+	return out
 }

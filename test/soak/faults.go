@@ -152,7 +152,8 @@ type injector struct {
 	out      io.Writer
 
 	injected map[string]int
-	problems []string // the system did not recover from a fault
+	windows  []faultWindow // each fault as it began
+	problems []string      // the system did not recover from a fault
 }
 
 // recoverTimeout bounds how long a node or a hookjet may take to be healthy
@@ -170,6 +171,7 @@ func (in *injector) run(ctx context.Context, start time.Time, faults []fault) {
 			return
 		}
 		fmt.Fprintf(in.out, "fault  %s (at t+%s)\n", f, time.Since(start).Round(100*time.Millisecond))
+		in.windows = append(in.windows, faultWindow{what: f.String(), began: time.Now()})
 		if err := in.apply(ctx, f); err != nil {
 			in.problems = append(in.problems, fmt.Sprintf("%s: %v", f, err))
 			fmt.Fprintf(in.out, "       %v\n", err)

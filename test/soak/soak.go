@@ -195,8 +195,8 @@ func (s *soak) verdict(ctx context.Context, in *injector, loadTime, waited time.
 	kinds, total := counts(in.injected)
 	// The documented bound: a crash (or a pause or partition that outlasts
 	// AckWait, which looks like one) redelivers at most max_in_flight
-	// deliveries per endpoint.
-	bound := total * len(endpoints) * o.maxInFlight
+	// deliveries per endpoint; summed over the run's faults, per endpoint.
+	bound := total * o.maxInFlight
 	v := check(owed(acked, endpoints), rl, dlq, bound)
 	fails := v.failures(rl, in.problems)
 	w := s.out
@@ -211,7 +211,10 @@ func (s *soak) verdict(ctx context.Context, in *injector, loadTime, waited time.
 	fmt.Fprintf(w, "  delivered           %d\n", v.Delivered)
 	fmt.Fprintf(w, "  dead-lettered       %d %v\n", v.DeadLettered, v.ByReason)
 	fmt.Fprintf(w, "  lost                %d\n", v.Lost)
-	fmt.Fprintf(w, "  duplicates          %d (bound %d = %d faults x %d endpoints x max_in_flight %d)\n", v.Duplicates, v.Bound, total, len(endpoints), o.maxInFlight)
+	fmt.Fprintf(w, "  duplicates          %d %v (bound per endpoint %d = %d faults x max_in_flight %d)\n", v.Duplicates, v.DupByEndpoint, v.Bound, total, o.maxInFlight)
+	for _, line := range dupsAfter(rl.dupTimes, in.windows) {
+		fmt.Fprintf(w, "                      after %s\n", line)
+	}
 	fmt.Fprintf(w, "  receiver            %d requests, %d answered 503 by the script, %d bad signatures, %d deliveries of unacknowledged events\n",
 		s.rec.requests.Load(), rl.failed, rl.bad, v.Unowed)
 	fmt.Fprintf(w, "  hookjet logs        %s\n", s.logStats())

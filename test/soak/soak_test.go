@@ -131,12 +131,18 @@ func TestCheckCountsLossDeadLettersAndDuplicates(t *testing.T) {
 	}
 	pairs := owed(acked, endpoints)
 	v := check(pairs, rl, map[string]string{}, 0)
-	want := verdict{Owed: 6, Delivered: 5, Lost: 1, Duplicates: 1, Unowed: 1, ByReason: map[string]int{}, LostSample: []string{"billing e3"}}
+	want := verdict{Owed: 6, Delivered: 5, Lost: 1, Duplicates: 1, DupByEndpoint: map[string]int{"billing": 1}, Unowed: 1, ByReason: map[string]int{}, LostSample: []string{"billing e3"}}
 	if !reflect.DeepEqual(v, want) {
 		t.Fatalf("got %+v\nwant %+v", v, want)
 	}
 	if f := v.failures(rl, nil); len(f) != 3 {
 		t.Errorf("failures %q: want the loss, the duplicates over the bound and the bad signature", f)
+	}
+	// The repeated delivery (billing e1 at 5 ms) happened after the first
+	// fault (began at 4 ms) and before the second.
+	windows := []faultWindow{{"f1", time.UnixMilli(4)}, {"f2", time.UnixMilli(6)}}
+	if got := dupsAfter(rl.dupTimes, windows); !reflect.DeepEqual(got, []string{"f1: billing 1"}) {
+		t.Errorf("dupsAfter: %q", got)
 	}
 	// Dead-lettered with a reason, the same delivery is accounted for.
 	v = check(pairs, rl, map[string]string{"billing e3": "exhausted"}, 1)
