@@ -96,6 +96,16 @@ type api struct {
 	deliveries Deliveries
 	cfg        func() *config.Config
 	configPath string
+
+	// durability is reported by /readyz; nil: not reported.
+	durability *jetstream.Durability
+}
+
+// WithDurability makes /readyz report d (the servers' sync policy, the
+// streams' replicas, and the streams at risk of losing acknowledged
+// messages to a power cut) under "durability".
+func WithDurability(d jetstream.Durability) Option {
+	return func(a *api) { a.durability = &d }
 }
 
 func requireToken(token string, next http.Handler) http.Handler {
@@ -151,7 +161,13 @@ func (a *api) ready(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	writeJSON(w, http.StatusOK, readyAnswer{Status: "ready", Durability: a.durability})
+}
+
+// readyAnswer is the body of a 200 from /readyz.
+type readyAnswer struct {
+	Status     string                `json:"status"`
+	Durability *jetstream.Durability `json:"durability,omitempty"`
 }
 
 func (a *api) summary(w http.ResponseWriter, r *http.Request) {

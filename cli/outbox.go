@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -79,7 +80,11 @@ func runOutbox(ctx context.Context, args []string, getenv func(string) string, s
 	}()
 	waitStreams(ctx, nc, log)
 	reg := prometheus.NewRegistry()
-	relay, stop, err := startOutbox(ctx, cfg, nc, log, reg)
+	js, err := natsjs.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	relay, stop, err := startOutbox(ctx, cfg, nc, log, reg, relayHold(ctx, cfg, nc, js, log))
 	if err != nil {
 		return err
 	}
@@ -171,12 +176,16 @@ func waitStreams(ctx context.Context, nc *nats.Conn, log *slog.Logger) {
 // with the function that stops it (finishing the batch in flight) and waits
 // for it. `hookjet outbox` and `hookjet serve` (when outbox.dsn is set) call
 // it.
-func startOutbox(ctx context.Context, cfg *config.Config, nc *nats.Conn, log *slog.Logger, reg prometheus.Registerer) (*outbox.Relay, func(), error) {
+//
+// hold is how long a row stays in the table after its PubAck
+// ([outbox.WithHold]): the lazy sync interval of a server that can lose an
+// acknowledged event to a power cut, else 0.
+func startOutbox(ctx context.Context, cfg *config.Config, nc *nats.Conn, log *slog.Logger, reg prometheus.Registerer, hold time.Duration) (*outbox.Relay, func(), error) {
 	pub, err := jetstream.NewOutboxPublisher(nc, 2*cfg.Outbox.Batch, int(jetstream.MaxMsgSize(cfg)))
 	if err != nil {
 		return nil, nil, err
 	}
-	relay, err := outbox.New(cfg.Outbox, cfg.Security.MaxPayloadBytes, pub, outbox.WithLogger(log), outbox.WithRegisterer(reg))
+	relay, err := outbox.New(cfg.Outbox, cfg.Security.MaxPayloadBytes, pub, outbox.WithLogger(log), outbox.WithRegisterer(reg), outbox.WithHold(hold))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -188,7 +197,7 @@ func startOutbox(ctx context.Context, cfg *config.Config, nc *nats.Conn, log *sl
 			log.Error("outbox relay", "err", err)
 		}
 	}()
-	log.Info("outbox relay started", "table", cfg.Outbox.Table, "batch", cfg.Outbox.Batch, "poll", cfg.Outbox.Poll)
+	log.Info("outbox relay started", "table", cfg.Outbox.Table, "batch", cfg.Outbox.Batch, "poll", cfg.Outbox.Poll, "hold", hold)
 	var once sync.Once
 	return relay, func() { once.Do(func() { cancel(); <-done }) }, nil
 }

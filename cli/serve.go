@@ -170,6 +170,8 @@ type Server struct {
 	// outbox is the in-process outbox relay (outbox.dsn set; cli/outbox.go).
 	outbox     *outbox.Relay
 	stopOutbox func()
+	// durability is how the streams are stored (cli/durability.go).
+	durability jetstream.Durability
 
 	// The goroutines the Server owns, each stopped by its own stop.
 	stateSync, ledgerRun, breakersRun, gauges, adminRun *owned
@@ -245,12 +247,13 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 		return nil, err
 	}
 	s.store = store
+	s.durability = readDurability(setupCtx, cfg, s.nc, js, log) // cli/durability.go
 	// Pull only now: every endpoint (file, API, other processes') is known.
 	if err := s.disp.Run(setupCtx); err != nil {
 		return nil, err
 	}
 	if !cfg.Outbox.DSN.IsZero() { // the outbox relay in-process: cli/outbox.go
-		if s.outbox, s.stopOutbox, err = startOutbox(ctx, cfg, s.nc, log, s.registry); err != nil {
+		if s.outbox, s.stopOutbox, err = startOutbox(ctx, cfg, s.nc, log, s.registry, s.durability.EventsHold()); err != nil {
 			return nil, err
 		}
 	}
@@ -282,7 +285,16 @@ func (s *Server) openState(ctx context.Context) error {
 		return err
 	}
 	s.db = db
-	db.NoSync = true // the sync policy of state.SyncEvery
+	if _, lazy := s.cfg.NATS.SyncInterval(); !lazy || s.cfg.NATS.URL != "" {
+		// nats.sync: always: every commit (a ledger group commit, a
+		// breaker flush) is fsynced by bbolt, data pages before the meta
+		// page, so a power cut leaves a consistent file.
+		return nil
+	}
+	// A lazy nats.sync trades durability for speed: commits go to the
+	// page cache and the file is fdatasynced every second
+	// (state.SyncEvery).
+	db.NoSync = true
 	s.stateSync = goOwned(ctx, func(ctx context.Context) { state.SyncEvery(ctx, db, time.Second, s.log) })
 	return nil
 }
@@ -296,6 +308,9 @@ func (s *Server) connect() (natsjs.JetStream, error) {
 	if cfg.NATS.URL == "" {
 		if s.ns, err = jetstream.StartEmbedded(cfg.NATS, cfg.DataDir); err != nil {
 			return nil, err
+		}
+		if d, lazy := cfg.NATS.SyncInterval(); lazy {
+			s.log.Warn("nats.sync is a lazy interval: the embedded server acknowledges events before they are on disk, and a power cut or kernel crash loses the events acknowledged in the last interval (outbox rows are kept that long after their PubAck); nats.sync: always fsyncs each event before its PubAck", "nats.sync", d.String())
 		}
 	}
 	if s.nc, err = jetstream.Connect(cfg.NATS, s.ns, "hookjet", s.log); err != nil {
@@ -440,7 +455,8 @@ func (s *Server) listenAdmin() error {
 // startAdmin installs the admin API in place of the start-up answers.
 func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) {
 	h := admin.NewHandler(s.adminBackend(), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
-		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath))
+		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath),
+		admin.WithDurability(s.durability))
 	s.handler.api.Store(&h)
 }
 

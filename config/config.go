@@ -66,6 +66,30 @@ type NATS struct {
 	TLSCert string `yaml:"tls_cert"`
 	// TLSKey is the path of the PEM key for TLSCert.
 	TLSKey string `yaml:"tls_key"`
+	// Sync is the embedded server's JetStream sync policy: "always" (the
+	// default; an event is fsynced before its PubAck, so an acknowledged
+	// event survives a power cut) or a duration such as "2m" (JetStream's
+	// own default: fsync every interval, faster, and a power cut or kernel
+	// crash loses the events acknowledged in the last interval). Ignored
+	// with URL: the servers' own configuration decides, and hookjet reads
+	// and reports it at start (see README "Durability").
+	Sync string `yaml:"sync"`
+}
+
+// SyncAlways is the value of NATS.Sync that fsyncs every stored message.
+const SyncAlways = "always"
+
+// SyncInterval returns the lazy sync interval NATS.Sync sets, and false for
+// "always" (or empty, the same). The value must have passed Validate.
+func (n NATS) SyncInterval() (time.Duration, bool) {
+	if n.Sync == "" || n.Sync == SyncAlways {
+		return 0, false
+	}
+	d, err := time.ParseDuration(n.Sync)
+	if err != nil || d <= 0 {
+		return 0, false
+	}
+	return d, true
 }
 
 // Streams sets the JetStream stream limits, so that storage never grows
@@ -272,7 +296,7 @@ const (
 func Default() Config {
 	return Config{
 		DataDir: "./data",
-		NATS:    NATS{Listen: "127.0.0.1:4222"},
+		NATS:    NATS{Listen: "127.0.0.1:4222", Sync: SyncAlways},
 		Streams: Streams{
 			Replicas:        1,
 			DuplicateWindow: 2 * time.Minute,

@@ -166,6 +166,7 @@ nats:
   tls_ca: /etc/hookjet/ca.pem
   tls_cert: /etc/hookjet/cert.pem
   tls_key: /etc/hookjet/key.pem
+  sync: 30s
 streams:
   replicas: 3
   duplicate_window: 5m
@@ -235,6 +236,7 @@ func TestParseFull(t *testing.T) {
 			TLSCA:   "/etc/hookjet/ca.pem",
 			TLSCert: "/etc/hookjet/cert.pem",
 			TLSKey:  "/etc/hookjet/key.pem",
+			Sync:    "30s",
 		},
 		Streams: Streams{
 			Replicas:        3,

@@ -132,6 +132,11 @@ func (c *Config) validateNATS(p *problems) {
 	if (n.TLSCert == "") != (n.TLSKey == "") {
 		p.add("nats.tls_key", "nats.tls_cert and nats.tls_key must be set together")
 	}
+	if n.Sync != SyncAlways {
+		if d, err := time.ParseDuration(n.Sync); err != nil || d <= 0 {
+			p.add("nats.sync", "%q is neither %q nor a positive duration such as 2m", n.Sync, SyncAlways)
+		}
+	}
 }
 
 // checkNATSURL checks one nats:// or tls:// server URL.

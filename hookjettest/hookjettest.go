@@ -96,6 +96,10 @@ func testConfig(dir string) config.Config {
 	// a tmpfs TMPDIR.
 	c.Streams.MaxBytes = 256 << 20
 	c.Streams.DLQMaxBytes = 64 << 20
+	// A test's temporary directory need not survive a power cut: the
+	// embedded server syncs lazily (JetStream's own default) instead of
+	// fsyncing every event before its PubAck as hookjet does by default.
+	c.NATS.Sync = "2m"
 	c.Worker.ShutdownGrace = 5 * time.Second
 	c.Defaults.Timeout = 5 * time.Second
 	c.Defaults.Retry = config.Retry{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 5, MaxAge: time.Hour}

@@ -30,7 +30,10 @@ const (
 // consumer that records each event in x and acks it. With tcp it also listens
 // on a loopback port for an outside publisher; the in-process publisher is
 // connected either way.
-func startFloor(ctx context.Context, x *tally, tcp bool, logOut io.Writer) (*instance, error) {
+//
+// sync is the server's policy as nats.sync spells it: "" or "always"
+// (SyncAlways, hookjet's default) or a lazy interval such as "2m".
+func startFloor(ctx context.Context, x *tally, tcp bool, logOut io.Writer, sync string) (*instance, error) {
 	dir, err := os.MkdirTemp("", "hookjet-floor-")
 	if err != nil {
 		return nil, err
@@ -46,6 +49,11 @@ func startFloor(ctx context.Context, x *tally, tcp bool, logOut io.Writer) (*ins
 	opts := &server.Options{
 		ServerName: "floor", Host: "127.0.0.1", Port: server.RANDOM_PORT, DontListen: !tcp,
 		JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true, MaxPayload: 8 << 20,
+	}
+	if iv, lazy := (config.NATS{Sync: sync}).SyncInterval(); lazy {
+		opts.SyncInterval = iv
+	} else {
+		opts.SyncAlways = true
 	}
 	if h.ns, err = server.NewServer(opts); err != nil {
 		return nil, fmt.Errorf("floor nats-server: %w", err)

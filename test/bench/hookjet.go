@@ -39,6 +39,7 @@ type hookjetSpec struct {
 	// natsURL, when set, is an outside NATS cluster (R3 streams) instead of
 	// the embedded server.
 	natsURL string
+	sync    string // nats.sync; empty: the default (always)
 }
 
 // instance is one in-process hookjet with its own data directory and a
@@ -66,6 +67,9 @@ func configYAML(dir string, natsPort int, s hookjetSpec) string {
 		fmt.Fprintf(&b, "nats:\n  url: %q\nstreams:\n  replicas: 3\n", s.natsURL)
 	} else {
 		fmt.Fprintf(&b, "nats:\n  listen: 127.0.0.1:%d\n", natsPort)
+		if s.sync != "" {
+			fmt.Fprintf(&b, "  sync: %s\n", s.sync)
+		}
 	}
 	b.WriteString("admin:\n  listen: 127.0.0.1:0\n")
 	b.WriteString("log:\n  level: warn\n")

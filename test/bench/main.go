@@ -22,7 +22,7 @@ import (
 
 // scenarioNames in the order they run.
 var scenarioNames = []string{
-	"raw", "healthy10", "slow10", "dead10", "floor", "endpoints1000", "endpoints10000", "dead1000",
+	"raw", "healthy10", "healthy10fast", "slow10", "dead10", "floor", "floorfast", "endpoints1000", "endpoints10000", "dead1000",
 	"endpoints100000", "latency", "cost", "cost116", "apicreate10000", "backlog20000",
 	"cluster3",
 }

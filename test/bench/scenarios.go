@@ -346,12 +346,14 @@ type throughputSpec struct {
 	floor bool
 	// cluster runs hookjet, or the floor, on this outside cluster (R3).
 	cluster *natscluster.Cluster
+	// sync is nats.sync (the floor's server policy too); empty: always.
+	sync string
 }
 
 // hookjetSpec renders s's endpoints for rec: endpoint i gets event type
 // bench.e<i> and path /e/<i>; a refused endpoint a closed port.
 func (s throughputSpec) hookjetSpec(b *bench, rec *receiver) (hookjetSpec, error) {
-	spec := hookjetSpec{maxInFlight: s.maxInFlight, concurrency: b.p.concurrency}
+	spec := hookjetSpec{maxInFlight: s.maxInFlight, concurrency: b.p.concurrency, sync: s.sync}
 	closed := ""
 	if slices.Contains(s.behave, refused) {
 		port, err := freePort()
@@ -382,7 +384,7 @@ func (b *bench) start(ctx context.Context, s throughputSpec, x *tally, rec *rece
 	}
 	if s.floor {
 		b.say("%s: starting the JetStream-only floor", s.name)
-		return startFloor(ctx, x, false, b.logOut)
+		return startFloor(ctx, x, false, b.logOut, s.sync)
 	}
 	spec, err := s.hookjetSpec(b, rec)
 	if err != nil {
