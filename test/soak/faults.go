@@ -22,10 +22,15 @@ const (
 	hookjetPause = "hookjet-pause" // SIGSTOP of a hookjet process, SIGCONT after a while
 	latency      = "latency"       // delay between one hookjet and every node
 	partition    = "partition"     // nothing passes between one hookjet and one or every node
+	powerCut     = "powercut"      // kill -9 of the node on the power-cut filesystem, which then forgets what it did not fsync
 )
 
-// allKinds are the kinds a schedule draws from by default.
-var allKinds = []string{natsKill, natsPause, hookjetKill, hookjetPause, latency, partition}
+// allKinds are the kinds a schedule draws from by default (powercut only
+// where a FUSE filesystem can be mounted).
+var allKinds = []string{natsKill, natsPause, hookjetKill, hookjetPause, latency, partition, powerCut}
+
+// powerCutNode is the node whose store is on the power-cut filesystem (n3).
+const powerCutNode = 2
 
 // fault is one scheduled fault.
 type fault struct {
@@ -40,7 +45,7 @@ type fault struct {
 func (f fault) String() string {
 	var what string
 	switch f.Kind {
-	case natsKill, natsPause:
+	case natsKill, natsPause, powerCut:
 		what = fmt.Sprintf("n%d", f.Target+1)
 	case latency:
 		what = fmt.Sprintf("hookjet%d <-> nats, +%s each way", f.Target+1, f.Delay)
@@ -94,6 +99,8 @@ func plan(seed uint64, duration time.Duration, n int, kinds []string, nodes, hoo
 			f.Target, f.For = rnd.IntN(nodes), between(time.Second, 6*time.Second)
 		case natsPause:
 			f.Target, f.For = rnd.IntN(nodes), between(time.Second, 8*time.Second)
+		case powerCut:
+			f.Target, f.For = min(powerCutNode, nodes-1), between(time.Second, 5*time.Second)
 		case hookjetKill:
 			f.Target, f.For = rnd.IntN(hookjets), between(200*time.Millisecond, 4*time.Second)
 		case hookjetPause:
@@ -151,6 +158,7 @@ type injector struct {
 	proxies  []*proxies
 	out      io.Writer
 
+	power    *powerFS // the power-cut filesystem of powerCutNode; nil without one
 	injected map[string]int
 	windows  []faultWindow // each fault as it began
 	problems []string      // the system did not recover from a fault
@@ -193,6 +201,22 @@ func (in *injector) apply(ctx context.Context, f fault) error {
 			return err
 		}
 		sleepCtx(ctx, f.For)
+		return n.Start(context.WithoutCancel(ctx), recoverTimeout)
+	case powerCut:
+		if in.power == nil {
+			return fmt.Errorf("no power-cut filesystem")
+		}
+		n := in.cluster.Nodes()[f.Target]
+		if err := n.Kill(); err != nil {
+			return err
+		}
+		if err := in.power.cut(); err != nil {
+			return err
+		}
+		sleepCtx(ctx, f.For)
+		if err := in.power.mount(); err != nil {
+			return err
+		}
 		return n.Start(context.WithoutCancel(ctx), recoverTimeout)
 	case natsPause:
 		n := in.cluster.Nodes()[f.Target]

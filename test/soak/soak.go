@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookjet/hookjet/internal/natscluster"
+	"github.com/hookjet/hookjet/internal/powercut"
 )
 
 // soak is one run: what it started, to be stopped by stopAll.
@@ -27,6 +29,7 @@ type soak struct {
 	cluster  *natscluster.Cluster
 	proxies  []*proxies
 	hookjets []*hookjetProc
+	power    *powerFS // n3's store, when the run has power cuts
 	nc       *nats.Conn
 	js       natsjs.JetStream
 	load     *load
@@ -53,13 +56,27 @@ func (s *soak) setUp(ctx context.Context, stderr io.Writer) error {
 	if err := natscluster.EnsureBinary(ctx, ".", o.natsBin, stderr); err != nil {
 		return err
 	}
+	if err := s.preparePowerCut(); err != nil {
+		return err
+	}
 	var err error
 	if s.rec, err = newReceiver(filepath.Join(s.o.work, "received.log"), []string{endpointSecret}, o.failRate, o.seed); err != nil {
 		return err
 	}
-	if s.cluster, err = natscluster.Start(ctx, natscluster.Options{
-		Binary: o.natsBin, Dir: filepath.Join(s.o.work, "nats"), Name: "soak", SyncInterval: o.sync,
-	}); err != nil {
+	copts := natscluster.Options{Binary: o.natsBin, Dir: filepath.Join(s.o.work, "nats"), Name: "soak", SyncInterval: o.sync}
+	if slices.Contains(s.o.kinds, powerCut) {
+		mountpoint := filepath.Join(copts.Dir, fmt.Sprintf("n%d", powerCutNode+1), "store")
+		if s.power, err = newPowerFS(filepath.Join(copts.Dir, "n3-backing"), mountpoint); err != nil {
+			return err
+		}
+		copts.StoreDir = func(i int) string {
+			if i == powerCutNode {
+				return mountpoint
+			}
+			return filepath.Join(copts.Dir, fmt.Sprintf("n%d", i+1), "store")
+		}
+	}
+	if s.cluster, err = natscluster.Start(ctx, copts); err != nil {
 		return err
 	}
 	var upstreams []string
@@ -91,6 +108,25 @@ func (s *soak) setUp(ctx context.Context, stderr io.Writer) error {
 	return err
 }
 
+// preparePowerCut leaves the power-cut fault out where no FUSE filesystem
+// can be mounted, unless -kinds asked for it.
+func (s *soak) preparePowerCut() error {
+	if !slices.Contains(s.o.kinds, powerCut) {
+		return nil
+	}
+	err := powercut.Available()
+	if err == nil {
+		fmt.Fprintf(s.out, "soak: n%d's store is on the power-cut filesystem\n", powerCutNode+1)
+		return nil
+	}
+	if s.o.kindsSet {
+		return fmt.Errorf("-kinds %s: %w", powerCut, err)
+	}
+	fmt.Fprintf(s.out, "soak: the power-cut fault is left out: %v\n", err)
+	s.o.kinds = slices.DeleteFunc(slices.Clone(s.o.kinds), func(k string) bool { return k == powerCut })
+	return nil
+}
+
 func (s *soak) flagsLine() string {
 	o := s.o
 	return fmt.Sprintf("-seed %d -duration %s -faults %d -rate %g -hookjets %d -kinds %s -fail-rate %g -max-in-flight %d",
@@ -106,7 +142,7 @@ func (s *soak) campaign(ctx context.Context) error {
 	for _, f := range faults {
 		fmt.Fprintf(s.out, "       %s\n", f)
 	}
-	in := &injector{cluster: s.cluster, hookjets: s.hookjets, proxies: s.proxies, out: s.out}
+	in := &injector{cluster: s.cluster, hookjets: s.hookjets, proxies: s.proxies, power: s.power, out: s.out}
 	start := time.Now()
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
@@ -275,6 +311,11 @@ func (s *soak) stopAll() {
 	}
 	if s.cluster != nil {
 		s.cluster.Close()
+	}
+	if s.power != nil {
+		if err := s.power.unmount(); err != nil {
+			fmt.Fprintln(s.out, "soak: unmount the power-cut filesystem:", err)
+		}
 	}
 	if s.rec != nil {
 		if err := s.rec.close(); err != nil && !errors.Is(err, os.ErrClosed) {
