@@ -147,7 +147,10 @@ func (p *hookjetProc) waitReady(ctx context.Context, timeout time.Duration) erro
 		running, exited := p.cmd != nil, p.exited
 		p.mu.Unlock()
 		if !running {
-			return fmt.Errorf("%s exited: %v (see %s)", p.name, exited, p.logPath)
+			if exited == nil {
+				exited = errors.New("exit status 0")
+			}
+			return fmt.Errorf("%s exited: %w (see %s)", p.name, exited, p.logPath)
 		}
 		resp, err := client.Get("http://" + p.admin + "/readyz")
 		if err == nil {

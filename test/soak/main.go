@@ -96,11 +96,11 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
 		}
-		return o, fmt.Errorf("%w: %v", errUsage, err)
+		return o, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	var err error
 	if o.kinds, err = parseKinds(*kinds); err != nil {
-		return o, fmt.Errorf("%w: %v", errUsage, err)
+		return o, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	fs.Visit(func(f *flag.Flag) { o.kindsSet = o.kindsSet || f.Name == "kinds" })
 	switch {
