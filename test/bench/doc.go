@@ -45,8 +45,9 @@
 //	               nats-server processes (bin/nats-server, built if missing;
 //	               R3 streams, the server's default sync), 10 endpoints, then
 //	               the JetStream-only floor on the same cluster (cluster3floor);
-//	               target: >= 40% of healthy10's rate in the same run. CPU is
-//	               this process's only, and "other processes" include the nodes
+//	               target: >= 40% of healthy10fast's rate in the same run (the
+//	               same sync policy); its ratio to healthy10 is reported. CPU
+//	               is this process's only; "other processes" include the nodes
 //
 // Every figure is printed beside the baselines of the same run: the raw
 // ceiling, and the floor.

@@ -83,7 +83,7 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the fault schedule and the receiver's failures (0: from the clock; printed either way)")
 	fs.Float64Var(&o.rate, "rate", 40, "events published per second")
 	fs.IntVar(&o.hookjets, "hookjets", 3, "hookjet processes (2 or 3)")
-	fs.IntVar(&o.workers, "workers", 8, "publishing goroutines")
+	fs.IntVar(&o.workers, "workers", 16, "publishing goroutines (each waits for its PubAck)")
 	fs.IntVar(&o.maxInFlight, "max-in-flight", 16, "defaults.max_in_flight of every endpoint (the duplicates bound uses it)")
 	fs.Float64Var(&o.failRate, "fail-rate", 0.02, "share of requests the receiver answers 503 (retried by hookjet)")
 	kinds := fs.String("kinds", joinKinds(), "comma-separated fault kinds to draw from")

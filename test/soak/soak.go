@@ -161,6 +161,10 @@ func (s *soak) campaign(ctx context.Context) error {
 	<-loadDone
 	drainTimer.Stop()
 	loadTime := time.Since(start)
+	// A process that died on its own since the last fault fails the run.
+	if err := in.healthy(ctx); err != nil {
+		in.problems = append(in.problems, fmt.Sprintf("at the end of the load: %v", err))
+	}
 	if err := s.load.close(); err != nil {
 		return err
 	}
