@@ -172,6 +172,9 @@ func (s *soak) campaign(ctx context.Context) error {
 		loadTime.Round(time.Second), len(s.load.events()), o.quiet)
 	owedPairs := owed(s.load.events(), endpoints)
 	waited := s.quiet(ctx, owedPairs)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("interrupted after %s: %w", time.Since(start).Round(time.Second), err)
+	}
 	if err := s.rec.flush(); err != nil {
 		return err
 	}
