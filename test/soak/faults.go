@@ -70,8 +70,8 @@ const longPause = 35 * time.Second
 // plan draws n faults from kinds over duration, deterministically from
 // seed: one at a time, each kind about equally often (every kind at least
 // once when n >= len(kinds)), with gaps between them so that the system can
-// recover before the next. One hookjet-pause in three outlasts the fan-out's
-// AckWait when the run is long enough for it.
+// recover before the next. In runs of 4 minutes or more the first
+// hookjet-pause, and every third after it, outlasts the fan-out's AckWait.
 func plan(seed uint64, duration time.Duration, n int, kinds []string, nodes, hookjets int) []fault {
 	if n <= 0 || len(kinds) == 0 {
 		return nil
@@ -92,6 +92,7 @@ func plan(seed uint64, duration time.Duration, n int, kinds []string, nodes, hoo
 	}
 	out := make([]fault, n)
 	var busy time.Duration
+	pauses := 0
 	for i, kind := range order {
 		f := fault{Kind: kind, Node: -1}
 		switch kind {
@@ -105,9 +106,10 @@ func plan(seed uint64, duration time.Duration, n int, kinds []string, nodes, hoo
 			f.Target, f.For = rnd.IntN(hookjets), between(200*time.Millisecond, 4*time.Second)
 		case hookjetPause:
 			f.Target, f.For = rnd.IntN(hookjets), between(time.Second, 10*time.Second)
-			if allowLong && rnd.IntN(3) == 0 {
+			if allowLong && pauses%3 == 0 {
 				f.For = longPause + time.Duration(rnd.Int64N(int64(10*time.Second)))
 			}
+			pauses++
 		case latency:
 			f.Target, f.For = rnd.IntN(hookjets), between(3*time.Second, 15*time.Second)
 			f.Delay = time.Duration(20+rnd.IntN(480)) * time.Millisecond

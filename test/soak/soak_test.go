@@ -53,16 +53,16 @@ func TestPlanIsReproducibleAndSpreadsKinds(t *testing.T) {
 			t.Errorf("%s: %d faults, want %d or %d", k, seen[k], lo, lo+1)
 		}
 	}
-	long := 0
 	for seed := range uint64(10) {
+		long := 0
 		for _, f := range plan(seed, d, n, allKinds, 3, 3) {
 			if f.Kind == hookjetPause && f.For >= longPause {
 				long++
 			}
 		}
-	}
-	if long == 0 {
-		t.Error("no hookjet-pause outlasted AckWait in ten 10-minute schedules")
+		if long == 0 {
+			t.Errorf("seed %d: no hookjet-pause outlasts AckWait in a 10-minute schedule", seed)
+		}
 	}
 	short := plan(7, 75*time.Second, 6, []string{natsKill, hookjetPause}, 3, 2)
 	for _, f := range short {
