@@ -129,8 +129,12 @@ func (s *soak) preparePowerCut() error {
 
 func (s *soak) flagsLine() string {
 	o := s.o
-	return fmt.Sprintf("-seed %d -duration %s -faults %d -rate %g -hookjets %d -kinds %s -fail-rate %g -max-in-flight %d",
-		o.seed, o.duration, o.faults, o.rate, o.hookjets, strings.Join(o.kinds, ","), o.failRate, o.maxInFlight)
+	line := fmt.Sprintf("-seed %d -duration %s -faults %d -rate %g -hookjets %d -workers %d -kinds %s -fail-rate %g -max-in-flight %d",
+		o.seed, o.duration, o.faults, o.rate, o.hookjets, o.workers, strings.Join(o.kinds, ","), o.failRate, o.maxInFlight)
+	if o.sync != "" {
+		line += " -nats-sync " + o.sync
+	}
+	return line
 }
 
 // campaign runs the load and the faults, waits for the deliveries, checks
