@@ -225,10 +225,11 @@ type faultWindow struct {
 
 // dupsAfter attributes each repeated delivery to the latest fault that had
 // begun when it arrived (before the first fault: "no fault yet") and returns
-// a line per fault that has any, with the count per endpoint. It is a guide
-// to which fault caused them: a redelivery comes up to AckWait after its
-// cause, when the next fault may have begun.
-func dupsAfter(dups []dupAt, faults []faultWindow) []string {
+// a line per fault that has any, with the count per endpoint, and the lines
+// where one endpoint got more than perFault (0: none are flagged). It is a
+// guide to which fault caused them: a redelivery comes up to AckWait after
+// its cause, when the next fault may have begun.
+func dupsAfter(dups []dupAt, faults []faultWindow, perFault int) (lines, over []string) {
 	type key struct {
 		fault    int
 		endpoint string
@@ -238,12 +239,13 @@ func dupsAfter(dups []dupAt, faults []faultWindow) []string {
 		i := sort.Search(len(faults), func(i int) bool { return faults[i].began.After(d.at) }) - 1
 		n[key{i, d.endpoint}]++
 	}
-	var out []string
 	for i := -1; i < len(faults); i++ {
 		var parts []string
+		excess := false
 		for _, ep := range endpoints {
 			if c := n[key{i, ep.id}]; c > 0 {
 				parts = append(parts, fmt.Sprintf("%s %d", ep.id, c))
+				excess = excess || perFault > 0 && c > perFault
 			}
 		}
 		if len(parts) == 0 {
@@ -253,7 +255,11 @@ func dupsAfter(dups []dupAt, faults []faultWindow) []string {
 		if i >= 0 {
 			what = faults[i].what
 		}
-		out = append(out, fmt.Sprintf("%s: %s", what, strings.Join(parts, ", ")))
+		line := fmt.Sprintf("%s: %s", what, strings.Join(parts, ", "))
+		lines = append(lines, line)
+		if excess {
+			over = append(over, fmt.Sprintf("duplicates after one fault over max_in_flight %d at an endpoint: %s", perFault, line))
+		}
 	}
-	return out
+	return lines, over
 }

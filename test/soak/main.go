@@ -67,6 +67,7 @@ type options struct {
 	rate, failRate                  float64
 	kinds                           []string
 	kindsSet                        bool // -kinds was given: a kind that cannot run is an error
+	strict                          bool // -strict: the per-crash bound per fault
 	work, hookjetBin, natsBin, sync string
 }
 
@@ -91,6 +92,7 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.StringVar(&o.work, "work", "", "directory for configs, data and logs (default: a new temporary directory, kept)")
 	fs.StringVar(&o.hookjetBin, "hookjet", "bin/hookjet", "the hookjet binary (make build)")
 	fs.StringVar(&o.natsBin, "nats-server", "bin/nats-server", "the nats-server binary (built from go.mod's module if missing)")
+	fs.BoolVar(&o.strict, "strict", false, "also fail when the duplicates that followed one fault exceed max_in_flight at an endpoint (attributed by time)")
 	fs.StringVar(&o.sync, "nats-sync", "", "the nodes' jetstream sync_interval (empty: the server's default, 2m; or always, or a duration)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -134,6 +134,9 @@ func (s *soak) flagsLine() string {
 	if o.sync != "" {
 		line += " -nats-sync " + o.sync
 	}
+	if o.strict {
+		line += " -strict"
+	}
 	return line
 }
 
@@ -259,9 +262,15 @@ func (s *soak) verdict(ctx context.Context, in *injector, loadTime, waited time.
 	fmt.Fprintf(w, "  dead-lettered       %d %v\n", v.DeadLettered, v.ByReason)
 	fmt.Fprintf(w, "  lost                %d\n", v.Lost)
 	fmt.Fprintf(w, "  duplicates          %d %v (bound per endpoint %d = %d faults x max_in_flight %d)\n", v.Duplicates, v.DupByEndpoint, v.Bound, total, o.maxInFlight)
-	for _, line := range dupsAfter(rl.dupTimes, in.windows) {
+	perFault := 0
+	if o.strict {
+		perFault = o.maxInFlight
+	}
+	lines, over := dupsAfter(rl.dupTimes, in.windows, perFault)
+	for _, line := range lines {
 		fmt.Fprintf(w, "                      after %s\n", line)
 	}
+	fails = append(fails, over...)
 	fmt.Fprintf(w, "  receiver            %d requests, %d answered 503 by the script, %d bad signatures, %d deliveries of unacknowledged events\n",
 		s.rec.requests.Load(), rl.failed, rl.bad, v.Unowed)
 	fmt.Fprintf(w, "  hookjet logs        %s\n", s.logStats())

@@ -145,8 +145,11 @@ func TestCheckCountsLossDeadLettersAndDuplicates(t *testing.T) {
 	// The repeated delivery (billing e1 at 5 ms) happened after the first
 	// fault (began at 4 ms) and before the second.
 	windows := []faultWindow{{"f1", time.UnixMilli(4)}, {"f2", time.UnixMilli(6)}}
-	if got := dupsAfter(rl.dupTimes, windows); !reflect.DeepEqual(got, []string{"f1: billing 1"}) {
-		t.Errorf("dupsAfter: %q", got)
+	if got, over := dupsAfter(rl.dupTimes, windows, 1); !reflect.DeepEqual(got, []string{"f1: billing 1"}) || len(over) != 0 {
+		t.Errorf("dupsAfter: %q, over %q", got, over)
+	}
+	if _, over := dupsAfter(append(rl.dupTimes, dupAt{"billing", time.UnixMilli(5)}), windows, 1); len(over) != 1 {
+		t.Errorf("two duplicates after f1 at billing, bound 1: over %q", over)
 	}
 	// Dead-lettered with a reason, the same delivery is accounted for.
 	v = check(pairs, rl, map[string]string{"billing e3": "exhausted"}, 1)
