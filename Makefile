@@ -7,7 +7,7 @@ GOLANGCI := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 PROMETHEUS := github.com/prometheus/prometheus@v0.310.0
 NATSCLI  := github.com/nats-io/natscli/nats@v0.5.0
 
-.PHONY: build run listen test check fmt-check vet lint fuzz promtool walkthrough bench tools clean
+.PHONY: build run listen test check fmt-check vet lint fuzz promtool walkthrough bench tools clean soak
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/hookjet ./cmd/hookjet
@@ -78,6 +78,19 @@ promtool: $(TOOLS)/promtool
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./signature ./deliver ./breaker ./dedupe ./webhook ./tracing ./hookjettest
 	$(GO) run ./test/bench -out bench-results.json
+
+## bin/nats-server: the nats-server of go.mod's module, for the soak and the cluster3 benchmark
+bin/nats-server: go.mod
+	$(GO) build -o bin/nats-server github.com/nats-io/nats-server/v2
+
+## soak: the fault campaign (README, "Fault campaign"): a 3-node cluster, 3 hookjet
+## processes, steady load and SOAK_FAULTS seeded faults over SOAK_DURATION;
+## SOAK_FLAGS adds flags (e.g. -seed N to reproduce a run)
+SOAK_DURATION ?= 10m
+SOAK_FAULTS   ?= 30
+SOAK_FLAGS    ?=
+soak: build bin/nats-server
+	$(GO) run ./test/soak -duration $(SOAK_DURATION) -faults $(SOAK_FAULTS) $(SOAK_FLAGS)
 
 clean:
 	rm -rf bin data bench-results.json

@@ -44,6 +44,13 @@
 //	healthy10nolog as healthy10 with the delivery log off (log.enabled: false);
 //	               every other scenario runs with it on, the default
 //	cost116nolog   as cost116 with the delivery log off
+//	cluster3       one hookjet (this process) on a real 3-node cluster of
+//	               nats-server processes (bin/nats-server, built if missing;
+//	               R3 streams, the server's default sync), 10 endpoints, then
+//	               the JetStream-only floor on the same cluster (cluster3floor);
+//	               target: >= 40% of healthy10fast's rate in the same run (the
+//	               same sync policy); its ratio to healthy10 is reported. CPU
+//	               is this process's only; "other processes" include the nodes
 //
 // Every figure is printed beside the baselines of the same run: the raw
 // ceiling, and the floor.

@@ -65,7 +65,10 @@ func startFloor(ctx context.Context, x *tally, tcp bool, logOut io.Writer, sync 
 	if err := h.connectPublisher(h.ns.ClientURL(), nats.InProcessServer(h.ns)); err != nil {
 		return nil, err
 	}
-	if err := h.consumeFloor(ctx, x); err != nil {
+	dial := func(name string) (*nats.Conn, error) {
+		return nats.Connect(h.ns.ClientURL(), nats.InProcessServer(h.ns), nats.Name(name))
+	}
+	if err := h.consumeFloor(ctx, x, 1, dial); err != nil {
 		return nil, err
 	}
 	h.startup = time.Since(start)
@@ -73,15 +76,15 @@ func startFloor(ctx context.Context, x *tally, tcp bool, logOut io.Writer, sync 
 	return h, nil
 }
 
-// consumeFloor creates the floor's stream and consumer and starts consuming
-// on a connection of its own.
-func (h *instance) consumeFloor(ctx context.Context, x *tally) error {
+// consumeFloor creates the floor's stream (with replicas) and consumer and
+// starts consuming on a connection of its own, opened by dial.
+func (h *instance) consumeFloor(ctx context.Context, x *tally, replicas int, dial func(name string) (*nats.Conn, error)) error {
 	st := config.Default().Streams
 	js := h.js
 	if _, err := js.CreateStream(ctx, natsjs.StreamConfig{
 		Name: floorStream, Subjects: []string{"hookjet.events.>"}, Retention: natsjs.LimitsPolicy,
 		Storage: natsjs.FileStorage, Duplicates: st.DuplicateWindow, MaxAge: st.MaxAge, MaxBytes: st.MaxBytes,
-		Discard: natsjs.DiscardNew,
+		Discard: natsjs.DiscardNew, Replicas: replicas,
 	}); err != nil {
 		return fmt.Errorf("floor stream: %w", err)
 	}
@@ -92,7 +95,7 @@ func (h *instance) consumeFloor(ctx context.Context, x *tally) error {
 	}); err != nil {
 		return fmt.Errorf("floor consumer: %w", err)
 	}
-	nc, err := nats.Connect(h.ns.ClientURL(), nats.InProcessServer(h.ns), nats.Name("floor-consumer"))
+	nc, err := dial("floor-consumer")
 	if err != nil {
 		return fmt.Errorf("floor consumer connection: %w", err)
 	}

@@ -26,6 +26,7 @@ var scenarioNames = []string{
 	"endpoints100000", "latency", "cost", "cost116", "apicreate10000", "backlog20000",
 	"healthy10nolog", "cost116nolog",
 	"inbound", // test/bench/inbound.go
+	"cluster3",
 }
 
 func main() {
@@ -374,7 +375,8 @@ func evaluate(rs []*result) []target {
 		ts = append(ts, na(costName, costGoal, "% core", "cost"))
 	}
 	ts = append(ts, scaleTargets(get)...)
-	return append(ts, inboundTargets(get)...) // test/bench/inbound.go
+	ts = append(ts, inboundTargets(get)...) // test/bench/inbound.go
+	return append(ts, clusterTargets(get)...)
 }
 
 func printReport(w io.Writer, rep *report) {

@@ -24,6 +24,7 @@ func (b *bench) scenarios(ctx context.Context) map[string][]runFunc {
 	for name, fn := range b.inboundScenarios(ctx) { // test/bench/inbound.go
 		runs[name] = fn
 	}
+	runs["cluster3"] = b.cluster3(ctx)
 	return runs
 }
 
