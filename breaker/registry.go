@@ -475,6 +475,8 @@ func (r *Registry) Flush() error {
 	removed := r.removed
 	if len(removed) > 0 {
 		r.removed = make(map[string]struct{})
+	} else {
+		removed = nil // r.removed stays Remove's to write: never read it unlocked
 	}
 	r.mu.Unlock()
 

@@ -107,7 +107,7 @@ func printAttempts(w io.Writer, recs []attempt.Record, withEvent bool) error {
 }
 
 func runEndpointAttempts(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	f := newEndpointFlags("attempts", getenv, stderr)
+	f := newEndpointFlags("attempts", getenv, stdout)
 	class := f.String("class", "", "only this class: "+fmt.Sprint(attempt.Classes))
 	since := f.String("since", "", "from this time: RFC 3339 or a duration ago, such as 2h")
 	until := f.String("until", "", "before this time")
