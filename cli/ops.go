@@ -72,7 +72,7 @@ func (c *adminClient) do(ctx context.Context, method, path string, in, out any) 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("admin API at %s: %w (is hookjet serve running? It serves the admin API on admin.listen: pass --admin ADDR, or --config with the file hookjet serve uses)", c.base, err)
+		return c.unreachable(err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -90,6 +90,12 @@ func (c *adminClient) do(ctx context.Context, method, path string, in, out any) 
 		}
 	}
 	return nil
+}
+
+// unreachable is the error for an admin API that did not answer: its
+// address and the likely cause.
+func (c *adminClient) unreachable(err error) error {
+	return fmt.Errorf("admin API at %s: %w (is hookjet serve running? It serves the admin API on admin.listen: pass --admin ADDR, or --config with the file hookjet serve uses)", c.base, err)
 }
 
 // apiError is an error answer of the admin API: {"error", "field"?}.
