@@ -301,7 +301,7 @@ func (c *adminClient) delete(ctx context.Context, path string) (string, error) {
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("admin API at %s: %w (is hookjet serve running?)", c.base, err)
+		return "", c.unreachable(err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode >= 300 {

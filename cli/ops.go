@@ -72,7 +72,7 @@ func (c *adminClient) do(ctx context.Context, method, path string, in, out any) 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("admin API at %s: %w (is hookjet serve running? It serves the admin API on admin.listen: pass --admin ADDR, or --config with the file hookjet serve uses)", c.base, err)
+		return c.unreachable(err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -90,6 +90,12 @@ func (c *adminClient) do(ctx context.Context, method, path string, in, out any) 
 		}
 	}
 	return nil
+}
+
+// unreachable is the error for an admin API that did not answer: its
+// address and the likely cause.
+func (c *adminClient) unreachable(err error) error {
+	return fmt.Errorf("admin API at %s: %w (is hookjet serve running? It serves the admin API on admin.listen: pass --admin ADDR, or --config with the file hookjet serve uses)", c.base, err)
 }
 
 // apiError is an error answer of the admin API: {"error", "field"?}.
@@ -178,8 +184,9 @@ const endpointsHelp = `hookjet endpoints [ID] [--json] [--tenant T] [--limit N] 
 hookjet endpoints add|show|update|rm|rotate|test|redeliver|reset ...   (see 'hookjet endpoints add --help')
 
 Lists endpoints, ordered by id, with their breaker state, latency
-percentiles (rolling 24h), first-attempt success rate, pending messages and
-dead letters: at most --limit (default 100, at most 1000) of them, after the
+percentiles (rolling 24h), first-attempt success rate, pending messages,
+dead letters and why their deliveries wait (WAITING: disabled, breaker_open,
+held, rate_limited ... and until when): at most --limit (default 100, at most 1000) of them, after the
 id --after, of tenant --tenant; when more remain it prints the --after value
 of the next page. With ID it shows that endpoint. --enable and --disable
 switch an endpoint on or off for every hookjet process.`
@@ -245,15 +252,15 @@ func runEndpoints(ctx context.Context, args []string, getenv func(string) string
 		list.Endpoints = []admin.EndpointStatus{one}
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tBREAKER\tFAILS\tP50\tP95\tP99\tSAMPLES\t1ST OK\tPENDING\tDLQ\tURL")
+	fmt.Fprintln(tw, "ID\tSTATE\tBREAKER\tFAILS\tP50\tP95\tP99\tSAMPLES\t1ST OK\tPENDING\tDLQ\tWAITING\tURL")
 	for _, e := range list.Endpoints {
 		st := "enabled"
 		if e.Disabled {
 			st = "disabled"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1fms\t%.1fms\t%.1fms\t%d\t%.1f%%\t%d\t%d\t%s\n", e.ID, st, e.Breaker.State,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1fms\t%.1fms\t%.1fms\t%d\t%.1f%%\t%d\t%d\t%s\t%s\n", e.ID, st, e.Breaker.State,
 			e.Breaker.ConsecutiveFailures, e.LatencyMS.P50, e.LatencyMS.P95, e.LatencyMS.P99, e.LatencyMS.Samples,
-			100*e.FirstAttemptSuccessRate, e.Pending, e.DeadLetters, e.URL)
+			100*e.FirstAttemptSuccessRate, e.Pending, e.DeadLetters, waitColumn(e.Waiting), e.URL)
 	}
 	if list.Next != "" {
 		fmt.Fprintf(tw, "(more: --after %s)\n", list.Next)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/hookjet/hookjet/admin"
@@ -37,4 +38,21 @@ func printWaits(w io.Writer, waits []admin.Wait, title string) {
 	for _, wt := range waits {
 		fmt.Fprintln(w, "  "+admin.Describe(wt, now))
 	}
+}
+
+// waitColumn is the WAITING column of the endpoints table: each reason and
+// until when ("breaker_open until 2026-12-01T08:40:00Z"), "-" for none.
+func waitColumn(waits []admin.Wait) string {
+	if len(waits) == 0 {
+		return "-"
+	}
+	parts := make([]string, 0, len(waits))
+	for _, w := range waits {
+		p := w.Reason
+		if w.Until != nil {
+			p += " until " + w.Until.UTC().Format(time.RFC3339)
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ",")
 }

@@ -24,7 +24,7 @@
 //   - HOOKJET_ADVISORIES: MAX_DELIVERIES advisories of the fan-out and drain
 //     consumers, the safety net's input.
 //   - HOOKJET_OPS (hookjet.ops.>): operational events such as
-//     hookjet.ops.endpoint.opened|closed|disabled|enabled and hookjet.ops.dead_letter.
+//     hookjet.ops.endpoint.opened|closed|disabled|enabled|reset and hookjet.ops.dead_letter.
 //   - KV HOOKJET_ENDPOINTS: endpoints created through the admin API, by id
 //     ([EndpointStore]; secrets and header values sealed).
 //   - KV HOOKJET_CONFIG_ENDPOINTS: every process's config-file endpoints,

@@ -92,13 +92,17 @@ func TestIssue24BreakerResetReachesEveryProcessAndDrains(t *testing.T) {
 			t.Errorf("hookjet %v: exit %d:\n%s\nwant why flaky waits and until when", args, code, out)
 		}
 	}
+	code, out := hs[0].runCLI("endpoints")
+	if code != 0 || !strings.Contains(out, "breaker_open until "+v.Waiting[0].Until.UTC().Format(time.RFC3339)) {
+		t.Errorf("hookjet endpoints: exit %d:\n%s\nwant flaky's WAITING", code, out)
+	}
 	up.Store(true)
 	for i := range 5 {
 		id := fmt.Sprintf("evt_after_%d", i)
 		ids = append(ids, id)
 		hs[0].publish("order.created", id, []byte(`{}`))
 	}
-	code, out := hs[0].runCLI("endpoints", "reset", "flaky")
+	code, out = hs[0].runCLI("endpoints", "reset", "flaky")
 	if code != 0 || !strings.Contains(out, "closed") {
 		t.Fatalf("endpoints reset: exit %d:\n%s", code, out)
 	}
