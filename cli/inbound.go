@@ -12,7 +12,6 @@ import (
 	"slices"
 	"time"
 
-
 	"github.com/hookjet/hookjet/admin"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/inbound"

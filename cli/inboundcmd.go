@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -12,9 +14,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/inbound"
@@ -104,12 +103,13 @@ func runInboundTest(ctx context.Context, args []string, getenv func(string) stri
 		}
 		base = "http://" + dialable(cfg.Inbound.Listen)
 	}
-	js, closeNATS, err := connectJS(cfg, stderr)
+	log := NewLogger(cfg.Log, stderr)
+	node, err := jetstream.DialClient(cfg.NATS, "hookjet-inbound-test", log)
 	if err != nil {
 		return err
 	}
-	defer closeNATS()
-	return inboundTest(ctx, js, src, strings.TrimRight(base, "/"), f, stdout)
+	defer node.CloseConn(time.Second, log)
+	return inboundTest(ctx, node, src, strings.TrimRight(base, "/"), f, stdout)
 }
 
 func findSource(cfg *config.Config, id string) (config.InboundSource, bool) {
@@ -134,80 +134,49 @@ func dialable(listen string) string {
 	return net.JoinHostPort(host, port)
 }
 
-// connectJS connects to the NATS deployment cfg names (the embedded
-// server's nats.listen without nats.url).
-func connectJS(cfg *config.Config, stderr io.Writer) (natsjs.JetStream, func(), error) {
-	ncfg := cfg.NATS
-	if ncfg.URL == "" {
-		ncfg.URL = "nats://" + cfg.NATS.Listen
-	}
-	nc, err := jetstream.Connect(ncfg, nil, "hookjet-inbound-test", NewLogger(cfg.Log, stderr))
-	if err != nil {
-		return nil, nil, err
-	}
-	js, err := natsjs.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return js, nc.Close, nil
-}
-
 // inboundTest sends the synthetic event and follows it into the stream and,
 // with f.consumer, to its consumer's ack.
-func inboundTest(ctx context.Context, js natsjs.JetStream, src config.InboundSource, base string, f inboundTestFlags, stdout io.Writer) error {
+func inboundTest(ctx context.Context, node *jetstream.Node, src config.InboundSource, base string, f inboundTestFlags, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	// Read only what is stored after the stream's last message now, so the
-	// event cannot be missed and nothing older is scanned.
-	st, err := js.Stream(ctx, jetstream.InboundStream)
+	follow, err := node.FollowInbound(ctx, src.ID)
 	if err != nil {
-		return fmt.Errorf("stream %s: %w", jetstream.InboundStream, err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("stream %s: %w", jetstream.InboundStream, err)
-	}
-	oc, err := st.OrderedConsumer(ctx, natsjs.OrderedConsumerConfig{
-		FilterSubjects:    []string{jetstream.InboundPrefix + src.ID + ".>"},
-		DeliverPolicy:     natsjs.DeliverByStartSequencePolicy,
-		OptStartSeq:       info.State.LastSeq + 1,
-		InactiveThreshold: jetstream.ReadInactive,
-	})
-	if err != nil {
-		return fmt.Errorf("read %s: %w", jetstream.InboundStream, err)
+		return err
 	}
 	if f.consumer != "" { // fail before sending when the consumer does not exist
-		if _, err := js.Consumer(ctx, jetstream.InboundStream, f.consumer); err != nil {
+		if err := node.CheckInboundConsumer(ctx, f.consumer); err != nil {
 			return fmt.Errorf("--wait-consumer %s: %w", f.consumer, err)
 		}
 	}
 	sent := time.Now()
-	ev, err := inbound.NewTestEvent(src, "hookjet_test_"+nats.NewInbox()[len("_INBOX."):], sent)
+	ev, err := inbound.NewTestEvent(src, newTestEventID(), sent)
 	if err != nil {
 		return err
 	}
 	if err := postTestEvent(ctx, base+inbound.Prefix+src.ID, ev, stdout); err != nil {
 		return err
 	}
-	msg, err := findStored(ctx, oc, ev.ID)
+	stored, err := follow.Find(ctx, ev.ID)
 	if err != nil {
 		return fmt.Errorf("event %s not seen in %s: %w", ev.ID, jetstream.InboundStream, err)
 	}
-	meta, err := msg.Metadata()
-	if err != nil {
-		return err
-	}
 	fmt.Fprintf(stdout, "stored: %s seq=%d subject=%s received_at=%s (%s after sending)\n",
-		jetstream.InboundStream, meta.Sequence.Stream, msg.Subject(), msg.Headers().Get(jetstream.HdrReceivedAt), time.Since(sent).Round(time.Millisecond))
+		jetstream.InboundStream, stored.Seq, stored.Subject, stored.ReceivedAt, time.Since(sent).Round(time.Millisecond))
 	if f.consumer == "" {
 		return nil
 	}
-	if err := waitAcked(ctx, js, f.consumer, meta.Sequence.Stream); err != nil {
+	if err := node.WaitInboundAcked(ctx, f.consumer, stored.Seq); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "acked by consumer %s at %s (%s after sending)\n", f.consumer, time.Now().UTC().Format(time.RFC3339Nano), time.Since(sent).Round(time.Millisecond))
 	return nil
+}
+
+// newTestEventID is a random id for the synthetic event, hookjet_test_<hex>.
+func newTestEventID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (it crashes the program instead)
+	return "hookjet_test_" + hex.EncodeToString(b[:])
 }
 
 // postTestEvent sends ev and prints the gateway's answer; anything but 2xx
@@ -235,42 +204,4 @@ func postTestEvent(ctx context.Context, url string, ev inbound.TestEvent, stdout
 	}
 	fmt.Fprintf(stdout, "sent %s to %s: %d %s (%s)\n", ev.ID, url, resp.StatusCode, answer.Status, time.Since(start).Round(time.Microsecond))
 	return nil
-}
-
-// findStored reads oc until the message whose Hookjet-Inbound-Id is id.
-func findStored(ctx context.Context, oc natsjs.Consumer, id string) (natsjs.Msg, error) {
-	for {
-		m, err := oc.Next(natsjs.FetchMaxWait(time.Second))
-		switch {
-		case err == nil:
-			if m.Headers().Get(jetstream.HdrInboundID) == id {
-				return m, nil
-			}
-		case !errors.Is(err, natsjs.ErrNoMessages) && !errors.Is(err, nats.ErrTimeout):
-			return nil, err
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-	}
-}
-
-// waitAcked polls consumer's ack floor until it reaches seq.
-func waitAcked(ctx context.Context, js natsjs.JetStream, consumer string, seq uint64) error {
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for {
-		c, err := js.Consumer(ctx, jetstream.InboundStream, consumer)
-		if err == nil {
-			info, err := c.Info(ctx)
-			if err == nil && info.AckFloor.Stream >= seq {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("consumer %s has not acked seq %d: %w", consumer, seq, ctx.Err())
-		case <-t.C:
-		}
-	}
 }

@@ -75,6 +75,21 @@ func DialNode(ctx context.Context, cfg config.NATS, name string, log *slog.Logge
 	}
 }
 
+// DialClient connects a one-shot client command (`hookjet inbound test`) to
+// [ClientURL] once, without retrying; its error is [Dial]'s.
+func DialClient(cfg config.NATS, name string, log *slog.Logger) (*Node, error) {
+	nc, err := Dial(cfg, name, log)
+	if err != nil {
+		return nil, err
+	}
+	js, err := natsjs.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return &Node{nc: nc, js: js}, nil
+}
+
 // Conn is the client connection.
 func (n *Node) Conn() *nats.Conn { return n.nc }
 
