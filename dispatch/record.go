@@ -97,7 +97,7 @@ func (d *Dispatcher) recordEnd(dl *delivery, class, reason string) {
 		EventID:   dl.ev.id,
 		EventType: dl.ev.typ,
 		Endpoint:  dl.e.id,
-		Tenant:    dl.s.ep.Tenant,
+		Tenant:    tenantOf(dl),
 		Attempt:   dl.st.Attempts,
 		Trigger:   trigger(dl, dl.st.Attempts),
 		StartedAt: d.now().UTC(),
@@ -118,4 +118,13 @@ func (d *Dispatcher) logStatus(s *admin.EndpointStatus, ep config.Endpoint) {
 	if r, ok := d.LastTest(ep.ID); ok {
 		s.LastTest = admin.LastTestOf(r)
 	}
+}
+
+// tenantOf is dl's endpoint's tenant; empty for a delivery the MaxDeliver
+// safety net builds from an advisory, which carries no settings.
+func tenantOf(dl *delivery) string {
+	if dl.s == nil {
+		return ""
+	}
+	return dl.s.ep.Tenant
 }
