@@ -200,10 +200,6 @@ func (d *Dispatcher) publish(msg *nats.Msg) error {
 	return err
 }
 
-func (d *Dispatcher) goDeadLetter(dl *delivery, reason string) {
-	d.goJob(func() { d.deadLetter(dl, reason) })
-}
-
 // deadLetter copies dl to HOOKJET_DLQ and settles the source once the PubAck
 // is in. The copy's Nats-Msg-Id depends only on the endpoint and the event,
 // so a crash between the two steps neither loses nor duplicates it.
