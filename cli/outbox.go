@@ -27,8 +27,10 @@ hookjet outbox schema [--config FILE | --table NAME]
 Relays committed rows of an application's PostgreSQL outbox table
 (outbox.dsn, outbox.table, outbox.batch, outbox.poll) into JetStream:
 claims a batch with FOR UPDATE SKIP LOCKED, publishes it to
-hookjet.events.<event_type> with Nats-Msg-Id = the row id, deletes the rows
-after their PubAcks. Wakes on LISTEN/NOTIFY, polls every outbox.poll. Rows
+hookjet.events.<event_type> with Nats-Msg-Id = the row id (in atomic
+batches), deletes the rows after their PubAcks; when HOOKJET_EVENTS has one
+replica on a server that syncs lazily or whose sync policy cannot be read,
+only once the sync interval has passed since the PubAck. Wakes on LISTEN/NOTIFY, polls every outbox.poll. Rows
 that can never be published go to HOOKJET_DLQ (hookjet.dlq._outbox, reason
 rejected) and are deleted. Several relays may share a table.
 

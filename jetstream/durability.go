@@ -37,7 +37,8 @@ type Durability struct {
 	Streams []StreamDurability `json:"streams,omitempty"`
 	// AtRisk names the streams a power cut of one server can take
 	// acknowledged messages from: one replica on a lazily (or unknown)
-	// syncing server, or persist_mode async.
+	// syncing server. Streams with persist_mode async are lazy by design
+	// and not listed.
 	AtRisk []string `json:"at_risk,omitempty"`
 }
 
@@ -180,7 +181,10 @@ func ReadStreams(ctx context.Context, js natsjs.JetStream, d *Durability) error 
 	}
 	_, lazy := d.Lazy()
 	for _, s := range d.Streams {
-		if s.PersistMode != "" || (lazy && s.Replicas <= 1) {
+		// A stream with persist_mode async (such as a record kept
+		// for reading, not delivery state) is lazy by choice: listed in
+		// Streams, not at risk.
+		if lazy && s.Replicas <= 1 && s.PersistMode == "" {
 			d.AtRisk = append(d.AtRisk, s.Name)
 		}
 	}

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"testing"
@@ -137,5 +138,51 @@ func TestEmbeddedRecordsSyncPolicy(t *testing.T) {
 	}
 	if !sc.AllowAtomicPublish {
 		t.Error("HOOKJET_EVENTS does not allow atomic batches")
+	}
+}
+
+// The outbox publisher stores a batch of events as one atomic batch (one
+// fsync on a server that syncs always), and a batch JetStream refuses
+// because it already has some of its ids (a republish after a crash) one by
+// one, as duplicates.
+func TestOutboxPublisherAtomicBatches(t *testing.T) {
+	h, _, _ := outboxHookjet(t, "")
+	pub, err := hjs.NewOutboxPublisher(h.nc, 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := make([]outbox.Message, 50)
+	for i := range batch {
+		batch[i] = outbox.Message{ID: fmt.Sprintf("atomic-%02d", i), EventType: "order.created", Payload: []byte(`{}`)}
+	}
+	for i, a := range pub.Publish(t.Context(), batch) {
+		if a.Err != nil || a.Duplicate {
+			t.Fatalf("first publish of %s: %+v", batch[i].ID, a)
+		}
+	}
+	st, err := h.js.Stream(t.Context(), hjs.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := st.GetMsg(t.Context(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Header.Get("Nats-Batch-Id") == "" {
+		t.Errorf("event %s was not stored in an atomic batch (headers %v)", first.Header.Get(hjs.HdrMsgID), first.Header)
+	}
+	again := append(batch[40:50:50], outbox.Message{ID: "atomic-new", EventType: "order.created", Payload: []byte(`{}`)})
+	acks := pub.Publish(t.Context(), again)
+	for i, a := range acks {
+		if a.Err != nil || a.Duplicate != (i < 10) {
+			t.Errorf("republish of %s: %+v, want duplicate %v", again[i].ID, a, i < 10)
+		}
+	}
+	info, err := st.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 51 {
+		t.Errorf("%d events stored, want 51", info.State.Msgs)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -216,6 +217,9 @@ func cutAfterAcks(t *testing.T, sync string, n int) (c *cutRig, sink, api *okSet
 	rAPI := newReceiver(t, []string{secretA, secretB}, okScript(healthy, api))
 	c = newCutRig(t, sync, "", r.URL, healthy)
 	p := c.start()
+	if warned := strings.Contains(p.out.String(), "nats.sync is a lazy interval"); warned != (sync != "always") {
+		t.Errorf("nats.sync %s: start-up warning about a lazy interval logged: %v", sync, warned)
+	}
 	if code := c.admin("POST", "/api/v1/endpoints", map[string]any{
 		"id": "api1", "url": rAPI.URL, "events": []string{"order.*"}, "secrets": []string{secretA, secretB},
 	}); code != http.StatusCreated {

@@ -20,12 +20,17 @@
 //
 //	raw            the raw ceiling: N goroutines POST to the receiver for a fixed time
 //	healthy10      10 healthy endpoints, each event to exactly one endpoint
+//	               (every scenario runs with nats.sync: always, hookjet's
+//	               default: each event fsynced before its PubAck)
+//	healthy10fast  as healthy10 with nats.sync: 2m (acknowledged before fsync)
 //	slow10         as healthy10, but endpoint e0 answers after 2 s
 //	dead10         as healthy10, but endpoint e0 never answers (its timeout is 1 s)
 //	floor          the JetStream-only floor: the same publisher, payloads and
 //	               stream settings, one durable consumer that acks, no HTTP,
 //	               in-process connections; at full speed, then at 116 events/s
-//	               with the publisher in an outside process (floor116)
+//	               with the publisher in an outside process (floor116);
+//	               the server syncs always, as hookjet's embedded one
+//	floorfast      the floor at full speed with the server's 2m sync interval
 //	endpoints1000  1,000 endpoints (max_in_flight 4), events round-robin
 //	endpoints10000 10,000 endpoints configured, 1,000 of them get the events
 //	dead1000       1,000 endpoints, every 10th dead (half connection refused,
