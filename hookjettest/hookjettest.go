@@ -101,6 +101,7 @@ func testConfig(dir string) config.Config {
 	// embedded server syncs lazily (JetStream's own default) instead of
 	// fsyncing every event before its PubAck as hookjet does by default.
 	c.NATS.Sync = "2m"
+	c.Log.MaxBytes = 64 << 20 // the delivery log, HOOKJET_LOG
 	c.Worker.ShutdownGrace = 5 * time.Second
 	c.Defaults.Timeout = 5 * time.Second
 	c.Defaults.Retry = config.Retry{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 5, MaxAge: time.Hour}

@@ -57,6 +57,10 @@ const (
 	// pageScanBudget bounds the records one page examines; a selective
 	// Match filter then returns a short page with a cursor to go on.
 	pageScanBudget = 50000
+	// pageSeqBudget bounds the span of sequences one page reaches back
+	// over: an endpoint with no record there (a sparse, idle or unknown
+	// one) gets a short page and a cursor instead of a scan of the log.
+	pageSeqBudget = 1 << 21
 	maxWindow      = 1 << 24
 	multiLastMax   = 1024
 )
@@ -282,8 +286,8 @@ func (r *LogReader) Page(ctx context.Context, q LogQuery) ([]attempt.Record, uin
 			break
 		}
 		hi = lo - 1
-		if matched > pageScanBudget {
-			return out, hi + 1, nil // selective filter: go on from here
+		if matched > pageScanBudget || scanned > pageSeqBudget {
+			return out, hi + 1, nil // selective filter or sparse endpoint: go on from here
 		}
 		window = nextWindow(window, scanned, matched, uint64(limit-len(out)))
 	}
