@@ -24,6 +24,7 @@ import (
 var scenarioNames = []string{
 	"raw", "healthy10", "slow10", "dead10", "floor", "endpoints1000", "endpoints10000", "dead1000",
 	"endpoints100000", "latency", "cost", "cost116", "apicreate10000", "backlog20000",
+	"slow16", "slow1at2500", "ratelimited70", "dead10pct", "logfull", "consumers1100",
 }
 
 func main() {
@@ -371,7 +372,8 @@ func evaluate(rs []*result) []target {
 	} else {
 		ts = append(ts, na(costName, costGoal, "% core", "cost"))
 	}
-	return append(ts, scaleTargets(get)...)
+	ts = append(ts, scaleTargets(get)...)
+	return append(ts, isolationTargets(get)...)
 }
 
 func printReport(w io.Writer, rep *report) {
