@@ -74,11 +74,14 @@ type mixSpec struct {
 	// measured are the endpoints the result is about: those healthy in the
 	// mix (the same ones in its baseline).
 	measured func(i int) bool
-	route    func(n int) int    // the endpoint of event n; nil: round-robin
-	slowFor  time.Duration      // how long a slow endpoint takes
-	extra    func(i int) string // per-endpoint YAML lines
-	rate     float64
-	duration time.Duration
+	route    func(n int) int // the endpoint of event n; nil: round-robin
+	slowFor  time.Duration   // how long a slow endpoint takes
+	// failOneIn: failFirst endpoints refuse the first attempt of the events
+	// whose number is a multiple of it (tally.failOneIn).
+	failOneIn int
+	extra     func(i int) string // per-endpoint YAML lines
+	rate      float64
+	duration  time.Duration
 }
 
 // baseline is s with every endpoint healthy and no extra settings but
@@ -151,9 +154,10 @@ func slow1at2500(sz isoSizes) mixSpec {
 }
 
 // ratelimited70: 70 endpoints limited to 0.1 requests/s, offered 1.1
-// events/s each, so their backlogs grow all along, beside an endpoint whose
-// every first attempt is refused (503) with its retry due within 0.5 s
-// (retry.base and cap 500ms), and a healthy one that gets half the events.
+// events/s each, so their backlogs grow all along, beside an endpoint that
+// refuses (503) the first attempt of one event in 7 of its 20/s, with the
+// retry due within 0.5 s (retry.base and cap 500ms; one failure at a time
+// never opens its breaker), and a healthy one that gets half the events.
 // The limited endpoints answer at once: the mix is their rate limit, which
 // the baseline does not have.
 func ratelimited70(sz isoSizes) mixSpec {
@@ -163,8 +167,8 @@ func ratelimited70(sz isoSizes) mixSpec {
 		bs[i] = healthy
 	}
 	bs[retrying] = failFirst
-	return mixSpec{name: "ratelimited70", behave: bs, rate: 200, duration: sz.mix,
-		description: fmt.Sprintf("70 endpoints rate-limited to 0.1 rps (burst 1), offered 1.1/s each, beside e70 that refuses each event's first attempt (retry.base 500ms: due within 0.5 s, 20/s) and a healthy e71 (100/s); 200 events/s for %s", sz.mix),
+	return mixSpec{name: "ratelimited70", behave: bs, rate: 200, duration: sz.mix, failOneIn: 7,
+		description: fmt.Sprintf("70 endpoints rate-limited to 0.1 rps (burst 1), offered 1.1/s each, beside e70 (20/s) that refuses the first attempt of one event in 7 (retry.base 500ms: due within 0.5 s) and a healthy e71 (100/s); 200 events/s for %s", sz.mix),
 		measured:    func(i int) bool { return i == fast },
 		route: func(n int) int {
 			switch m := n % 10; {
@@ -206,7 +210,7 @@ func (b *bench) mixed(ctx context.Context, s mixSpec) (*result, error) {
 	events := int(s.rate * s.duration.Seconds())
 	r := &result{Name: s.name, Description: s.description, Endpoints: len(s.behave), Events: events, OfferedRate: s.rate, Isolation: &isolationStats{}}
 	x := newRoutedTally(s.behave, events, true, s.route)
-	x.slowFor = s.slowFor
+	x.slowFor, x.failOneIn = s.slowFor, s.failOneIn
 	rec, err := newReceiver(b.key, x)
 	if err != nil {
 		return nil, err

@@ -27,7 +27,7 @@ const (
 	dead                         // never answer: wait until the client gives up
 	unavailable                  // answer 503 at once, always
 	refused                      // nothing listens: the endpoint's URL is a closed port
-	failFirst                    // answer 503 to an event's first request, then as healthy
+	failFirst                    // answer 503 to an event's first request (of one event in tally.failOneIn), then as healthy
 )
 
 const (
@@ -150,6 +150,9 @@ type tally struct {
 	route func(n int) int
 	// slowFor is how long a slow endpoint takes to answer; 0: slowDelay.
 	slowFor time.Duration
+	// failOneIn: a failFirst endpoint refuses the first request of the
+	// events whose number is a multiple of it; 0 or 1: of every event.
+	failOneIn int
 
 	requests     atomic.Int64
 	unique       atomic.Int64
@@ -321,7 +324,7 @@ func (x *tally) slowDelay() time.Duration {
 // failOnce reports whether this request is event n's first, noting when it
 // came; for a later one it notes the time since the first.
 func (x *tally) failOnce(n int) bool {
-	if n < 0 || n >= len(x.failedAt) {
+	if n < 0 || n >= len(x.failedAt) || x.failOneIn > 1 && n%x.failOneIn != 0 {
 		return false
 	}
 	now := time.Now().UnixNano()
