@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/hookjet/hookjet/config"
@@ -198,8 +199,8 @@ func dead10pct(sz isoSizes) mixSpec {
 	for i := 0; i < len(bs); i += 10 {
 		bs[i] = refused
 	}
-	return mixSpec{name: "dead10pct", behave: bs, rate: 2000, duration: sz.mix,
-		description: fmt.Sprintf("1,000 endpoints, every 10th connection refused, 2,000 events/s round-robin for %s; the 900 healthy ones; default worker settings", sz.mix),
+	return mixSpec{name: "dead10pct", behave: bs, rate: 1000, duration: sz.mix,
+		description: fmt.Sprintf("1,000 endpoints, every 10th connection refused, 1,000 events/s round-robin for %s; the 900 healthy ones; default worker settings", sz.mix),
 		measured:    func(i int) bool { return i%10 != 0 }}
 }
 
@@ -237,6 +238,15 @@ func (b *bench) mixed(ctx context.Context, s mixSpec) (*result, error) {
 	r.StartupSeconds = round(h.startup.Seconds(), 3)
 	pub := newPublisher(h.js, len(s.behave))
 	pub.route = s.route
+	stopProfile, err := b.startProfile(s.name)
+	if err != nil {
+		return nil, err
+	}
+	defer stopProfile()
+	// Sampled once a second: the watch's stream info requests are few
+	// beside the engine's own.
+	w := watchStreams(ctx, h.js, time.Second)
+	defer w.stop()
 	cpu0, t0, m0 := cpuTime(), time.Now(), machineCPU()
 	if err := pace(ctx, pub, events, s.rate, t0); err != nil {
 		r.Notes = append(r.Notes, "publish: "+err.Error())
@@ -247,6 +257,9 @@ func (b *bench) mixed(ctx context.Context, s mixSpec) (*result, error) {
 	r.Complete = waitEndpoints(ctx, x, deadline, s.measured)
 	retriesDone := waitEndpoints(ctx, x, deadline, func(i int) bool { return s.behave[i] == failFirst })
 	cpu, tEnd := cpuTime()-cpu0, time.Now()
+	stopProfile()
+	w.stop()
+	r.Isolation.TasksPeakBytes, r.Isolation.ConsumersPeak = w.tasksPeak.Load(), int(w.consumersPeak.Load())
 	r.setOther(m0, cpu, tEnd.Sub(t0))
 	r.setMeasured(x, s.measured, t0, tEnd, cpu)
 	r.Latency = ptr(summarise(latenciesWhere(x, s.measured)))
@@ -263,7 +276,8 @@ func (b *bench) mixed(ctx context.Context, s mixSpec) (*result, error) {
 	cancel()
 	r.collect(x, h)
 	if !r.Complete {
-		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d events for the measured endpoints delivered within %s after publishing ended", r.Delivered, expectedWhere(x, s.measured), b.p.drainAfterPacing))
+		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d events for the measured endpoints delivered within %s after publishing ended%s",
+			r.Delivered, expectedWhere(x, s.measured), b.p.drainAfterPacing, missing(x, s.measured)))
 	}
 	r.ShutdownSeconds = round(h.stop().Seconds(), 3)
 	stopped = true
@@ -488,8 +502,26 @@ func isolationExtras(r *result) []string {
 			st.Owed, st.Pending, st.DeadLetters, st.Settled, float64(st.TasksPeakBytes)/(1<<20), st.TasksMaxBytes>>20,
 			float64(st.EventsPeakBytes)/(1<<20), st.EventsMaxBytes>>20, st.PushedBytes>>20, st.LogOldest))
 	}
-	if st.Parked > 0 || st.ConsumersPeak > 0 {
+	switch {
+	case st.Parked > 0:
 		out = append(out, fmt.Sprintf("%d parked; %d consumers on HOOKJET_TASKS at the end, at most %d meanwhile", st.Parked, st.Consumers, st.ConsumersPeak))
+	case st.Owed == 0 && (st.ConsumersPeak > 0 || st.TasksPeakBytes > 0):
+		out = append(out, fmt.Sprintf("HOOKJET_TASKS (sampled every second): at most %d consumers, %.1f MiB", st.ConsumersPeak, float64(st.TasksPeakBytes)/(1<<20)))
 	}
 	return out
+}
+
+// missing names the first few events the endpoints keep selects did not
+// get.
+func missing(x *tally, keep func(int) bool) string {
+	var ids []string
+	for n := 0; n < x.events && len(ids) < 5; n++ {
+		if ep := x.endpointOf(n); keep(ep) && !x.seen[n].Load() {
+			ids = append(ids, fmt.Sprintf("%s for e%d", eventID(n), ep))
+		}
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	return "; missing: " + strings.Join(ids, ", ")
 }

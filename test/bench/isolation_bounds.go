@@ -64,7 +64,7 @@ func (b *bench) logFull(ctx context.Context, sz isoSizes) (*result, error) {
 		}
 	}()
 	r.StartupSeconds = round(h.startup.Seconds(), 3)
-	w := watchStreams(ctx, h.js)
+	w := watchStreams(ctx, h.js, 100*time.Millisecond)
 	defer w.stop()
 	pub := newPublisher(h.js, 2)
 	pub.route, pub.pad = route, logEventSize-payloadSize
@@ -184,21 +184,21 @@ func logOldest(ctx context.Context, base string) string {
 }
 
 // streamWatch samples HOOKJET_TASKS (bytes, consumers) and HOOKJET_EVENTS
-// (bytes) every 100 ms and keeps the largest values; stop ends it and waits
-// for its goroutine.
+// (bytes) every interval and keeps the largest values; stop ends it and
+// waits for its goroutine.
 type streamWatch struct {
 	tasksPeak, eventsPeak atomic.Int64
 	consumersPeak         atomic.Int64
 	stop                  func()
 }
 
-func watchStreams(ctx context.Context, js natsjs.JetStream) *streamWatch {
+func watchStreams(ctx context.Context, js natsjs.JetStream, every time.Duration) *streamWatch {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &streamWatch{}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(100 * time.Millisecond)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			w.sample(ctx, js)
@@ -276,7 +276,7 @@ func (b *bench) consumers(ctx context.Context, sz isoSizes) (*result, error) {
 	if r.Isolation.Parked, err = parkAll(ctx, h, x, n, b.p.bound1000); err != nil {
 		return nil, err
 	}
-	w := watchStreams(ctx, h.js)
+	w := watchStreams(ctx, h.js, 100*time.Millisecond)
 	defer w.stop()
 	cpu0, t0, m0 := cpuTime(), time.Now(), machineCPU()
 	if err := adminAll(ctx, client, base, n, "enable"); err != nil {
