@@ -39,6 +39,10 @@ type isolationStats struct {
 	Pending         int64  `json:"pending,omitempty"`
 	DeadLetters     int64  `json:"dead_letters,omitempty"`
 	Settled         bool   `json:"settled,omitempty"`
+	// HealthyDeadLetters are the healthy endpoint's dead letters: a
+	// delivery it was owed that went to the DLQ (as overflow, when the dead
+	// endpoint's tasks filled HOOKJET_TASKS).
+	HealthyDeadLetters int64 `json:"healthy_dead_letters,omitempty"`
 	TasksPeakBytes  int64  `json:"tasks_peak_bytes,omitempty"`
 	TasksMaxBytes   int64  `json:"tasks_max_bytes,omitempty"`
 	EventsPeakBytes int64  `json:"events_peak_bytes,omitempty"`
@@ -468,8 +472,9 @@ func logFullChecks(r *result) []check {
 	refusedPub := check{name: "logfull: publishes refused while several times streams.max_bytes went through the log", goal: "0", unit: "publishes", need: "logfull"}
 	owed := check{name: "logfull: dead endpoint's pending + dead letters - owed", goal: "0", unit: "deliveries", need: "logfull"}
 	tasks := check{name: "logfull: largest HOOKJET_TASKS seen vs streams.tasks_max_bytes", goal: "<= 100%", unit: "%", need: "logfull"}
+	healthy := check{name: "logfull: the healthy endpoint's events dead-lettered (it gets every one)", goal: "0", unit: "deliveries", need: "logfull"}
 	if r == nil || r.Isolation == nil {
-		return []check{refusedPub, owed, tasks}
+		return []check{refusedPub, owed, tasks, healthy}
 	}
 	st := r.Isolation
 	refusedPub.value, refusedPub.ok = float64(r.PublishFailed), ptr(r.PublishFailed == 0)
@@ -483,7 +488,9 @@ func logFullChecks(r *result) []check {
 		tasks.ok = ptr(st.TasksPeakBytes <= st.TasksMaxBytes)
 		tasks.detail = fmt.Sprintf("%.2f MiB of %d MiB (sampled every 100 ms)", float64(st.TasksPeakBytes)/(1<<20), st.TasksMaxBytes>>20)
 	}
-	return []check{refusedPub, owed, tasks}
+	healthy.value, healthy.ok = float64(st.HealthyDeadLetters), ptr(st.HealthyDeadLetters == 0 && r.Complete)
+	healthy.detail = fmt.Sprintf("%d of %d delivered, %d dead-lettered", r.Delivered, r.Events, st.HealthyDeadLetters)
+	return []check{refusedPub, owed, tasks, healthy}
 }
 
 // isolationExtras are the report lines of what the isolation scenarios
@@ -498,8 +505,8 @@ func isolationExtras(r *result) []string {
 		out = append(out, line[2:])
 	}
 	if st.Owed > 0 {
-		out = append(out, fmt.Sprintf("dead endpoint owed %d: pending %d + dead letters %d (settled %v); HOOKJET_TASKS peak %.1f MiB of %d MiB; HOOKJET_EVENTS peak %.1f MiB of %d MiB, %d MiB pushed; log_oldest %s",
-			st.Owed, st.Pending, st.DeadLetters, st.Settled, float64(st.TasksPeakBytes)/(1<<20), st.TasksMaxBytes>>20,
+		out = append(out, fmt.Sprintf("healthy endpoint's dead letters %d; dead endpoint owed %d: pending %d + dead letters %d (settled %v); HOOKJET_TASKS peak %.1f MiB of %d MiB; HOOKJET_EVENTS peak %.1f MiB of %d MiB, %d MiB pushed; log_oldest %s",
+			st.HealthyDeadLetters, st.Owed, st.Pending, st.DeadLetters, st.Settled, float64(st.TasksPeakBytes)/(1<<20), st.TasksMaxBytes>>20,
 			float64(st.EventsPeakBytes)/(1<<20), st.EventsMaxBytes>>20, st.PushedBytes>>20, st.LogOldest))
 	}
 	switch {

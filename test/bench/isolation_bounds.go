@@ -86,6 +86,12 @@ func (b *bench) logFull(ctx context.Context, sz isoSizes) (*result, error) {
 	r.Latency = ptr(summarise(latenciesWhere(x, func(i int) bool { return i == 1 })))
 	r.Isolation.Owed = h.pubAcked.Load()
 	account(ctx, h.js, r.Isolation, "e0", time.Minute)
+	if _, r.Isolation.HealthyDeadLetters, _, err = deadAccount(ctx, h.js, "e1"); err != nil {
+		r.Notes = append(r.Notes, "the healthy endpoint's dead letters: "+err.Error())
+	}
+	if !r.Complete {
+		r.Notes = append(r.Notes, fmt.Sprintf("the healthy endpoint got %d of %d events within 30 s after publishing ended%s", r.Delivered, events, missing(x, func(i int) bool { return i == 1 })))
+	}
 	w.stop()
 	r.Isolation.TasksPeakBytes, r.Isolation.EventsPeakBytes = w.tasksPeak.Load(), w.eventsPeak.Load()
 	r.Isolation.LogOldest = logOldest(ctx, "http://"+h.srv.AdminAddr())
@@ -98,8 +104,8 @@ func (b *bench) logFull(ctx context.Context, sz isoSizes) (*result, error) {
 	r.GoroutinesAfter = settledGoroutines()
 	r.collectLogs(h)
 	st := r.Isolation
-	b.say("%s: %d refused publishes; e0 owed %d, pending %d + dead letters %d (settled=%v); HOOKJET_TASKS peak %.1f MiB of %d MiB; HOOKJET_EVENTS peak %.1f MiB of %d MiB",
-		name, r.PublishFailed, st.Owed, st.Pending, st.DeadLetters, st.Settled, float64(st.TasksPeakBytes)/(1<<20), logTasksBytes>>20, float64(st.EventsPeakBytes)/(1<<20), logMaxBytes>>20)
+	b.say("%s: %d refused publishes; e1 (healthy) %d of %d delivered, %d dead-lettered; e0 owed %d, pending %d + dead letters %d (settled=%v); HOOKJET_TASKS peak %.1f MiB of %d MiB; HOOKJET_EVENTS peak %.1f MiB of %d MiB",
+		name, r.PublishFailed, r.Delivered, events, st.HealthyDeadLetters, st.Owed, st.Pending, st.DeadLetters, st.Settled, float64(st.TasksPeakBytes)/(1<<20), logTasksBytes>>20, float64(st.EventsPeakBytes)/(1<<20), logMaxBytes>>20)
 	return r, ctx.Err()
 }
 
