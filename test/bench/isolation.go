@@ -35,20 +35,20 @@ type isolationStats struct {
 	// accepted), its pending tasks (parked and scheduled) and its dead
 	// letters once everything settled; the largest sizes of HOOKJET_TASKS
 	// and HOOKJET_EVENTS seen, beside their bounds.
-	Owed            int64  `json:"owed,omitempty"`
-	Pending         int64  `json:"pending,omitempty"`
-	DeadLetters     int64  `json:"dead_letters,omitempty"`
-	Settled         bool   `json:"settled,omitempty"`
+	Owed        int64 `json:"owed,omitempty"`
+	Pending     int64 `json:"pending,omitempty"`
+	DeadLetters int64 `json:"dead_letters,omitempty"`
+	Settled     bool  `json:"settled,omitempty"`
 	// HealthyDeadLetters are the healthy endpoint's dead letters: a
 	// delivery it was owed that went to the DLQ (as overflow, when the dead
 	// endpoint's tasks filled HOOKJET_TASKS).
-	HealthyDeadLetters int64 `json:"healthy_dead_letters,omitempty"`
-	TasksPeakBytes  int64  `json:"tasks_peak_bytes,omitempty"`
-	TasksMaxBytes   int64  `json:"tasks_max_bytes,omitempty"`
-	EventsPeakBytes int64  `json:"events_peak_bytes,omitempty"`
-	EventsMaxBytes  int64  `json:"events_max_bytes,omitempty"`
-	PushedBytes     int64  `json:"pushed_bytes,omitempty"`
-	LogOldest       string `json:"log_oldest,omitempty"`
+	HealthyDeadLetters int64  `json:"healthy_dead_letters,omitempty"`
+	TasksPeakBytes     int64  `json:"tasks_peak_bytes,omitempty"`
+	TasksMaxBytes      int64  `json:"tasks_max_bytes,omitempty"`
+	EventsPeakBytes    int64  `json:"events_peak_bytes,omitempty"`
+	EventsMaxBytes     int64  `json:"events_max_bytes,omitempty"`
+	PushedBytes        int64  `json:"pushed_bytes,omitempty"`
+	LogOldest          string `json:"log_oldest,omitempty"`
 
 	// consumers1100: consumers on HOOKJET_TASKS a while after the last
 	// parked task was delivered, the most seen meanwhile, and how many
