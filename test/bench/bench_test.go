@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -175,5 +176,21 @@ func TestIsolationTargets(t *testing.T) {
 		if status[name] != want {
 			t.Errorf("%s: %s, want %s", name, status[name], want)
 		}
+	}
+}
+
+func TestParseDeferrals(t *testing.T) {
+	text := `# HELP hookjet_deferrals_total Messages put back without an attempt, by endpoint and cause.
+# TYPE hookjet_deferrals_total counter
+hookjet_deferrals_total{cause="concurrency",endpoint="e1"} 3
+hookjet_deferrals_total{cause="breaker",endpoint="e0"} 7
+hookjet_deferrals_total{cause="breaker",endpoint="_other"} 2
+hookjet_deferrals_total{cause="in_flight",endpoint="e2"} 0
+hookjet_attempts_total{class="success",endpoint="e1"} 9
+`
+	got := parseDeferrals(text, func(i int) bool { return i == 1 })
+	want := map[string]float64{"measured concurrency": 3, "others breaker": 9}
+	if !maps.Equal(got, want) {
+		t.Errorf("parseDeferrals = %v, want %v", got, want)
 	}
 }

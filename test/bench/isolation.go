@@ -3,7 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"maps"
+	"net/http"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +32,11 @@ type isolationStats struct {
 	// Retries are the events of failFirst endpoints whose refused first
 	// attempt was retried; RetriesMissing those not retried by the end;
 	// RetryGap the time from the refused attempt to the retry.
+	// Deferrals are hookjet_deferrals_total at the end, summed by cause,
+	// for the measured endpoints ("measured <cause>") and the others
+	// ("others <cause>"): deliveries parked or put back without an attempt.
+	Deferrals map[string]float64 `json:"deferrals,omitempty"`
+
 	Retries        int           `json:"retries,omitempty"`
 	RetriesMissing int           `json:"retries_missing,omitempty"`
 	RetryGap       *latencyStats `json:"retry_gap,omitempty"`
@@ -268,6 +278,7 @@ func (b *bench) mixed(ctx context.Context, s mixSpec) (*result, error) {
 	r.setMeasured(x, s.measured, t0, tEnd, cpu)
 	r.Latency = ptr(summarise(latenciesWhere(x, s.measured)))
 	r.Isolation.retries(x)
+	r.Isolation.Deferrals = deferrals(ctx, "http://"+h.srv.AdminAddr(), s.measured)
 	if !retriesDone {
 		r.Notes = append(r.Notes, "a failFirst endpoint did not get all its events by the end")
 	}
@@ -509,6 +520,14 @@ func isolationExtras(r *result) []string {
 			st.HealthyDeadLetters, st.Owed, st.Pending, st.DeadLetters, st.Settled, float64(st.TasksPeakBytes)/(1<<20), st.TasksMaxBytes>>20,
 			float64(st.EventsPeakBytes)/(1<<20), st.EventsMaxBytes>>20, st.PushedBytes>>20, st.LogOldest))
 	}
+	if len(st.Deferrals) > 0 {
+		keys := slices.Sorted(maps.Keys(st.Deferrals))
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = fmt.Sprintf("%s %.0f", k, st.Deferrals[k])
+		}
+		out = append(out, "deferrals: "+strings.Join(parts, ", "))
+	}
 	switch {
 	case st.Parked > 0:
 		out = append(out, fmt.Sprintf("%d parked; %d consumers on HOOKJET_TASKS at the end, at most %d meanwhile", st.Parked, st.Consumers, st.ConsumersPeak))
@@ -531,4 +550,65 @@ func missing(x *tally, keep func(int) bool) string {
 		return ""
 	}
 	return "; missing: " + strings.Join(ids, ", ")
+}
+
+// deferrals reads hookjet_deferrals_total from the admin API's /metrics and
+// sums it by cause, for the endpoints measured selects and for the others;
+// nil if the metrics cannot be read.
+func deferrals(ctx context.Context, base string, measured func(int) bool) map[string]float64 {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return nil
+	}
+	client := &http.Client{}
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	return parseDeferrals(string(body), measured)
+}
+
+// parseDeferrals sums the hookjet_deferrals_total samples of a Prometheus
+// text exposition by cause, "measured <cause>" for endpoints e<i> that
+// measured selects and "others <cause>" for the rest.
+func parseDeferrals(text string, measured func(int) bool) map[string]float64 {
+	out := map[string]float64{}
+	for line := range strings.Lines(text) {
+		rest, ok := strings.CutPrefix(line, "hookjet_deferrals_total{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil || v == 0 {
+			continue
+		}
+		who := "others"
+		if i, err := strconv.Atoi(strings.TrimPrefix(label(labels, "endpoint"), "e")); err == nil && measured(i) {
+			who = "measured"
+		}
+		out[who+" "+label(labels, "cause")] += v
+	}
+	return out
+}
+
+// label is the value of name in a Prometheus label set a="x",b="y".
+func label(labels, name string) string {
+	_, v, ok := strings.Cut(labels, name+`="`)
+	if !ok {
+		return ""
+	}
+	v, _, _ = strings.Cut(v, `"`)
+	return v
 }

@@ -86,6 +86,7 @@ func (b *bench) logFull(ctx context.Context, sz isoSizes) (*result, error) {
 	r.Latency = ptr(summarise(latenciesWhere(x, func(i int) bool { return i == 1 })))
 	r.Isolation.Owed = h.pubAcked.Load()
 	account(ctx, h.js, r.Isolation, "e0", time.Minute)
+	r.Isolation.Deferrals = deferrals(ctx, "http://"+h.srv.AdminAddr(), func(i int) bool { return i == 1 })
 	if _, r.Isolation.HealthyDeadLetters, _, err = deadAccount(ctx, h.js, "e1"); err != nil {
 		r.Notes = append(r.Notes, "the healthy endpoint's dead letters: "+err.Error())
 	}
