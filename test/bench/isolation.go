@@ -447,8 +447,9 @@ func isolationTargets(get func(string) *result) []target {
 				p.detail += " (incomplete within its time bound)"
 			}
 		}
-		cs = append(cs, p, ratioCheck("healthy endpoint rate beside "+m.what+" vs all healthy", ">= 90%", 90, mix, base, m.scen,
-			func(r *result) float64 { return r.PerSecond }))
+		rate := ratioCheck("healthy endpoint rate beside "+m.what+" vs all healthy", ">= 90%", 90, mix, base, m.scen,
+			func(r *result) float64 { return r.PerSecond })
+		cs = append(cs, baselineHeld(p, base), baselineHeld(rate, base))
 	}
 	retry := check{name: "retry due within 0.5 s beside 70 rate-limited backlogs: refused attempt to retry, slowest", goal: "<= 3 s", unit: "s", need: "ratelimited70"}
 	if r := get("ratelimited70"); r != nil && r.Isolation != nil && r.Isolation.RetryGap != nil {
@@ -474,6 +475,17 @@ func isolationTargets(get func(string) *result) []target {
 		ts[i] = c.target()
 	}
 	return ts
+}
+
+// baselineHeld fails c when its all-healthy baseline did not deliver
+// everything in time: a mix compared with a baseline that fell behind
+// proves nothing.
+func baselineHeld(c check, base *result) check {
+	if c.ok != nil && base != nil && !base.Complete {
+		c.ok = ptr(false)
+		c.detail += fmt.Sprintf("; the all-healthy baseline fell behind (%.0f/s, p99 %.0f ms, incomplete): no comparison", base.PerSecond, base.Latency.P99)
+	}
+	return c
 }
 
 // logFullChecks are logfull's targets: no refused publish, the dead
