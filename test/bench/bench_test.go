@@ -152,6 +152,8 @@ func TestIsolationTargets(t *testing.T) {
 	rs := []*result{
 		{Name: "slow16-base", Best: true, Complete: true, PerSecond: 100, Latency: lat(10)},
 		{Name: "slow16", Best: true, Complete: true, PerSecond: 95, Latency: lat(300)},
+		{Name: "dead10pct-base", Best: true, Complete: false, PerSecond: 50, Latency: lat(9000)},
+		{Name: "dead10pct", Best: true, Complete: true, PerSecond: 100, Latency: lat(10)},
 		{Name: "logfull", Best: true, Complete: true, Latency: lat(5), Isolation: &isolationStats{Owed: 10, Pending: 4, DeadLetters: 6, Settled: true, TasksPeakBytes: 5, TasksMaxBytes: 4}},
 	}
 	status := map[string]string{}
@@ -169,6 +171,8 @@ func TestIsolationTargets(t *testing.T) {
 		"healthy endpoint p99 beside 16 slow endpoints (3 s) vs all healthy":                    "MISS", // +290 ms
 		"healthy endpoint rate beside 16 slow endpoints (3 s) vs all healthy":                   "PASS",
 		"healthy endpoint p99 beside 70 rate-limited backlogs vs all healthy":                   "N/A",
+		"healthy endpoint p99 beside 10% of 1,000 endpoints dead vs all healthy":                "MISS", // the baseline fell behind
+		"healthy endpoint rate beside 10% of 1,000 endpoints dead vs all healthy":               "MISS",
 		"logfull: dead endpoint's pending + dead letters - owed":                                "PASS",
 		"logfull: largest HOOKJET_TASKS seen vs streams.tasks_max_bytes":                        "MISS",
 		"logfull: publishes refused while several times streams.max_bytes went through the log": "PASS",
