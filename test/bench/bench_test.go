@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -97,5 +98,103 @@ func TestNewTallyCompletes(t *testing.T) {
 	}
 	if l := len(x.healthyLatencies()); l != 4 {
 		t.Errorf("%d latencies, want 4", l)
+	}
+}
+
+func TestRoutedTallyFailFirst(t *testing.T) {
+	// Events 0, 2, 4 go to endpoint 1 (healthy), 1, 3, 5 to endpoint 0,
+	// which refuses each event's first request.
+	route := func(n int) int { return 1 - n%2 }
+	x := newRoutedTally([]behaviour{failFirst, healthy}, 6, false, route)
+	if x.expected[0] != 3 || x.expected[1] != 3 {
+		t.Fatalf("expected = %v, want [3 3]", x.expected)
+	}
+	now := time.Now()
+	for n := range 6 {
+		ep := route(n)
+		if ep == 0 && !x.failOnce(n) {
+			t.Fatalf("event %d: first request not refused", n)
+		}
+		if ep == 0 && x.failOnce(n) {
+			t.Fatalf("event %d: second request refused", n)
+		}
+		x.record(ep, appendPayload(nil, n, now, ep), nil, nil)
+	}
+	x.record(0, appendPayload(nil, 0, now, 1), nil, nil) // event 0 at the wrong endpoint
+	if b := x.bad.Load(); b != 1 {
+		t.Errorf("bad = %d, want 1 (the misrouted request)", b)
+	}
+	var st isolationStats
+	st.retries(x)
+	if st.Retries != 3 || st.RetriesMissing != 0 {
+		t.Errorf("retries %d, missing %d; want 3, 0", st.Retries, st.RetriesMissing)
+	}
+	if got := len(latenciesWhere(x, func(i int) bool { return i == 1 })); got != 3 {
+		t.Errorf("%d latencies for endpoint 1, want 3", got)
+	}
+	if !waitEndpoints(t.Context(), x, time.Now(), func(int) bool { return true }) {
+		t.Error("waitEndpoints: not every endpoint complete")
+	}
+}
+
+func TestPadPayload(t *testing.T) {
+	b := padPayload(appendPayload(nil, 7, time.Unix(1_790_000_000, 0), 1), 1000)
+	if len(b) != payloadSize+1000 || !strings.HasSuffix(string(b), `"}}`) {
+		t.Fatalf("size %d (want %d), tail %q", len(b), payloadSize+1000, b[len(b)-3:])
+	}
+	if n, _, ok := parsePayload(b); !ok || n != 7 {
+		t.Errorf("parsePayload = %d, %v; want 7, true", n, ok)
+	}
+}
+
+func TestIsolationTargets(t *testing.T) {
+	lat := func(p99 float64) *latencyStats { return &latencyStats{Count: 100, P99: p99} }
+	rs := []*result{
+		{Name: "slow16-base", Best: true, Complete: true, PerSecond: 100, Latency: lat(10)},
+		{Name: "slow16", Best: true, Complete: true, PerSecond: 95, Latency: lat(300)},
+		{Name: "dead10pct-base", Best: true, Complete: false, PerSecond: 50, Latency: lat(9000)},
+		{Name: "dead10pct", Best: true, Complete: true, PerSecond: 100, Latency: lat(10)},
+		{Name: "logfull", Best: true, Complete: true, Latency: lat(5), Isolation: &isolationStats{Owed: 10, Pending: 4, DeadLetters: 6, Settled: true, TasksPeakBytes: 5, TasksMaxBytes: 4}},
+	}
+	status := map[string]string{}
+	for _, tg := range isolationTargets(func(name string) *result {
+		for _, r := range rs {
+			if r.Name == name {
+				return r
+			}
+		}
+		return nil
+	}) {
+		status[tg.Name] = tg.Status
+	}
+	for name, want := range map[string]string{
+		"healthy endpoint p99 beside 16 slow endpoints (3 s) vs all healthy":                    "MISS", // +290 ms
+		"healthy endpoint rate beside 16 slow endpoints (3 s) vs all healthy":                   "PASS",
+		"healthy endpoint p99 beside 70 rate-limited backlogs vs all healthy":                   "N/A",
+		"healthy endpoint p99 beside 10% of 1,000 endpoints dead vs all healthy":                "MISS", // the baseline fell behind
+		"healthy endpoint rate beside 10% of 1,000 endpoints dead vs all healthy":               "MISS",
+		"logfull: dead endpoint's pending + dead letters - owed":                                "PASS",
+		"logfull: largest HOOKJET_TASKS seen vs streams.tasks_max_bytes":                        "MISS",
+		"logfull: publishes refused while several times streams.max_bytes went through the log": "PASS",
+	} {
+		if status[name] != want {
+			t.Errorf("%s: %s, want %s", name, status[name], want)
+		}
+	}
+}
+
+func TestParseDeferrals(t *testing.T) {
+	text := `# HELP hookjet_deferrals_total Messages put back without an attempt, by endpoint and cause.
+# TYPE hookjet_deferrals_total counter
+hookjet_deferrals_total{cause="concurrency",endpoint="e1"} 3
+hookjet_deferrals_total{cause="breaker",endpoint="e0"} 7
+hookjet_deferrals_total{cause="breaker",endpoint="_other"} 2
+hookjet_deferrals_total{cause="in_flight",endpoint="e2"} 0
+hookjet_attempts_total{class="success",endpoint="e1"} 9
+`
+	got := parseDeferrals(text, func(i int) bool { return i == 1 })
+	want := map[string]float64{"measured concurrency": 3, "others breaker": 9}
+	if !maps.Equal(got, want) {
+		t.Errorf("parseDeferrals = %v, want %v", got, want)
 	}
 }

@@ -57,6 +57,26 @@
 //	               same sync policy); its ratio to healthy10 is reported. CPU
 //	               is this process's only; "other processes" include the nodes
 //
+// The isolation scenarios (issue 19; isolation.go, isolation_bounds.go) use
+// hookjet's default worker settings (worker.concurrency 256, max_in_flight
+// 16). Each mix runs twice at the same offered rate: "<name>-base" with every
+// endpoint healthy, then the mix; the targets compare the endpoints healthy
+// in the mix (p99 within 250 ms, rate >= 90%):
+//
+//	slow16         16 endpoints answer after 3 s beside a fast one, 200 events/s
+//	               (half to the fast one)
+//	slow1at2500    one endpoint answers after 2 s beside a healthy one, 2,500 events/s
+//	ratelimited70  70 endpoints at 0.1 rps with growing backlogs beside one that
+//	               refuses each event's first attempt (retry due within 0.5 s:
+//	               the retry must come within 3 s) and a healthy one
+//	dead10pct      1,000 endpoints, every 10th connection refused, 2,000 events/s
+//	logfull        300 MiB through streams.max_bytes 64 MiB (tasks_max_bytes
+//	               32 MiB) with a dead endpoint matching everything: refused
+//	               publishes, its deliveries accounted for (pending + dead
+//	               letters = owed), HOOKJET_TASKS' largest size
+//	consumers1100  1,100 endpoints each drain one parked task: consumers on
+//	               HOOKJET_TASKS a minute after the last delivery
+//
 // Every figure is printed beside the baselines of the same run: the raw
 // ceiling, and the floor.
 //

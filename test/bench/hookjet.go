@@ -41,6 +41,7 @@ type hookjetSpec struct {
 	natsURL string
 	sync    string // nats.sync; empty: the default (always)
 	logOff  bool   // log.enabled: false (the delivery log off; test/bench/deliverylog.go)
+	top     string // more top-level YAML sections (such as streams)
 }
 
 // instance is one in-process hookjet with its own data directory and a
@@ -84,6 +85,7 @@ func configYAML(dir string, natsPort int, s hookjetSpec) string {
 	}
 	fmt.Fprintf(&b, "worker:\n  concurrency: %d\n  shutdown_grace: 2s\n", s.concurrency)
 	fmt.Fprintf(&b, "defaults:\n  max_in_flight: %d\n", s.maxInFlight)
+	b.WriteString(s.top)
 	b.WriteString("endpoints:\n")
 	for i, ep := range s.endpoints {
 		fmt.Fprintf(&b, "  - id: e%d\n    url: %s\n    secrets: [%s]\n    events: [%q]\n%s", i, ep.url, secret, ep.event, ep.extra)
@@ -184,6 +186,8 @@ func (h *instance) stop() time.Duration {
 type publisher struct {
 	js       natsjs.JetStream
 	subjects []string
+	route    func(n int) int // the endpoint of event n; nil: n % endpoints
+	pad      int             // bytes added to each payload
 }
 
 func newPublisher(js natsjs.JetStream, endpoints int) *publisher {
@@ -198,12 +202,18 @@ func newPublisher(js natsjs.JetStream, endpoints int) *publisher {
 // waits for them.
 func (p *publisher) publish(n int) error {
 	ep := n % len(p.subjects)
+	if p.route != nil {
+		ep = p.route(n)
+	}
 	m := &nats.Msg{
 		Subject: p.subjects[ep],
 		Header:  nats.Header{"Nats-Msg-Id": []string{eventID(n)}},
 	}
 	for {
-		m.Data = appendPayload(make([]byte, 0, payloadSize), n, time.Now(), ep)
+		m.Data = appendPayload(make([]byte, 0, payloadSize+p.pad), n, time.Now(), ep)
+		if p.pad > 0 {
+			m.Data = padPayload(m.Data, p.pad)
+		}
 		_, err := p.js.PublishMsgAsync(m, natsjs.WithStallWait(5*time.Second))
 		if !errors.Is(err, natsjs.ErrTooManyStalledMsgs) {
 			return err

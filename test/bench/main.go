@@ -27,6 +27,7 @@ var scenarioNames = []string{
 	"healthy10nolog", "cost116nolog",
 	"inbound", // test/bench/inbound.go
 	"cluster3",
+	"slow16", "slow1at2500", "ratelimited70", "dead10pct", "logfull", "consumers1100",
 }
 
 func main() {
@@ -376,7 +377,8 @@ func evaluate(rs []*result) []target {
 	}
 	ts = append(ts, scaleTargets(get)...)
 	ts = append(ts, inboundTargets(get)...) // test/bench/inbound.go
-	return append(ts, clusterTargets(get)...)
+	ts = append(ts, clusterTargets(get)...)
+	return append(ts, isolationTargets(get)...)
 }
 
 func printReport(w io.Writer, rep *report) {

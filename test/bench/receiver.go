@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ const (
 	dead                         // never answer: wait until the client gives up
 	unavailable                  // answer 503 at once, always
 	refused                      // nothing listens: the endpoint's URL is a closed port
+	failFirst                    // answer 503 to an event's first request (of one event in tally.failOneIn), then as healthy
 )
 
 const (
@@ -105,8 +107,13 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	switch x.behave[ep] {
+	case failFirst:
+		if n, _, ok := parsePayload(body); ok && x.failOnce(n) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
 	case slow:
-		t := time.NewTimer(slowDelay)
+		t := time.NewTimer(x.slowDelay())
 		select {
 		case <-t.C:
 		case <-req.Context().Done():
@@ -139,6 +146,13 @@ type tally struct {
 	signed   bool // hookjet run: every request must be signed
 	events   int
 	expected []int64 // per endpoint
+	// route is the endpoint event n goes to; nil: n % endpoints.
+	route func(n int) int
+	// slowFor is how long a slow endpoint takes to answer; 0: slowDelay.
+	slowFor time.Duration
+	// failOneIn: a failFirst endpoint refuses the first request of the
+	// events whose number is a multiple of it; 0 or 1: of every event.
+	failOneIn int
 
 	requests     atomic.Int64
 	unique       atomic.Int64
@@ -152,6 +166,8 @@ type tally struct {
 	latency  []atomic.Int64 // per event: publish→first delivery, ns
 	perEP    []atomic.Int64 // unique deliveries per endpoint
 	epDoneAt []atomic.Int64 // per endpoint: unix ns its last expected event arrived
+	failedAt []atomic.Int64 // per event, failFirst endpoints only: unix ns of the refused first request
+	retryGap []atomic.Int64 // per event, failFirst endpoints only: ns from the refused request to the next one
 
 	waitHealthy atomic.Int64 // healthy endpoints still missing events
 	doneOnce    sync.Once
@@ -161,18 +177,28 @@ type tally struct {
 // newTally prepares counters for events events over len(behave) endpoints.
 // With events == 0 (the raw ceiling) it only counts requests.
 func newTally(behave []behaviour, events int, signed bool) *tally {
-	x := &tally{behave: behave, signed: signed, events: events, done: make(chan struct{})}
+	return newRoutedTally(behave, events, signed, nil)
+}
+
+// newRoutedTally is newTally for events that go to endpoint route(n) (nil:
+// n % endpoints).
+func newRoutedTally(behave []behaviour, events int, signed bool, route func(n int) int) *tally {
+	x := &tally{behave: behave, signed: signed, events: events, route: route, done: make(chan struct{})}
 	if events == 0 {
 		return x
 	}
 	e := len(behave)
+	if slices.Contains(behave, failFirst) {
+		x.failedAt = make([]atomic.Int64, events)
+		x.retryGap = make([]atomic.Int64, events)
+	}
 	x.seen = make([]atomic.Bool, events)
 	x.latency = make([]atomic.Int64, events)
 	x.perEP = make([]atomic.Int64, e)
 	x.epDoneAt = make([]atomic.Int64, e)
 	x.expected = make([]int64, e)
 	for n := range events {
-		x.expected[n%e]++
+		x.expected[x.endpointOf(n)]++
 	}
 	var waiting int64
 	for i, b := range behave {
@@ -197,7 +223,7 @@ func (x *tally) record(ep int, body []byte, h http.Header, key []byte) {
 		}
 		return
 	}
-	if !ok || n < 0 || n >= x.events || n%len(x.behave) != ep {
+	if !ok || n < 0 || n >= x.events || x.endpointOf(n) != ep {
 		x.bad.Add(1)
 		return
 	}
@@ -271,14 +297,42 @@ func (x *tally) healthyExpected() int64 {
 // delivered to healthy endpoints.
 func (x *tally) healthyLatencies() []time.Duration {
 	out := make([]time.Duration, 0, x.unique.Load())
-	e := len(x.behave)
 	for n := range x.events {
-		if x.behave[n%e] != healthy || !x.seen[n].Load() {
+		if x.behave[x.endpointOf(n)] != healthy || !x.seen[n].Load() {
 			continue
 		}
 		out = append(out, time.Duration(x.latency[n].Load()))
 	}
 	return out
+}
+
+// endpointOf is the endpoint event n goes to.
+func (x *tally) endpointOf(n int) int {
+	if x.route != nil {
+		return x.route(n)
+	}
+	return n % len(x.behave)
+}
+
+func (x *tally) slowDelay() time.Duration {
+	if x.slowFor > 0 {
+		return x.slowFor
+	}
+	return slowDelay
+}
+
+// failOnce reports whether this request is event n's first, noting when it
+// came; for a later one it notes the time since the first.
+func (x *tally) failOnce(n int) bool {
+	if n < 0 || n >= len(x.failedAt) || x.failOneIn > 1 && n%x.failOneIn != 0 {
+		return false
+	}
+	now := time.Now().UnixNano()
+	if x.failedAt[n].CompareAndSwap(0, now) {
+		return true
+	}
+	x.retryGap[n].CompareAndSwap(0, now-x.failedAt[n].Load())
+	return false
 }
 
 // wait waits until every healthy endpoint has all its events, ctx ends, or

@@ -25,6 +25,9 @@ func (b *bench) scenarios(ctx context.Context) map[string][]runFunc {
 		runs[name] = fn
 	}
 	runs["cluster3"] = b.cluster3(ctx)
+	for name, fn := range b.isolationScenarios(ctx) {
+		runs[name] = fn
+	}
 	return runs
 }
 

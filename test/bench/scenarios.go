@@ -89,6 +89,9 @@ type result struct {
 	GoroutinesBefore int      `json:"goroutines_before"`
 	GoroutinesAfter  int      `json:"goroutines_after"`
 	Notes            []string `json:"notes,omitempty"`
+	// Isolation is what the isolation scenarios (isolation.go) measure
+	// besides the healthy endpoints' rate and latency.
+	Isolation *isolationStats `json:"isolation,omitempty"`
 }
 
 // params are the sizes of a run; quick shrinks them.
@@ -111,6 +114,7 @@ type params struct {
 	scaleIdle        time.Duration // idle window of endpoints100000 and apicreate10000
 	apiEndpoints     int           // endpoints apicreate10000 creates
 	backlogEvents    int           // tasks backlog20000 drains
+	quick            bool
 }
 
 func fullParams() params {
@@ -148,6 +152,7 @@ func quickParams() params {
 	p.idle = time.Second
 	p.scaleIdle = 3 * time.Second
 	p.backlogEvents = 5000
+	p.quick = true
 	return p
 }
 

@@ -138,7 +138,7 @@ func scaleExtras(r *result) []string {
 	if r.APISeconds > 0 {
 		out = append(out, fmt.Sprintf("API creation %.2fs (%.0f/s), engine had them all after %.2fs", r.APISeconds, r.PerSecond, r.AppliedSeconds))
 	}
-	return out
+	return append(out, isolationExtras(r)...)
 }
 
 // printRatios puts each hookjet figure beside the baselines of the same run:
