@@ -33,6 +33,8 @@ type Config struct {
 	Metrics Metrics `yaml:"metrics"`
 	// Outbox configures the PostgreSQL outbox relay.
 	Outbox Outbox `yaml:"outbox"`
+	// Portal configures the customer portal (config/portal.go).
+	Portal Portal `yaml:"portal"`
 	// Endpoints are the webhook receivers, with their settings resolved
 	// (Defaults merged with each endpoint's overrides). Nil means none.
 	Endpoints []Endpoint `yaml:"endpoints"`

@@ -87,6 +87,7 @@ func (c *Config) validate() problems {
 		p.add("metrics.max_endpoint_series", "must be between 1 and 100000, got %d", n)
 	}
 	c.validateOutbox(&p)
+	c.validatePortal(&p)
 
 	var defaults problems
 	validateSettings(&defaults, "defaults", c.Defaults)
