@@ -156,6 +156,10 @@ type Server struct {
 	admin    *http.Server
 	adminLn  net.Listener
 	handler  *startingHandler // the admin API once started
+	// portal serves portal.listen (cli/console.go); nil without one.
+	portal    *http.Server
+	portalLn  net.Listener
+	secretKey []byte // security.secret_key, loaded or generated
 	registry *prometheus.Registry
 	client   *deliver.Client
 	ledger   *dedupe.Ledger
@@ -172,7 +176,7 @@ type Server struct {
 	stopOutbox func()
 
 	// The goroutines the Server owns, each stopped by its own stop.
-	stateSync, ledgerRun, breakersRun, gauges, adminRun *owned
+	stateSync, ledgerRun, breakersRun, gauges, adminRun, portalRun *owned
 	once                                                sync.Once
 	stopped                                             bool // the dispatcher has been stopped
 }
@@ -254,7 +258,9 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 			return nil, err
 		}
 	}
-	s.startAdmin(store, o)
+	if err := s.startAdmin(store, o); err != nil {
+		return nil, err
+	}
 	// Start-up garbage (the parsed config, the endpoint batches) is a few
 	// times what hookjet keeps: with 100,000 endpoints it would sit in RSS
 	// for minutes before the scavenger returned it. Return it now, when
@@ -384,6 +390,7 @@ func (s *Server) watchEndpoints(ctx, setupCtx context.Context, js natsjs.JetStre
 	if err != nil {
 		return nil, err
 	}
+	s.secretKey = key
 	store, err := jetstream.OpenEndpointStore(setupCtx, js, key, cfg.Streams.Replicas, jetstream.StoreLogger(s.log))
 	if err != nil {
 		return nil, err
@@ -437,11 +444,17 @@ func (s *Server) listenAdmin() error {
 	return nil
 }
 
-// startAdmin installs the admin API in place of the start-up answers.
-func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) {
+// startAdmin installs the admin API, with the console and portal in front
+// of it, in place of the start-up answers.
+func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) error {
 	h := admin.NewHandler(s.adminBackend(), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
 		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath))
+	h, err := s.mountConsole(h)
+	if err != nil {
+		return err
+	}
 	s.handler.api.Store(&h)
+	return nil
 }
 
 // startingHandler answers /healthz and, with 503 and the reason, /readyz
@@ -600,6 +613,7 @@ func (s *Server) shutdown() error {
 		s.log.Warn("admin shutdown", "err", err)
 	}
 	s.adminRun.stop()
+	s.stopPortal(ctx)
 	s.abort()
 	s.log.Info("stopped")
 	return nil
@@ -631,6 +645,7 @@ func (s *Server) abort() {
 		_ = s.admin.Close() // after Shutdown: nothing left; after a failed start: stops serving
 		s.adminRun.stop()
 	}
+	s.closePortal()
 	if s.nc != nil {
 		if err := s.nc.FlushTimeout(2 * time.Second); err != nil {
 			s.log.Debug("nats flush", "err", err)
