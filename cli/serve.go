@@ -148,21 +148,17 @@ type Server struct {
 	cfgMu sync.Mutex // guards cfg, which Reload replaces
 	cfg   *config.Config
 
-	log     *slog.Logger
-	ns      *server.Server
-	nc      *nats.Conn
-	db      *bolt.DB
-	disp    *dispatch.Dispatcher
-	admin   *http.Server
-	adminLn net.Listener
-	handler *startingHandler // the admin API once started
-	// portal serves portal.listen (cli/console.go); nil without one.
-	portal    *http.Server
-	portalLn  net.Listener
-	secretKey []byte // security.secret_key, loaded or generated
-	registry  *prometheus.Registry
-	client    *deliver.Client
-	ledger    *dedupe.Ledger
+	log      *slog.Logger
+	ns       *server.Server
+	nc       *nats.Conn
+	db       *bolt.DB
+	disp     *dispatch.Dispatcher
+	admin    *http.Server
+	adminLn  net.Listener
+	handler  *startingHandler // the admin API once started
+	registry *prometheus.Registry
+	client   *deliver.Client
+	ledger   *dedupe.Ledger
 	// stopTracing flushes and stops the tracer provider Start built; nil
 	// when there is none (tracing off, or Options.TracerProvider given).
 	stopTracing func(context.Context) error
@@ -175,10 +171,16 @@ type Server struct {
 	outbox     *outbox.Relay
 	stopOutbox func()
 
+	// portal serves portal.listen (cli/console.go); nil without one.
+	portal    *http.Server
+	portalLn  net.Listener
+	portalRun *owned
+	secretKey []byte // security.secret_key, loaded or generated
+
 	// The goroutines the Server owns, each stopped by its own stop.
-	stateSync, ledgerRun, breakersRun, gauges, adminRun, portalRun *owned
-	once                                                           sync.Once
-	stopped                                                        bool // the dispatcher has been stopped
+	stateSync, ledgerRun, breakersRun, gauges, adminRun *owned
+	once                                                sync.Once
+	stopped                                             bool // the dispatcher has been stopped
 }
 
 // owned is a goroutine a Server started: stop cancels its context and waits
