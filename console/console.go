@@ -152,7 +152,7 @@ func (c *Console) headers(w http.ResponseWriter, csp string) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin") // no-referrer would make Chromium send "Origin: null" with forms
 	h.Set("Cache-Control", "no-store")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	if csp == c.cspC || len(c.o.FrameAncestors) == 0 {

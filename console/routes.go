@@ -115,6 +115,7 @@ func (c *Console) loginForm(w http.ResponseWriter, r *http.Request) {
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	p := c.newPage(r, "Sign in")
 	p.Area, p.Static = "console", "/console/static"
+	p.Data = map[string]string{"Next": "/console/"}
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	if err := r.ParseForm(); err != nil || !sameOrigin(r) {
 		p.Error = "The sign-in form did not come from this console."

@@ -1,0 +1,435 @@
+package test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/hookjet/hookjet/cli"
+	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/internal/testkit"
+)
+
+// The console and portal in a real browser: headless Chromium driven by
+// chromedp against an in-process hookjet. HOOKJET_SCREENSHOTS=1 saves PNGs
+// of the main pages to docs/screenshots/ (the README shows them).
+
+const consoleToken = "console-admin-token-0123456789"
+
+// browser starts headless Chromium with a fresh profile and returns a tab's
+// context; t.Cleanup closes the browser. Without Chromium the test is
+// skipped, except under CI (CI set), where it fails.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := os.Getenv("HOOKJET_CHROMIUM")
+	if path == "" {
+		path = "/usr/bin/chromium"
+	}
+	if _, err := exec.LookPath(path); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("chromium not found at %s (apt-get install chromium): %v", path, err)
+		}
+		t.Skipf("chromium not found at %s (apt-get install chromium; or set HOOKJET_CHROMIUM): %v", path, err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1360, 1000),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	ctx, cancelTime := context.WithTimeout(ctx, 100*time.Second)
+	t.Cleanup(func() {
+		cancelTime()
+		cancelTab()
+		cancelAlloc()
+	})
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
+		t.Fatalf("start chromium: %v", err)
+	}
+	// A JavaScript dialog is what an injected alert() would open: it fails
+	// the test (and blocks the page, so the next step fails too).
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			t.Errorf("the page opened a JavaScript %s dialog: %q", d.Type, d.Message)
+		}
+	}); err != nil {
+		t.Fatalf("listen to the page's events: %v", err)
+	}
+	return ctx
+}
+
+// run runs browser actions, failing the test with what was being done.
+func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		browserFail(t, ctx, what, err)
+	}
+}
+
+// value runs an action that returns a value.
+func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		browserFail(t, ctx, what, err)
+	}
+	return v
+}
+
+// text is the text of the first element sel matches.
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	return value(t, ctx, "read "+sel, chromedp.Text(chromedp.CSS(sel)))
+}
+
+func browserFail(t *testing.T, ctx context.Context, what string, err error) {
+	t.Helper()
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	loc, _ := chromedp.Run(short, chromedp.Location())
+	body, _ := chromedp.Run(short, chromedp.Text(chromedp.CSS("body")))
+	t.Fatalf("%s: %v\nat %s:\n%.2000s", what, err, loc, body)
+}
+
+// screenshot saves the page as docs/screenshots/<name>.png when
+// HOOKJET_SCREENSHOTS is set.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	if os.Getenv("HOOKJET_SCREENSHOTS") == "" {
+		return
+	}
+	png := value(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
+	dir := filepath.Join("..", "docs", "screenshots")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// secretReceiver verifies signatures with a secret set once the console
+// has shown it, and answers with status.
+type secretReceiver struct {
+	*httptest.Server
+	t      *testing.T
+	mu     sync.Mutex
+	secret string
+	status int
+	got    []string // "type id" of each verified request
+}
+
+func newSecretReceiver(t *testing.T, status int) *secretReceiver {
+	r := &secretReceiver{t: t, status: status}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		id, ts := req.Header.Get("webhook-id"), req.Header.Get("webhook-timestamp")
+		if r.secret != "" {
+			key := testkit.RefKey(t, r.secret)
+			if !strings.Contains(" "+req.Header.Get("webhook-signature")+" ", " "+testkit.RefSign(key, id, ts, body)+" ") {
+				t.Errorf("receiver: request %s not signed with the secret the console showed", id)
+			}
+		}
+		var ev struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(body, &ev)
+		r.got = append(r.got, ev.Type+" "+id)
+		w.WriteHeader(r.status)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *secretReceiver) set(secret string, status int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.secret, r.status = secret, status
+}
+
+func (r *secretReceiver) received() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.got...)
+}
+
+// xss is an endpoint description that runs script if anything renders it
+// as HTML.
+const xss = `<img src=x onerror="alert('xss')"><script>alert('xss')</script>"'><b>bold</b>`
+
+func TestConsoleInBrowser(t *testing.T) {
+	ctx := browser(t)
+	bad := newSecretReceiver(t, http.StatusBadRequest)
+	bad.set(secretA, http.StatusBadRequest)
+	cfg := testConfig(t, t.TempDir(), "", endpointYAML{ID: "billing", URL: bad.URL, Events: []string{"invoice.*"}})
+	cfg.Admin.Token = config.NewSecret(consoleToken)
+	cfg.Portal.Listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	h := startHookjet(t, cfg, cli.Options{})
+	base := "http://" + h.srv.AdminAddr()
+
+	// Login: the console asks for the admin token and refuses a wrong one.
+	var title, errText string
+	run(t, ctx, "open the console",
+		chromedp.Navigate(base+"/console/"),
+		chromedp.WaitVisible(chromedp.CSS(`input[name=token]`)))
+	screenshot(t, ctx, "login")
+	run(t, ctx, "sign in with a wrong token",
+		chromedp.SendKeys(chromedp.CSS(`input[name=token]`), "wrong"),
+		chromedp.Submit(chromedp.CSS(`input[name=token]`)),
+		chromedp.WaitVisible(chromedp.CSS(`p.error`)))
+	errText = text(t, ctx, `p.error`)
+	if !strings.Contains(errText, "not the admin token") {
+		t.Fatalf("wrong token: error %q", errText)
+	}
+	run(t, ctx, "sign in",
+		chromedp.SendKeys(chromedp.CSS(`input[name=token]`), consoleToken),
+		chromedp.Submit(chromedp.CSS(`input[name=token]`)),
+		chromedp.WaitVisible(chromedp.CSS(`section.figures`)))
+	title = value(t, ctx, "title", chromedp.Title())
+	if title != "Overview · hookjet" {
+		t.Fatalf("after sign-in: title %q", title)
+	}
+
+	// Creating an endpoint shows its secret once; the description is
+	// hostile.
+	shop := newSecretReceiver(t, http.StatusOK)
+	var secret string
+	run(t, ctx, "create an endpoint",
+		chromedp.Navigate(base+"/console/endpoints"),
+		chromedp.Click(chromedp.CSS(`details.card summary`)),
+		chromedp.SendKeys(chromedp.CSS(`form[action="/console/endpoints"] input[name=url]`), shop.URL+"/hooks"),
+		chromedp.SendKeys(chromedp.CSS(`form[action="/console/endpoints"] input[name=id]`), "shop"),
+		chromedp.SendKeys(chromedp.CSS(`form[action="/console/endpoints"] input[name=tenant]`), "acme"),
+		chromedp.SendKeys(chromedp.CSS(`form[action="/console/endpoints"] input[name=description]`), xss),
+		chromedp.Submit(chromedp.CSS(`form[action="/console/endpoints"] input[name=url]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#secret`)))
+	secret = text(t, ctx, `#secret`)
+	if !strings.HasPrefix(secret, "whsec_") {
+		t.Fatalf("secret page shows %q", secret)
+	}
+	shop.set(secret, http.StatusOK)
+
+	// The XSS attempt stays text: the description reads as typed, no
+	// element or script came out of it (and no dialog opened: browser()).
+	var desc, descHTML string
+	var injected int
+	run(t, ctx, "open the endpoint",
+		chromedp.Navigate(base+"/console/endpoints/shop"),
+		chromedp.WaitVisible(chromedp.CSS(`p.description`)))
+	desc = text(t, ctx, `p.description`)
+	descHTML = value(t, ctx, "description HTML", chromedp.InnerHTML(chromedp.CSS(`p.description`)))
+	injected = value(t, ctx, "count injected elements", chromedp.Evaluate[int](`document.querySelectorAll('p.description *').length + document.querySelectorAll('img[src=x]').length`))
+	if desc != xss || injected != 0 || strings.Contains(descHTML, "<img") {
+		t.Fatalf("description rendered as %q (HTML %q, %d injected elements), want the text %q", desc, descHTML, injected, xss)
+	}
+
+	// A test event reaches the receiver, signed with the shown secret,
+	// and its attempt appears on the endpoint's page.
+	var flashText string
+	run(t, ctx, "send a test event",
+		chromedp.Click(chromedp.CSS(`form[action="/console/endpoints/shop/test"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`p.flash`)))
+	flashText = text(t, ctx, `p.flash`)
+	if !strings.Contains(flashText, "Test event") {
+		t.Fatalf("after the test button: %q", flashText)
+	}
+	checkFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+		for _, g := range shop.received() {
+			if strings.HasPrefix(g, "hookjet.test ") {
+				return nil
+			}
+		}
+		return fmt.Errorf("the receiver got %v, no hookjet.test", shop.received())
+	})
+	checkAttemptShown(t, ctx, base+"/console/endpoints/shop")
+	screenshot(t, ctx, "endpoint")
+
+	// A dead letter: billing answers 400 (permanent), then recovers and
+	// the console replays it after a dry run.
+	h.publish("invoice.paid", "inv-1", []byte(`{"invoice":1}`))
+	checkFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+		if n := len(h.dlq("?endpoint=billing")); n != 1 {
+			return fmt.Errorf("%d dead letters of billing", n)
+		}
+		return nil
+	})
+	bad.set(secretA, http.StatusOK)
+	run(t, ctx, "browse the dead letters",
+		chromedp.Navigate(base+"/console/"),
+		chromedp.WaitVisible(chromedp.CSS(`table.endpoints`)))
+	screenshot(t, ctx, "overview")
+	var matched string
+	run(t, ctx, "dry run of a replay",
+		chromedp.Navigate(base+"/console/dlq?endpoint=billing"),
+		chromedp.WaitVisible(chromedp.CSS(`table.dlq td.id`)))
+	screenshot(t, ctx, "dlq")
+	run(t, ctx, "dry run of a replay",
+		chromedp.Click(chromedp.CSS(`form[action="/console/dlq/replay"] button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`strong.matched`)))
+	matched = text(t, ctx, `strong.matched`)
+	if matched != "1" {
+		t.Fatalf("dry run matched %q, want 1", matched)
+	}
+	if got := bad.received(); len(got) != 1 {
+		t.Fatalf("the dry run sent something: the receiver got %v", got)
+	}
+	run(t, ctx, "confirm the replay",
+		chromedp.Click(chromedp.CSS(`form[action="/console/dlq/replay"] button.danger`)),
+		chromedp.WaitVisible(chromedp.CSS(`p.flash`)))
+	flashText = text(t, ctx, `p.flash`)
+	if !strings.Contains(flashText, "replayed") {
+		t.Fatalf("after confirming: %q", flashText)
+	}
+	checkFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+		if got := bad.received(); len(got) != 2 || got[1] != " inv-1" {
+			return fmt.Errorf("billing received %v, want inv-1 again", got)
+		}
+		if n := len(h.dlq("?endpoint=billing")); n != 0 {
+			return fmt.Errorf("%d dead letters left", n)
+		}
+		return nil
+	})
+
+	portalInBrowser(t, ctx, h)
+}
+
+// checkAttemptShown waits until the endpoint page lists a successful test
+// attempt from the delivery log.
+func checkAttemptShown(t *testing.T, ctx context.Context, url string) {
+	t.Helper()
+	checkFor(t, 15*time.Second, 100*time.Millisecond, func() error {
+		if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(`table.attempts, p.muted`))); err != nil {
+			return err
+		}
+		rows, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`main`)))
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(rows, "hookjet.test") || !strings.Contains(rows, "success") {
+			return fmt.Errorf("no successful hookjet.test attempt on the page yet")
+		}
+		return nil
+	})
+}
+
+// portalInBrowser: a portal session sees its tenant's endpoints only,
+// creates one in its tenant, and is refused once expired.
+func portalInBrowser(t *testing.T, ctx context.Context, h *hookjet) {
+	other := newSecretReceiver(t, http.StatusOK)
+	if code := h.api("POST", "/api/v1/endpoints", consoleToken, map[string]any{"id": "globex-crm", "url": other.URL, "tenant": "globex"}, nil); code != http.StatusCreated {
+		t.Fatalf("create globex-crm: HTTP %d", code)
+	}
+	link := portalLink(t, h, map[string]any{"tenant": "acme", "ttl": "1h"})
+	if !strings.HasPrefix(link, "http://"+h.srv.PortalAddr()+"/portal/s/") {
+		t.Fatalf("portal link %q is not on portal.listen (%s)", link, h.srv.PortalAddr())
+	}
+	var listed string
+	run(t, ctx, "open the portal",
+		chromedp.Navigate(link),
+		chromedp.WaitVisible(chromedp.CSS(`table.endpoints`)))
+	listed = text(t, ctx, `table.endpoints`)
+	if !strings.Contains(listed, "shop") || strings.Contains(listed, "globex") || strings.Contains(listed, "billing") {
+		t.Fatalf("the acme portal lists %q", listed)
+	}
+	var secret string
+	run(t, ctx, "create an endpoint in the portal",
+		chromedp.SendKeys(chromedp.CSS(`input[name=url]`), other.URL+"/acme"),
+		chromedp.SendKeys(chromedp.CSS(`input[name=description]`), "created in the portal"),
+		chromedp.Submit(chromedp.CSS(`input[name=url]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#secret`)))
+	secret = text(t, ctx, `#secret`)
+	if !strings.HasPrefix(secret, "whsec_") {
+		t.Fatalf("portal secret page shows %q", secret)
+	}
+	var list struct {
+		Endpoints []struct{ ID, Tenant, Description string } `json:"endpoints"`
+	}
+	h.api("GET", "/api/v1/endpoints?tenant=acme", consoleToken, nil, &list)
+	if len(list.Endpoints) != 2 {
+		t.Fatalf("acme has %+v, want shop and the portal's endpoint", list.Endpoints)
+	}
+	run(t, ctx, "back to the list",
+		chromedp.Navigate(link),
+		chromedp.WaitVisible(chromedp.CSS(`table.endpoints`)))
+	screenshot(t, ctx, "portal")
+
+	// Another tenant's endpoint does not exist for this session.
+	var msg string
+	run(t, ctx, "open another tenant's endpoint",
+		chromedp.Navigate(link+"endpoints/globex-crm"),
+		chromedp.WaitVisible(chromedp.CSS(`p.error`)))
+	msg = text(t, ctx, `p.error`)
+	if !strings.Contains(msg, "no endpoint globex-crm") {
+		t.Fatalf("globex-crm in the acme portal: %q", msg)
+	}
+	if code := httpStatus(t, "GET", link+"endpoints/globex-crm"); code != http.StatusNotFound {
+		t.Fatalf("globex-crm in the acme portal: HTTP %d, want 404", code)
+	}
+
+	// An expired link is refused.
+	short := portalLink(t, h, map[string]any{"tenant": "acme", "ttl": "1s"})
+	checkFor(t, 10*time.Second, 200*time.Millisecond, func() error {
+		if code := httpStatus(t, "GET", short); code != http.StatusUnauthorized {
+			return fmt.Errorf("HTTP %d, want 401 once expired", code)
+		}
+		return nil
+	})
+	run(t, ctx, "open an expired link",
+		chromedp.Navigate(short),
+		chromedp.WaitVisible(chromedp.CSS(`p.error`)))
+	msg = text(t, ctx, `p.error`)
+	if !strings.Contains(msg, "expired") {
+		t.Fatalf("expired link shows %q", msg)
+	}
+}
+
+// portalLink asks the admin API for a portal session.
+func portalLink(t *testing.T, h *hookjet, body map[string]any) string {
+	t.Helper()
+	var res struct {
+		URL       string `json:"url"`
+		ExpiresAt string `json:"expires_at"`
+	}
+	if code := h.api("POST", "/api/v1/portal/sessions", consoleToken, body, &res); code != http.StatusCreated || res.URL == "" {
+		t.Fatalf("portal session %v: HTTP %d %+v", body, code, res)
+	}
+	return res.URL
+}
+
+func httpStatus(t *testing.T, method, url string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
