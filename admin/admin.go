@@ -60,6 +60,7 @@ func NewHandler(b Backend, g prometheus.Gatherer, token string, log *slog.Logger
 	protected.HandleFunc("GET /api/v1/dlq", a.dlqList)
 	protected.HandleFunc("GET /api/v1/dlq/stats", a.dlqStats)
 	protected.HandleFunc("POST /api/v1/dlq/replay", a.dlqReplay)
+	a.routeLog(protected) // the delivery log: admin/log.go
 	protected.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if allow := allowed(protected, r); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
@@ -96,6 +97,10 @@ type api struct {
 	deliveries Deliveries
 	cfg        func() *config.Config
 	configPath string
+
+	// The delivery log (admin/log.go); dlog is nil when it is off.
+	dlog   DeliveryLog
+	events EventLookup
 }
 
 func requireToken(token string, next http.Handler) http.Handler {

@@ -1,6 +1,10 @@
 package admin
 
-import "time"
+import (
+	"time"
+
+	"github.com/hookjet/hookjet/attempt"
+)
 
 // The JSON the admin API answers with. The delivery engine fills them in;
 // the admin package owns their shape, which is part of the user contract
@@ -75,12 +79,8 @@ type EndpointStatus struct {
 }
 
 // LastDelivery is an endpoint's last successful delivery from this process.
-type LastDelivery struct {
-	EventID   string    `json:"event_id"`
-	Status    int       `json:"status"`
-	LatencyMS float64   `json:"latency_ms"`
-	At        time.Time `json:"at"`
-}
+// The type lives in package attempt, below both the engine and this API.
+type LastDelivery = attempt.LastDelivery
 
 // ReplayRequest selects dead letters to send again.
 type ReplayRequest struct {

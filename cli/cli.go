@@ -65,6 +65,8 @@ Commands:
   endpoints   list, show, add, update, remove, rotate, test and redeliver
               endpoints (admin API)
   dlq         list, summarise and replay dead letters (admin API)
+  events      show an event's deliveries and attempts (delivery log)
+  export      stream attempts or dead letters as CSV or JSON lines
   outbox      relay a PostgreSQL outbox table into JetStream; 'outbox schema' prints its DDL
   version     print the version
 
@@ -99,6 +101,10 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runEndpoints(ctx, rest, getenv, stdout, stderr)
 	case "dlq":
 		return runDLQ(ctx, rest, getenv, stdout, stderr)
+	case "events": // the delivery log: cli/deliverylogcmd.go
+		return runEvents(ctx, rest, getenv, stdout, stderr)
+	case "export":
+		return runExport(ctx, rest, getenv, stdout, stderr)
 	case "outbox":
 		return runOutbox(ctx, rest, getenv, stdout, stderr)
 	default:

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/attempt"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -26,6 +27,7 @@ var endpointCommands = map[string]func(ctx context.Context, args []string, geten
 	"rotate":    runEndpointRotate,
 	"test":      runEndpointTest,
 	"redeliver": runEndpointRedeliver,
+	"attempts":  runEndpointAttempts, // the delivery log: cli/deliverylogcmd.go
 }
 
 const endpointManageHelp = `hookjet endpoints add --url URL [--id ID] [--events P ...] [--tenant T] [--description D] [--data JSON|@file]
@@ -35,6 +37,7 @@ hookjet endpoints rm ID
 hookjet endpoints rotate ID [--grace D]
 hookjet endpoints test ID [--wait D]
 hookjet endpoints redeliver ID --since T [--until T] [--dry-run]
+hookjet endpoints attempts ID [--class C] [--since T] [--until T] [--limit N] [--after CURSOR]
 
 Manage endpoints through the admin API; endpoints created this way live in
 NATS and reach every hookjet process within seconds. add prints the new id
@@ -46,7 +49,8 @@ the old one keeps signing for --grace (default 24h, at most 168h). test
 sends a hookjet.test event and waits for its outcome (exit 1 if it was
 dead-lettered or no outcome came within --wait). redeliver sends stored
 events from --since (RFC 3339 or a duration ago, such as 2h) to the endpoint
-again with their original ids. Endpoints from the config file cannot be
+again with their original ids. attempts lists the endpoint's attempts from
+the delivery log, newest first. Endpoints from the config file cannot be
 changed here. Bad input exits 2 naming the field.
 Shared flags: --json, --admin ADDR, --token T, --config FILE.`
 
@@ -342,6 +346,8 @@ type testOutcome struct {
 	LatencyMS float64 `json:"latency_ms,omitempty"`
 	Reason    string  `json:"reason,omitempty"`
 	LastError string  `json:"last_error,omitempty"`
+	// Attempts are the test event's records in the delivery log.
+	Attempts []attempt.Record `json:"attempts,omitempty"`
 }
 
 func runEndpointTest(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -384,6 +390,9 @@ func runEndpointTest(ctx context.Context, args []string, getenv func(string) str
 // testOutcome looks the test event up: in the endpoint's dead letters, then
 // in the endpoint's last delivery. It leaves out pending when neither knows.
 func (c *adminClient) testOutcome(ctx context.Context, id string, start time.Time, out *testOutcome) error {
+	if c.testFromLog(ctx, id, out) { // the delivery log: cli/deliverylogcmd.go
+		return nil
+	}
 	q := url.Values{"endpoint": {id}, "ids": {out.EventID}, "since": {start.Add(-time.Minute).Format(time.RFC3339)}}
 	var dlq struct {
 		Entries []jetstream.DLQEntry `json:"entries"`
@@ -427,6 +436,9 @@ func reportTest(stdout io.Writer, out testOutcome, asJSON bool, wait time.Durati
 			return err
 		}
 		fmt.Fprintln(stdout, string(b))
+	}
+	if !asJSON && len(out.Attempts) > 0 {
+		_ = printAttempts(stdout, out.Attempts, false)
 	}
 	switch out.Outcome {
 	case "delivered":

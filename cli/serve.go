@@ -159,6 +159,11 @@ type Server struct {
 	registry *prometheus.Registry
 	client   *deliver.Client
 	ledger   *dedupe.Ledger
+	// The delivery log's writer and reader (cli/deliverylog.go); nil when
+	// log.enabled is false.
+	logw *jetstream.LogWriter
+	logr *jetstream.LogReader
+	logj natsjs.JetStream // for the event log's lookups by id
 	// stopTracing flushes and stops the tracer provider Start built; nil
 	// when there is none (tracing off, or Options.TracerProvider given).
 	stopTracing func(context.Context) error
@@ -344,11 +349,15 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, js natsjs.JetStream,
 		}
 		s.stopTracing = stop
 	}
+	if err := s.startLog(setupCtx, js); err != nil { // the delivery log: cli/deliverylog.go
+		return err
+	}
 	s.client = deliver.NewClient(deliver.ClientOptions{
-		Guard:     deliver.NewGuard(cfg.Security.AllowPrivateNetworks, cfg.Security.Prefixes()),
-		HTTPSOnly: cfg.Security.HTTPSOnly,
-		UserAgent: UserAgent(),
-		Resolver:  o.Resolver,
+		Guard:        deliver.NewGuard(cfg.Security.AllowPrivateNetworks, cfg.Security.Prefixes()),
+		HTTPSOnly:    cfg.Security.HTTPSOnly,
+		UserAgent:    UserAgent(),
+		Resolver:     o.Resolver,
+		ExcerptBytes: cfg.Log.ResponseBytes,
 	})
 	var disp atomic.Pointer[dispatch.Dispatcher]
 	breakers, err := breaker.NewRegistry(s.db,
@@ -369,7 +378,7 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, js natsjs.JetStream,
 	d, err := dispatch.NewDispatcher(setupCtx, dispatch.Options{
 		NC: s.nc, JS: js, Client: s.client, Breakers: breakers, Ledger: s.ledger,
 		Metrics: metrics, Log: log, Config: cfg, OnDeadLetter: o.OnDeadLetter,
-		Tracer: tracing.New(tp),
+		Tracer: tracing.New(tp), Recorder: s.recorder(),
 	})
 	if err != nil {
 		return err
@@ -450,7 +459,7 @@ func (s *Server) listenAdmin() error {
 // of it, in place of the start-up answers.
 func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) error {
 	h := admin.NewHandler(s.adminBackend(), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
-		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath))
+		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath), s.logOption())
 	h, err := s.mountConsole(h)
 	if err != nil {
 		return err
@@ -634,6 +643,7 @@ func (s *Server) abort() {
 		s.stopOutbox() // finishes its batch while NATS is still connected
 	}
 	s.gauges.stop()
+	s.closeLog()       // stores the delivery log's last records
 	s.ledgerRun.stop() // flushes and acks what was delivered
 	s.breakersRun.stop()
 	if s.stopTracing != nil { // export the spans left

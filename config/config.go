@@ -125,6 +125,17 @@ type Log struct {
 	Format string `yaml:"format"`
 	// Level is "debug", "info" (the default), "warn" or "error".
 	Level string `yaml:"level"`
+	// Enabled turns the delivery log (stream HOOKJET_LOG: a record per
+	// attempt) on. Default true.
+	Enabled bool `yaml:"enabled"`
+	// MaxAge is how long delivery-log records are kept. Default 72h.
+	MaxAge time.Duration `yaml:"max_age"`
+	// MaxBytes caps the delivery log; the oldest records go first. Default
+	// 8 GiB.
+	MaxBytes int64 `yaml:"max_bytes"`
+	// ResponseBytes is how much of a non-2xx response body a record keeps,
+	// 0..65536. Default 1024; 0 keeps none.
+	ResponseBytes int `yaml:"response_bytes"`
 }
 
 // Metrics bounds the metrics' label cardinality.
@@ -248,6 +259,9 @@ type Endpoint struct {
 	Tenant string `yaml:"tenant"`
 	// Description is free text for operators; empty means none.
 	Description string `yaml:"description"`
+	// Owner is who answers for the endpoint's dead letters (free text, at
+	// most 256 bytes); empty means nobody named.
+	Owner string `yaml:"owner"`
 	// Source says who owns the endpoint: SourceConfig (the file) or
 	// SourceAPI (the admin API). Never read from a file.
 	Source string `yaml:"-"`
@@ -286,7 +300,7 @@ func Default() Config {
 		Worker:   Worker{Concurrency: 256, ShutdownGrace: 30 * time.Second},
 		Dedupe:   Dedupe{TTL: 24 * time.Hour},
 		Admin:    Admin{Listen: "127.0.0.1:8089"},
-		Log:      Log{Format: "text", Level: "info"},
+		Log:      Log{Format: "text", Level: "info", Enabled: true, MaxAge: 72 * time.Hour, MaxBytes: 8 << 30, ResponseBytes: 1024},
 		Security: Security{MaxPayloadBytes: 1 << 20, MaxEndpoints: 100000},
 		Metrics:  Metrics{MaxEndpointSeries: 1000},
 		Outbox:   defaultOutbox(),

@@ -128,6 +128,10 @@ func TestDefault(t *testing.T) {
 		"Admin.Listen":                      "127.0.0.1:8089",
 		"Log.Format":                        "text",
 		"Log.Level":                         "info",
+		"Log.Enabled":                       true,
+		"Log.MaxAge":                        72 * time.Hour,
+		"Log.MaxBytes":                      int64(8 << 30),
+		"Log.ResponseBytes":                 1024,
 		"Security.MaxPayloadBytes":          1 << 20,
 		"Security.MaxEndpoints":             100000,
 		"Metrics.MaxEndpointSeries":         1000,
@@ -184,6 +188,10 @@ admin:
 log:
   format: json
   level: debug
+  enabled: true
+  max_age: 24h
+  max_bytes: 1073741824
+  response_bytes: 512
 security:
   allow_private_networks: true
   allow_cidrs: [10.0.0.0/8, "fd00::/8"]
@@ -247,7 +255,7 @@ func TestParseFull(t *testing.T) {
 		Worker: Worker{Concurrency: 512, ShutdownGrace: 45 * time.Second},
 		Dedupe: Dedupe{TTL: 48 * time.Hour},
 		Admin:  Admin{Listen: "0.0.0.0:9090", Token: NewSecret("admin-token")},
-		Log:    Log{Format: "json", Level: "debug"},
+		Log:    Log{Format: "json", Level: "debug", Enabled: true, MaxAge: 24 * time.Hour, MaxBytes: 1 << 30, ResponseBytes: 512},
 		Security: Security{
 			AllowPrivateNetworks: true,
 			AllowCIDRs:           []string{"10.0.0.0/8", "fd00::/8"},

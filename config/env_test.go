@@ -102,7 +102,8 @@ func TestEnvVars(t *testing.T) {
 	// changes the configuration.
 	for _, v := range vars {
 		t.Run(v, func(t *testing.T) {
-			for _, val := range []string{"7", "7s", "true"} {
+			var accepted []string
+			for _, val := range []string{"7", "7s", "true", "false"} {
 				d := &decoder{getenv: envOf(map[string]string{v: val}), readFile: noFiles, lines: map[string]int{}}
 				c := Default()
 				d.applyEnv(reflect.ValueOf(&c).Elem(), "", "HOOKJET")
@@ -112,9 +113,13 @@ func TestEnvVars(t *testing.T) {
 					}
 					continue
 				}
-				if reflect.DeepEqual(c, Default()) {
-					t.Errorf("%s=%s changed nothing", v, val)
+				if !reflect.DeepEqual(c, Default()) {
+					return
 				}
+				accepted = append(accepted, val)
+			}
+			if len(accepted) > 0 {
+				t.Errorf("%s=%v changed nothing", v, accepted)
 				return
 			}
 			t.Errorf("no value accepted for %s", v)

@@ -82,6 +82,7 @@ func (c *Config) validate() problems {
 	default:
 		p.add("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
 	}
+	c.validateDeliveryLog(&p)
 	c.validateSecurity(&p)
 	if n := c.Metrics.MaxEndpointSeries; n < 1 || n > 100000 {
 		p.add("metrics.max_endpoint_series", "must be between 1 and 100000, got %d", n)

@@ -70,6 +70,10 @@ type ClientOptions struct {
 	// Resolver resolves host names; nil means net.DefaultResolver. It is a
 	// test seam: production code leaves it nil.
 	Resolver *net.Resolver
+	// ExcerptBytes is how much of a non-2xx response body [Result.Response]
+	// keeps (the delivery log's log.response_bytes); 0 keeps none. It is
+	// part of the MaxResponseBytes that are read, never more.
+	ExcerptBytes int
 	// DialTimeout bounds establishing a TCP connection; 0 means 5s.
 	DialTimeout time.Duration
 	// TLSHandshakeTimeout bounds the TLS handshake; 0 means 5s.
@@ -119,6 +123,9 @@ type Result struct {
 	// Sent is when the attempt started; its Unix seconds are the
 	// webhook-timestamp that was signed.
 	Sent time.Time
+	// Response is the start of a non-2xx response body, at most
+	// [ClientOptions.ExcerptBytes]; nil for a 2xx or without a response.
+	Response []byte
 }
 
 // Client sends webhook requests over keep-alive connections. It is safe for
@@ -130,6 +137,7 @@ type Client struct {
 	guard     *Guard
 	httpsOnly bool
 	maxBody   int64
+	excerpt   int
 	userAgent []string
 	opts      ClientOptions
 	// variants holds one transport per value of InsecureSkipVerify
@@ -165,6 +173,7 @@ func NewClient(opts ClientOptions) *Client {
 		guard:     opts.Guard,
 		httpsOnly: opts.HTTPSOnly,
 		maxBody:   maxBody,
+		excerpt:   max(0, min(opts.ExcerptBytes, int(maxBody))),
 		userAgent: []string{opts.UserAgent},
 		opts:      opts,
 	}
@@ -251,7 +260,7 @@ func (c *Client) Do(ctx context.Context, r *Request) Result {
 	resp, err := c.do(ctx, r, sent)
 	if err == nil {
 		var n int64
-		n, err = io.CopyN(io.Discard, resp.Body, c.maxBody)
+		n, res.Response, err = c.readBody(resp)
 		if errors.Is(err, io.EOF) || (err == nil && n == c.maxBody) {
 			err = nil // short body, or the cap was reached
 		}
@@ -266,6 +275,25 @@ func (c *Client) Do(ctx context.Context, r *Request) Result {
 	}
 	res.Outcome = Classify(resp, err, end)
 	return res
+}
+
+// readBody reads at most maxBody of resp's body and keeps the excerpt of a
+// non-2xx one. A 2xx body is discarded without a copy.
+func (c *Client) readBody(resp *http.Response) (int64, []byte, error) {
+	if c.excerpt == 0 || (resp.StatusCode >= 200 && resp.StatusCode < 300) {
+		n, err := io.CopyN(io.Discard, resp.Body, c.maxBody)
+		return n, nil, err
+	}
+	buf := make([]byte, c.excerpt)
+	k, err := io.ReadFull(resp.Body, buf)
+	if err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = io.EOF
+		}
+		return int64(k), buf[:k], err
+	}
+	n, err := io.CopyN(io.Discard, resp.Body, c.maxBody-int64(k))
+	return n + int64(k), buf, err
 }
 
 // do builds and sends the request.

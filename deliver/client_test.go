@@ -623,3 +623,41 @@ func TestClientConnectionDropped(t *testing.T) {
 		})
 	}
 }
+
+// TestClientResponseExcerpt checks that the start of a non-2xx body is kept,
+// cut at ExcerptBytes, and that a 2xx body or a client without an excerpt
+// keeps nothing.
+func TestClientResponseExcerpt(t *testing.T) {
+	rec := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		status, _ := strconv.Atoi(r.URL.Query().Get("status"))
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, r.URL.Query().Get("body"))
+	})
+	for _, tt := range []struct {
+		name    string
+		excerpt int
+		status  int
+		body    string
+		want    string
+	}{
+		{"400 short body kept whole", 16, 400, "bad field x", "bad field x"},
+		{"503 long body cut", 8, 503, "unavailable: try later", "unavailab"[:8]},
+		{"empty body", 16, 500, "", ""},
+		{"2xx body not kept", 16, 200, "ok thanks", ""},
+		{"no excerpt asked", 0, 400, "bad field x", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := loopbackOptions()
+			opts.ExcerptBytes = tt.excerpt
+			c := newTestClient(t, opts)
+			url := rec.srv.URL + "?status=" + strconv.Itoa(tt.status) + "&body=" + strings.ReplaceAll(tt.body, " ", "+")
+			res := c.Do(t.Context(), &Request{URL: url, ID: "evt", Timeout: 10 * time.Second})
+			if res.Status != tt.status {
+				t.Fatalf("status = %d (%s), want %d", res.Status, res.Reason(), tt.status)
+			}
+			if string(res.Response) != tt.want {
+				t.Errorf("Response = %q, want %q", res.Response, tt.want)
+			}
+		})
+	}
+}

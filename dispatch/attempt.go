@@ -3,7 +3,7 @@ package dispatch
 import (
 	"context"
 	"fmt"
-	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/attempt"
 	"github.com/hookjet/hookjet/jetstream"
 	"log/slog"
 	"strings"
@@ -78,12 +78,13 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
 		st.First = res.Sent
 	}
 	st.Last, st.Status = res.Sent, res.Status
+	d.recordAttempt(dl, &res) // delivery log (issue 20)
 	first := st.Attempts == 1
 	d.observeAttempt(dl.e, res.Class.String(), first, res.Latency.Seconds(), res.Class != deliver.Rejected)
 	switch res.Class {
 	case deliver.Success:
 		d.o.Breakers.Record(dl.e.id, breaker.Success, res.Latency, first)
-		dl.e.last.Store(&admin.LastDelivery{EventID: dl.ev.id, Status: res.Status, LatencyMS: ms(res.Latency), At: res.Sent.UTC()})
+		dl.e.last.Store(&attempt.LastDelivery{EventID: dl.ev.id, Status: res.Status, LatencyMS: ms(res.Latency), At: res.Sent.UTC()})
 	case deliver.Transient:
 		d.o.Breakers.Record(dl.e.id, breaker.Failure, res.Latency, first)
 	case deliver.Rejected:
@@ -176,6 +177,7 @@ func (d *Dispatcher) park(dl *delivery, cause string) {
 			dl.done(false)
 			return
 		}
+		d.recordEnd(dl, attempt.ClassParked, cause) // delivery log (issue 20)
 		d.drains.note(dl.e.id, time.Time{})
 		dl.done(true)
 	}()
@@ -215,6 +217,7 @@ func (d *Dispatcher) deadLetter(dl *delivery, reason string) {
 		dl.done(false)
 		return
 	}
+	d.recordEnd(dl, attempt.ClassDeadLetter, reason) // delivery log (issue 20)
 	if d.o.OnDeadLetter != nil {
 		d.o.OnDeadLetter(id, dl.ev.id)
 	}

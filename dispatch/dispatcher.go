@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/attempt"
 	"github.com/hookjet/hookjet/jetstream"
 	"log/slog"
 	"math/rand/v2"
@@ -39,6 +39,7 @@ type Options struct {
 	Now          func() time.Time               // nil: time.Now
 	OnDeadLetter func(endpoint, eventID string) // test seam called after the DLQ copy is stored and before the source is settled; nil: nothing
 	Tracer       *tracing.Tracer                // spans of attempts, dead letters and replays; nil: tracing off, at no cost
+	Recorder     Recorder                       // the delivery log (dispatch/record.go); nil: off
 }
 
 // Dispatcher delivers events to endpoints with a fixed number of JetStream
@@ -109,6 +110,7 @@ type Dispatcher struct {
 	shareMu     sync.Mutex                 // guards published and unshare
 	published   map[string]config.Endpoint // config endpoints last stored in the bucket
 	unshare     map[string]bool            // removed config endpoints not yet deleted from the bucket
+	rec         recorded                   // the delivery log's last test per endpoint (dispatch/record.go)
 
 }
 
@@ -125,7 +127,7 @@ type endpoint struct {
 	// deliveries still in flight store no retry or task (no one would
 	// take them, and an id created again would).
 	deleted atomic.Bool
-	last    atomic.Pointer[admin.LastDelivery] // this process's last 2xx
+	last    atomic.Pointer[attempt.LastDelivery] // this process's last 2xx
 }
 
 type settings struct {

@@ -26,7 +26,7 @@ const (
 
 // startJS starts an embedded nats-server with JetStream in a temporary
 // directory and returns a JetStream context on a connection to it.
-func startJS(t *testing.T) natsjs.JetStream {
+func startJS(t testing.TB) natsjs.JetStream {
 	t.Helper()
 	ns, err := StartEmbedded(config.NATS{Listen: "127.0.0.1:-1"}, t.TempDir())
 	if err != nil {

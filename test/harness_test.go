@@ -221,6 +221,7 @@ func testConfig(t testing.TB, dir string, extra string, eps ...endpointYAML) *co
 	// JetStream reserves every stream's max_bytes against the disk: keep
 	// the tests' reservations small.
 	cfg.Streams.MaxBytes, cfg.Streams.DLQMaxBytes = 256<<20, 64<<20
+	cfg.Log.MaxBytes = 64 << 20
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

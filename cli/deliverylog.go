@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+
+	natsjs "github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/dispatch"
+	"github.com/hookjet/hookjet/jetstream"
+)
+
+// startLog ensures HOOKJET_LOG and starts its writer when the delivery log
+// is on (log.enabled), with its two counters.
+func (s *Server) startLog(ctx context.Context, js natsjs.JetStream) error {
+	s.logj = js
+	if !s.cfg.Log.Enabled {
+		return nil
+	}
+	if err := jetstream.EnsureLog(ctx, js, s.cfg, s.log); err != nil {
+		return err
+	}
+	w, err := jetstream.NewLogWriter(s.nc, s.log)
+	if err != nil {
+		return err
+	}
+	s.logw, s.logr = w, jetstream.NewLogReader(s.nc, js)
+	s.registry.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hookjet_log_records_total", Help: "Delivery log records stored in HOOKJET_LOG."},
+			func() float64 { return float64(w.Written()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hookjet_log_records_lost_total", Help: "Delivery log records dropped (queue full, NATS down or slow); deliveries never wait for the log."},
+			func() float64 { return float64(w.Lost()) }),
+	)
+	return nil
+}
+
+// recorder is the dispatcher's Recorder: nil (not a nil pointer) when the
+// log is off.
+func (s *Server) recorder() dispatch.Recorder {
+	if s.logw == nil {
+		return nil
+	}
+	return s.logw
+}
+
+// closeLog stores the records still queued and stops the writer; it runs
+// after the dispatcher has stopped and before NATS is closed.
+func (s *Server) closeLog() {
+	if s.logw != nil {
+		s.logw.Close()
+	}
+}
+
+// logOption serves the delivery log's routes.
+func (s *Server) logOption() admin.Option {
+	var l admin.DeliveryLog
+	if s.logr != nil {
+		l = s.logr
+	}
+	return admin.WithDeliveryLog(l, func(ctx context.Context, id string) (admin.EventInfo, bool, error) {
+		return s.lookupEvent(ctx, s.logj, id)
+	})
+}
+
+// lookupEvent finds event id in HOOKJET_EVENTS: ids seq_<n> name their
+// sequence; others are found through the dedupe ledger, which remembers
+// each id's sequence for dedupe.ttl.
+func (s *Server) lookupEvent(ctx context.Context, js natsjs.JetStream, id string) (admin.EventInfo, bool, error) {
+	var seq uint64
+	if n, ok := strings.CutPrefix(id, "seq_"); ok {
+		seq, _ = strconv.ParseUint(n, 10, 64)
+	} else if n, found, err := s.ledger.Sequence(id); err != nil || !found {
+		return admin.EventInfo{}, false, err
+	} else {
+		seq = n
+	}
+	if seq == 0 {
+		return admin.EventInfo{}, false, nil
+	}
+	st, err := js.Stream(ctx, jetstream.EventsStream)
+	if err != nil {
+		return admin.EventInfo{}, false, err
+	}
+	m, err := st.GetMsg(ctx, seq)
+	if errors.Is(err, natsjs.ErrMsgNotFound) {
+		return admin.EventInfo{}, false, nil
+	}
+	if err != nil {
+		return admin.EventInfo{}, false, err
+	}
+	if got := m.Header.Get(jetstream.HdrMsgID); got != id && !strings.HasPrefix(id, "seq_") {
+		return admin.EventInfo{}, false, nil // trimmed, and the sequence is another event's
+	}
+	return admin.EventInfo{Type: strings.TrimPrefix(m.Subject, jetstream.EventsPrefix), PublishedAt: m.Time, Size: len(m.Data)}, true, nil
+}

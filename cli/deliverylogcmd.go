@@ -1,0 +1,236 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"text/tabwriter"
+
+	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/attempt"
+)
+
+// The delivery log's commands: events show, endpoints attempts, export.
+
+const eventsHelp = `hookjet events show ID [--json] [--admin ADDR] [--token T] [--config FILE]
+
+Shows what happened to one event: its type, when it was published, and for
+each endpoint its state (delivered, pending, dead_letter) and every attempt
+from the delivery log (HOOKJET_LOG): when, trigger, HTTP status, class,
+duration, error and the start of a non-2xx response body.`
+
+func runEvents(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "show" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			fmt.Fprintln(stdout, eventsHelp)
+			return errHelp
+		}
+		fmt.Fprintln(stderr, eventsHelp)
+		return usagef("events: want show ID")
+	}
+	fs := newFlags("events show", eventsHelp, stdout)
+	client := adminFlags(fs, getenv)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseArgs(fs, args[1:], 1)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("events show: want the event id")
+	}
+	c, err := client()
+	if err != nil {
+		return err
+	}
+	var raw json.RawMessage
+	if err := c.do(ctx, http.MethodGet, "/api/v1/events/"+url.PathEscape(pos[0]), nil, &raw); err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, raw)
+	}
+	var ev admin.Event
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return err
+	}
+	published, size := "-", "-"
+	if ev.PublishedAt != nil {
+		published = ev.PublishedAt.UTC().Format("2006-01-02T15:04:05.000Z")
+	}
+	if ev.Size != nil {
+		size = fmt.Sprintf("%d bytes", *ev.Size)
+	}
+	fmt.Fprintf(stdout, "event      %s\ntype       %s\npublished  %s\nsize       %s\n", ev.ID, orDash(ev.Type), published, size)
+	for _, d := range ev.Deliveries {
+		fmt.Fprintf(stdout, "\n%s: %s\n", d.Endpoint, d.State)
+		if err := printAttempts(stdout, d.Attempts, false); err != nil {
+			return err
+		}
+	}
+	if len(ev.Deliveries) == 0 {
+		fmt.Fprintln(stdout, "\nno delivery on record (none due, or the delivery log is off)")
+	}
+	return nil
+}
+
+// printAttempts prints records as a table; withEvent adds the event's id.
+func printAttempts(w io.Writer, recs []attempt.Record, withEvent bool) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	head := "STARTED\t#\tTRIGGER\tCLASS\tSTATUS\tMS\tREASON/ERROR\tRESPONSE"
+	if withEvent {
+		head = "STARTED\tEVENT ID\tTYPE\t#\tTRIGGER\tCLASS\tSTATUS\tMS\tREASON/ERROR\tRESPONSE"
+	}
+	fmt.Fprintln(tw, head)
+	for _, r := range recs {
+		why := r.Error
+		if r.Reason != "" {
+			why = r.Reason + ": " + r.Error
+		}
+		status := "-"
+		if r.Status != 0 {
+			status = fmt.Sprint(r.Status)
+		}
+		resp := r.Response
+		if len(resp) > 60 {
+			resp = resp[:60] + "..."
+		}
+		ev := ""
+		if withEvent {
+			ev = r.EventID + "\t" + r.EventType + "\t"
+		}
+		fmt.Fprintf(tw, "%s\t%s%d\t%s\t%s\t%s\t%.1f\t%s\t%q\n", r.StartedAt.UTC().Format("2006-01-02T15:04:05.000Z"), ev, r.Attempt, r.Trigger, r.Class, status, r.DurationMS, orDash(why), resp)
+	}
+	return tw.Flush()
+}
+
+func runEndpointAttempts(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	f := newEndpointFlags("attempts", getenv, stderr)
+	class := f.String("class", "", "only this class: "+fmt.Sprint(attempt.Classes))
+	since := f.String("since", "", "from this time: RFC 3339 or a duration ago, such as 2h")
+	until := f.String("until", "", "before this time")
+	limit := f.Int("limit", 100, "at most this many (1..1000)")
+	after := f.String("after", "", "the next page: the cursor a previous page printed")
+	id, err := f.parseWithID(args, true)
+	if err != nil {
+		return err
+	}
+	q := url.Values{"limit": {fmt.Sprint(*limit)}}
+	for k, v := range map[string]string{"class": *class, "since": *since, "until": *until, "after": *after} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	var page admin.AttemptPage
+	if printed, err := f.callFor(ctx, http.MethodGet, "/api/v1/endpoints/"+url.PathEscape(id)+"/attempts?"+q.Encode(), nil, &page, stdout); printed || err != nil {
+		return err
+	}
+	if err := printAttempts(stdout, page.Attempts, true); err != nil {
+		return err
+	}
+	if page.Next != "" {
+		fmt.Fprintf(stdout, "(more: --after %s)\n", page.Next)
+	}
+	return nil
+}
+
+const exportHelp = `hookjet export attempts|dlq --since T [--until T] [--endpoint ID] [--tenant T] [--format csv|jsonl]
+
+Streams every matching attempt record of the delivery log (attempts), or
+every dead letter with its age (dlq), to stdout: CSV with a header row
+(default) or JSON lines; times in UTC. T is an RFC 3339 time or a duration
+meaning "ago" (e.g. 720h). Shared flags: --admin ADDR, --token T, --config FILE.`
+
+func runExport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "attempts" && args[0] != "dlq") {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			fmt.Fprintln(stdout, exportHelp)
+			return errHelp
+		}
+		fmt.Fprintln(stderr, exportHelp)
+		return usagef("export: want attempts or dlq")
+	}
+	what := args[0]
+	fs := newFlags("export "+what, exportHelp, stdout)
+	client := adminFlags(fs, getenv)
+	since := fs.String("since", "", "from this time (required): RFC 3339 or a duration ago")
+	until := fs.String("until", "", "before this time (default: now)")
+	endpoint := fs.String("endpoint", "", "only this endpoint")
+	tenant := fs.String("tenant", "", "attempts: only this tenant")
+	format := fs.String("format", "csv", "csv or jsonl")
+	if _, err := parseArgs(fs, args[1:], 0); err != nil {
+		return err
+	}
+	if *since == "" {
+		return usagef("export %s: --since is required", what)
+	}
+	if *format != "csv" && *format != "jsonl" {
+		return usagef("export %s: --format must be csv or jsonl, got %q", what, *format)
+	}
+	c, err := client()
+	if err != nil {
+		return err
+	}
+	q := url.Values{"since": {*since}, "format": {*format}}
+	for k, v := range map[string]string{"until": *until, "endpoint": *endpoint, "tenant": *tenant} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return c.stream(ctx, "/api/v1/export/"+what+"?"+q.Encode(), stdout)
+}
+
+// stream copies the body of GET path to w as it arrives.
+func (c *adminClient) stream(ctx context.Context, path string, w io.Writer) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := (&http.Client{}).Do(req) // no overall timeout: an export may be long
+	if err != nil {
+		return fmt.Errorf("admin API at %s: %w (is hookjet serve running?)", c.base, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode >= 300 {
+		e := &apiError{Status: resp.StatusCode}
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		_ = json.Unmarshal(raw, e)
+		return e
+	}
+	_, err = io.Copy(w, resp.Body)
+	return err
+}
+
+// testFromLog fills out from the delivery log's records of the test event,
+// when the log has its outcome; it reports whether it did.
+func (c *adminClient) testFromLog(ctx context.Context, endpoint string, out *testOutcome) bool {
+	var ev admin.Event
+	if err := c.do(ctx, http.MethodGet, "/api/v1/events/"+url.PathEscape(out.EventID), nil, &ev); err != nil {
+		return false // no log (off, older server) or not yet on record
+	}
+	for _, d := range ev.Deliveries {
+		if d.Endpoint != endpoint || len(d.Attempts) == 0 {
+			continue
+		}
+		out.Attempts = d.Attempts
+		last := d.Attempts[len(d.Attempts)-1]
+		switch d.State {
+		case "delivered":
+			out.Outcome, out.Status, out.LatencyMS = "delivered", fmt.Sprint(last.Status), last.DurationMS
+		case "dead_letter":
+			out.Outcome, out.Reason, out.LastError = "dead_lettered", last.Reason, last.Error
+			if last.Status != 0 {
+				out.Status = fmt.Sprint(last.Status)
+			}
+		default:
+			return false
+		}
+		return true
+	}
+	return false
+}

@@ -1,0 +1,110 @@
+package dispatch
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/hookjet/hookjet/attempt"
+	"github.com/hookjet/hookjet/deliver"
+)
+
+// Recorder takes the delivery log's records (package jetstream's LogWriter
+// stores them in HOOKJET_LOG). Record must never block: the engine calls it
+// on the delivery path.
+type Recorder interface {
+	Record(attempt.Record)
+}
+
+// recorded is the engine's memory of the delivery log: the last test
+// delivery of each endpoint, for the endpoint object's last_test.
+type recorded struct {
+	mu    sync.Mutex
+	tests map[string]attempt.Record
+}
+
+// LastTest returns the record of the last attempt of a test event to
+// endpoint id made by this process.
+func (d *Dispatcher) LastTest(id string) (attempt.Record, bool) {
+	d.rec.mu.Lock()
+	defer d.rec.mu.Unlock()
+	r, ok := d.rec.tests[id]
+	return r, ok
+}
+
+// trigger says what made dl's attempt happen. attempts is the number of
+// attempts including the one being recorded.
+func trigger(dl *delivery, attempts int) string {
+	switch {
+	case strings.HasPrefix(dl.ev.key, "t"):
+		return attempt.TriggerTest
+	case strings.HasPrefix(dl.ev.key, "r"):
+		return attempt.TriggerReplay
+	case strings.HasPrefix(dl.ev.key, redeliverKey):
+		return attempt.TriggerRedeliver
+	case attempts > 1:
+		return attempt.TriggerRetry
+	case dl.hdr != nil && dl.hdr.Get(hdrEventKey) != "":
+		return attempt.TriggerDrain // a task: the delivery was parked first
+	}
+	return attempt.TriggerDelivery
+}
+
+// recordAttempt logs the outcome of one HTTP attempt of dl (st.Attempts
+// already counts it).
+func (d *Dispatcher) recordAttempt(dl *delivery, res *deliver.Result) {
+	if d.o.Recorder == nil {
+		return
+	}
+	r := attempt.Record{
+		EventID:    dl.ev.id,
+		EventType:  dl.ev.typ,
+		Endpoint:   dl.e.id,
+		Tenant:     dl.s.ep.Tenant,
+		Attempt:    dl.st.Attempts,
+		Trigger:    trigger(dl, dl.st.Attempts),
+		StartedAt:  res.Sent.UTC(),
+		DurationMS: ms(res.Latency),
+		Status:     res.Status,
+		Class:      res.Class.String(),
+	}
+	if res.Class != deliver.Success {
+		r.Error = res.Reason()
+		r.Response = string(res.Response)
+	}
+	d.o.Recorder.Record(r)
+	if r.Trigger == attempt.TriggerTest {
+		d.rec.mu.Lock()
+		if d.rec.tests == nil {
+			d.rec.tests = map[string]attempt.Record{}
+		}
+		d.rec.tests[r.Endpoint] = r
+		d.rec.mu.Unlock()
+	}
+}
+
+// recordEnd logs a delivery of dl dead-lettered (class dead_letter, or
+// expired for reason expired) or parked (class parked) with reason.
+func (d *Dispatcher) recordEnd(dl *delivery, class, reason string) {
+	if d.o.Recorder == nil {
+		return
+	}
+	if class == attempt.ClassDeadLetter && reason == "expired" {
+		class = attempt.ClassExpired
+	}
+	r := attempt.Record{
+		EventID:   dl.ev.id,
+		EventType: dl.ev.typ,
+		Endpoint:  dl.e.id,
+		Tenant:    dl.s.ep.Tenant,
+		Attempt:   dl.st.Attempts,
+		Trigger:   trigger(dl, dl.st.Attempts),
+		StartedAt: d.now().UTC(),
+		Status:    dl.st.Status,
+		Class:     class,
+		Reason:    reason,
+	}
+	if class != attempt.ClassParked {
+		r.Error = dl.st.Error
+	}
+	d.o.Recorder.Record(r)
+}

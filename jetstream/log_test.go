@@ -1,0 +1,264 @@
+package jetstream
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookjet/hookjet/attempt"
+	"github.com/hookjet/hookjet/config"
+)
+
+// startLog starts a server, ensures HOOKJET_LOG with max bytes, and returns
+// a writer and a reader on it.
+func startLog(t testing.TB, maxBytes int64) (*LogWriter, *LogReader, natsjs.JetStream) {
+	t.Helper()
+	js := startJS(t)
+	cfg := config.Default()
+	cfg.Log.MaxBytes = maxBytes
+	if err := EnsureLog(context.Background(), js, &cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewLogWriter(js.Conn(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	return w, NewLogReader(js.Conn(), js), js
+}
+
+// waitStored waits until the writer has settled n records.
+func waitStored(t testing.TB, w *LogWriter, n uint64) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for w.Written()+w.Lost() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("writer settled %d+%d of %d records", w.Written(), w.Lost(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if w.Lost() != 0 {
+		t.Fatalf("writer lost %d records", w.Lost())
+	}
+}
+
+func rec(ep, id string, n int, class string) attempt.Record {
+	return attempt.Record{EventID: id, EventType: "order.created", Endpoint: ep, Tenant: "t-" + ep, Attempt: n,
+		Trigger: attempt.TriggerDelivery, StartedAt: time.Now(), Status: 200, Class: class}
+}
+
+// TestLogQueries stores the records of three endpoints, ids with dots,
+// spaces and wildcards, and reads them back by event, by endpoint page by
+// page (newest first), with a filter and a time range.
+func TestLogQueries(t *testing.T) {
+	w, r, _ := startLog(t, 64<<20)
+	ctx := context.Background()
+	eps := []string{"a", "b", "c"}
+	var n uint64
+	want := map[string][]string{} // endpoint -> event ids in write order
+	for i := range 300 {
+		id := fmt.Sprintf("evt.%d with space *>", i)
+		ep := eps[i%3]
+		w.Record(rec(ep, id, 1, attempt.ClassTransient))
+		w.Record(rec(ep, id, 2, attempt.ClassSuccess))
+		n += 2
+		want[ep] = append(want[ep], id)
+		if i%10 == 0 { // an event for two endpoints
+			w.Record(rec("c", id, 1, attempt.ClassPermanent))
+			w.Record(rec("c", id, 1, attempt.ClassDeadLetter))
+			n += 2
+		}
+	}
+	waitStored(t, w, n)
+
+	got, err := r.EventRecords(ctx, "evt.30 with space *>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var desc []string
+	for _, g := range got {
+		desc = append(desc, g.Endpoint+"/"+strconv.Itoa(g.Attempt)+"/"+g.Class)
+	}
+	if wantDesc := []string{"a/1/transient", "a/2/success", "c/1/permanent", "c/1/dead_letter"}; !slices.Equal(desc, wantDesc) {
+		t.Errorf("EventRecords = %v, want %v", desc, wantDesc)
+	}
+	if got, _ := r.EventRecords(ctx, "evt.30 with space"); len(got) != 0 {
+		t.Errorf("a prefix of an id found %d records", len(got))
+	}
+
+	// Endpoint b, pages of 7: every record once, newest first.
+	var seqs []uint64
+	var before uint64
+	for pages := 0; ; pages++ {
+		page, next, err := r.Page(ctx, LogQuery{Endpoint: "b", Limit: 7, Before: before})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range page {
+			if p.Endpoint != "b" {
+				t.Fatalf("page holds %s's record", p.Endpoint)
+			}
+			seqs = append(seqs, p.Seq)
+		}
+		if next == 0 {
+			break
+		}
+		if pages > 100 {
+			t.Fatal("paging does not end")
+		}
+		before = next
+	}
+	if len(seqs) != 2*len(want["b"]) {
+		t.Errorf("pages hold %d records of b, want %d", len(seqs), 2*len(want["b"]))
+	}
+	if !sort.SliceIsSorted(seqs, func(i, j int) bool { return seqs[i] > seqs[j] }) || len(slices.Compact(slices.Clone(seqs))) != len(seqs) {
+		t.Errorf("pages are not newest first without repeats: %v", seqs)
+	}
+
+	// A filter over every endpoint.
+	page, _, err := r.Page(ctx, LogQuery{Limit: 1000, Match: func(r *attempt.Record) bool { return r.Class == attempt.ClassDeadLetter }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page) != 30 {
+		t.Errorf("dead_letter records = %d, want 30", len(page))
+	}
+
+	// Until before everything: nothing.
+	page, _, err = r.Page(ctx, LogQuery{Endpoint: "a", Until: time.Now().Add(-time.Hour)})
+	if err != nil || len(page) != 0 {
+		t.Errorf("until an hour ago: %d records, %v", len(page), err)
+	}
+
+	// Export of a's records, oldest first.
+	var exported int
+	var last uint64
+	err = r.Export(ctx, LogQuery{Endpoint: "a"}, func(r *attempt.Record) error {
+		if r.Endpoint != "a" || r.Seq <= last {
+			return fmt.Errorf("export gave %s's record %d after %d", r.Endpoint, r.Seq, last)
+		}
+		last = r.Seq
+		exported++
+		return nil
+	})
+	if err != nil || exported != 2*len(want["a"]) {
+		t.Errorf("export: %d records of a, want %d (%v)", exported, 2*len(want["a"]), err)
+	}
+}
+
+// TestLogRetentionByBytes fills a 1 MiB log with several times that: the
+// server drops the oldest records, the newest are there, and no record is
+// refused.
+func TestLogRetentionByBytes(t *testing.T) {
+	w, r, js := startLog(t, 1<<20)
+	const total = 20000
+	for i := range total {
+		w.Record(rec("dead", "evt_"+strconv.Itoa(i), 1, attempt.ClassTransient))
+		if (i+1)%5000 == 0 { // within the writer's queue
+			waitStored(t, w, uint64(i+1))
+		}
+	}
+	st, err := js.Stream(context.Background(), LogStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Bytes > 1<<20 || info.State.LastSeq != total || info.State.FirstSeq <= 1 {
+		t.Fatalf("log state: %d bytes, seqs %d..%d; want <= 1 MiB ending at %d with the oldest dropped", info.State.Bytes, info.State.FirstSeq, info.State.LastSeq, total)
+	}
+	if got, err := r.EventRecords(context.Background(), "evt_"+strconv.Itoa(total-1)); err != nil || len(got) != 1 {
+		t.Errorf("newest record: %d found, %v", len(got), err)
+	}
+	if got, err := r.EventRecords(context.Background(), "evt_0"); err != nil || len(got) != 0 {
+		t.Errorf("oldest record: %d found, %v; want it dropped", len(got), err)
+	}
+}
+
+// BenchmarkLogLookups stores HOOKJET_LOG_BENCH_RECORDS records (default
+// 200,000; the target is measured at 10,000,000) for 10 endpoints, then
+// measures an event's lookup, a page of 100 of one endpoint's attempts at
+// random depths, and an export. It reports p99s in ms and export records/s.
+//
+//	HOOKJET_LOG_BENCH_RECORDS=10000000 go test -run '^$' -bench BenchmarkLogLookups -benchtime 200x -timeout 60m ./jetstream
+func BenchmarkLogLookups(b *testing.B) {
+	total := 200000
+	if v := os.Getenv("HOOKJET_LOG_BENCH_RECORDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		total = n
+	}
+	w, r, js := startLog(b, 16<<30)
+	start := time.Now()
+	for i := range total {
+		// Each event: 1 attempt; every 10th one has a retry as well.
+		id := "evt_" + strconv.Itoa(i/2)
+		w.Record(attempt.Record{EventID: id, EventType: "order.created", Endpoint: "ep" + strconv.Itoa(i%10), Tenant: "acme",
+			Attempt: 1 + i%2, Trigger: attempt.TriggerDelivery, StartedAt: time.Now(), DurationMS: 1.2, Status: 200, Class: attempt.ClassSuccess})
+		for w.Written()+w.Lost()+logQueue/2 < uint64(i) {
+			time.Sleep(time.Millisecond) // keep the queue from dropping records
+		}
+	}
+	for w.Written()+w.Lost() < uint64(total) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	fill := time.Since(start)
+	if lost := w.Lost(); lost > 0 {
+		b.Logf("the writer lost %d of %d records while filling (counted, as in production)", lost, total)
+	}
+	st, _ := js.Stream(context.Background(), LogStream)
+	info, _ := st.Info(context.Background())
+	b.Logf("stored %d records (%d MB) in %s (%.0f/s)", info.State.Msgs, info.State.Bytes>>20, fill.Round(time.Second), float64(total)/fill.Seconds())
+
+	ctx := context.Background()
+	var lookups, pages []time.Duration
+	i := 0
+	for b.Loop() {
+		i++
+		id := "evt_" + strconv.Itoa((i*7919)%(total/2))
+		t0 := time.Now()
+		got, err := r.EventRecords(ctx, id)
+		lookups = append(lookups, time.Since(t0))
+		if err != nil || len(got) == 0 || len(got) > 2 {
+			b.Fatalf("event %s: %d records, %v", id, len(got), err)
+		}
+		before := uint64(1 + (i*104729)%total)
+		t0 = time.Now()
+		page, _, err := r.Page(ctx, LogQuery{Endpoint: "ep" + strconv.Itoa(i%10), Limit: 100, Before: before})
+		pages = append(pages, time.Since(t0))
+		if err != nil || (len(page) != 100 && before > 2000) {
+			b.Fatalf("page before %d: %d records, %v", before, len(page), err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(p99ms(lookups), "lookup-p99-ms")
+	b.ReportMetric(p99ms(pages), "page100-p99-ms")
+	n, t0 := 0, time.Now()
+	if err := r.Export(ctx, LogQuery{}, func(*attempt.Record) error { n++; return nil }); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(n)/time.Since(t0).Seconds(), "export-records/s")
+	if n != total {
+		b.Errorf("export: %d records, want %d", n, total)
+	}
+}
+
+func p99ms(d []time.Duration) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return float64(s[(len(s)*99)/100]) / float64(time.Millisecond)
+}

@@ -1,0 +1,412 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookjet/hookjet/attempt"
+)
+
+// LogReader answers the delivery log's questions with the stream's direct
+// get API (server/jetstream_api.go JSApiMsgGetRequest), so every lookup
+// goes through the server's subject index and time index:
+//
+//   - an event's records: one multi-last get of hookjet.log.*.<token>.*,
+//     which visits only the blocks that hold them;
+//   - an endpoint's records, newest first: the cursor is a stream sequence;
+//     a page reads the endpoint's records forward inside windows that step
+//     backwards from the cursor, each sized from the density seen so far,
+//     so a page costs about its own records, never the endpoint's history;
+//   - since/until become sequences through the time index (start_time).
+//
+// Batch gets with a subject filter are avoided on purpose: the server
+// counts the filter's pending messages to the end of the stream for each.
+type LogReader struct {
+	nc *nats.Conn
+	js natsjs.JetStream
+}
+
+// NewLogReader reads HOOKJET_LOG through nc.
+func NewLogReader(nc *nats.Conn, js natsjs.JetStream) *LogReader { return &LogReader{nc: nc, js: js} }
+
+// LogQuery selects records for [LogReader.Page] and [LogReader.Export].
+// Zero fields match everything.
+type LogQuery struct {
+	Endpoint string
+	Since    time.Time // stored at or after
+	Until    time.Time // stored before
+	// Before is the paging cursor: only records with a smaller sequence.
+	Before uint64
+	// Limit is the page size; 0 means 100.
+	Limit int
+	// Match filters further (tenant, event type, class); nil matches all.
+	Match func(*attempt.Record) bool
+}
+
+// Paging bounds.
+const (
+	// pageScanBudget bounds the records one page examines; a selective
+	// Match filter then returns a short page with a cursor to go on.
+	pageScanBudget = 50000
+	maxWindow      = 1 << 24
+	multiLastMax   = 1024
+)
+
+// msgGetRequest is the client's half of JSApiMsgGetRequest.
+type msgGetRequest struct {
+	Seq          uint64     `json:"seq,omitempty"`
+	NextFor      string     `json:"next_by_subj,omitempty"`
+	Batch        int        `json:"batch,omitempty"`
+	StartTime    *time.Time `json:"start_time,omitempty"`
+	MultiLastFor []string   `json:"multi_last,omitempty"`
+	NoHeaders    bool       `json:"no_hdr,omitempty"`
+}
+
+const directGetPrefix = "$JS.API.DIRECT.GET."
+
+// errNoMsg is a direct get's 404.
+var errNoMsg = errors.New("no message")
+
+// get makes a single-message direct get.
+func (r *LogReader) get(ctx context.Context, req msgGetRequest) (*nats.Msg, error) {
+	data, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	m, err := r.nc.RequestWithContext(ctx, directGetPrefix+LogStream, data)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", LogStream, err)
+	}
+	if err := statusErr(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// getBatch makes a batch or multi-last direct get and returns its messages.
+func (r *LogReader) getBatch(ctx context.Context, req msgGetRequest) ([]*nats.Msg, error) {
+	data, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	inbox := r.nc.NewRespInbox()
+	sub, err := r.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", LogStream, err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := r.nc.PublishRequest(directGetPrefix+LogStream, inbox, data); err != nil {
+		return nil, fmt.Errorf("read %s: %w", LogStream, err)
+	}
+	var out []*nats.Msg
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", LogStream, err)
+		}
+		if len(m.Data) == 0 && m.Header.Get("Status") != "" {
+			if err := statusErr(m); err != nil && !errors.Is(err, errNoMsg) {
+				return nil, err
+			}
+			return out, nil // 204 end of batch, or 404 nothing
+		}
+		out = append(out, m)
+	}
+}
+
+func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, 10*time.Second)
+}
+
+// statusErr turns a direct get's status header into an error.
+func statusErr(m *nats.Msg) error {
+	switch m.Header.Get("Status") {
+	case "", "204":
+		return nil
+	case "404":
+		return errNoMsg
+	case "408":
+		return fmt.Errorf("read %s: timeout", LogStream)
+	case "413":
+		return fmt.Errorf("read %s: too many records to return at once", LogStream)
+	default:
+		return fmt.Errorf("read %s: %s %s", LogStream, m.Header.Get("Status"), m.Header.Get("Description"))
+	}
+}
+
+// recordOf decodes a stored record and its sequence.
+func recordOf(m *nats.Msg) (attempt.Record, uint64, error) {
+	seq, _ := strconv.ParseUint(m.Header.Get("Nats-Sequence"), 10, 64)
+	var rec attempt.Record
+	if err := json.Unmarshal(m.Data, &rec); err != nil {
+		return rec, seq, fmt.Errorf("record %d: %w", seq, err)
+	}
+	rec.Seq = seq
+	return rec, seq, nil
+}
+
+// EventRecords returns every record of event id still in the log, oldest
+// first.
+func (r *LogReader) EventRecords(ctx context.Context, id string) ([]attempt.Record, error) {
+	msgs, err := r.getBatch(ctx, msgGetRequest{MultiLastFor: []string{LogPrefix + "*." + EventToken(id) + ".*"}, Batch: multiLastMax})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]attempt.Record, 0, len(msgs))
+	for _, m := range msgs {
+		rec, _, err := recordOf(m)
+		if err != nil {
+			continue
+		}
+		out = append(out, rec)
+	}
+	slices.SortFunc(out, func(a, b attempt.Record) int { return cmpSeq(a.Seq, b.Seq) })
+	return out, nil
+}
+
+func cmpSeq(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// bounds returns the sequences q covers, first..last inclusive; ok is
+// false when it covers none.
+func (r *LogReader) bounds(ctx context.Context, q LogQuery) (first, last uint64, ok bool, err error) {
+	st, err := r.js.Stream(ctx, LogStream)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("stream %s: %w", LogStream, err)
+	}
+	state := st.CachedInfo().State
+	if state.Msgs == 0 {
+		return 0, 0, false, nil
+	}
+	first, last = state.FirstSeq, state.LastSeq
+	if q.Before > 0 {
+		if q.Before <= first {
+			return 0, 0, false, nil
+		}
+		last = min(last, q.Before-1)
+	}
+	if !q.Since.IsZero() {
+		seq, found, err := r.seqAt(ctx, q.Since)
+		if err != nil || !found {
+			return 0, 0, false, err
+		}
+		first = max(first, seq)
+	}
+	if !q.Until.IsZero() {
+		seq, found, err := r.seqAt(ctx, q.Until)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if found {
+			if seq == 0 {
+				return 0, 0, false, nil
+			}
+			last = min(last, seq-1)
+		}
+	}
+	return first, last, first <= last, nil
+}
+
+// seqAt is the sequence of the first record stored at or after t; found is
+// false when there is none.
+func (r *LogReader) seqAt(ctx context.Context, t time.Time) (uint64, bool, error) {
+	t = t.UTC()
+	m, err := r.get(ctx, msgGetRequest{StartTime: &t, NoHeaders: false})
+	if errors.Is(err, errNoMsg) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	seq, _ := strconv.ParseUint(m.Header.Get("Nats-Sequence"), 10, 64)
+	return seq, true, nil
+}
+
+// Page returns up to q.Limit records matching q, newest first, and the
+// cursor of the next page (0 when there is none).
+func (r *LogReader) Page(ctx context.Context, q LogQuery) ([]attempt.Record, uint64, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	first, hi, ok, err := r.bounds(ctx, q)
+	if err != nil || !ok {
+		return nil, 0, err
+	}
+	var out []attempt.Record
+	window := uint64(4 * limit)
+	var scanned, matched uint64
+	for hi >= first && len(out) < limit {
+		lo := first
+		if hi-first+1 > window {
+			lo = hi - window + 1
+		}
+		recs, n, err := r.window(ctx, q.Endpoint, lo, hi)
+		if err != nil {
+			return nil, 0, err
+		}
+		scanned += hi - lo + 1
+		matched += uint64(n)
+		for i := len(recs) - 1; i >= 0 && len(out) < limit; i-- {
+			if q.Match == nil || q.Match(&recs[i]) {
+				out = append(out, recs[i])
+			}
+		}
+		if len(out) == limit {
+			return out, out[len(out)-1].Seq, nil
+		}
+		if lo == first {
+			break
+		}
+		hi = lo - 1
+		if matched > pageScanBudget {
+			return out, hi + 1, nil // selective filter: go on from here
+		}
+		window = nextWindow(window, scanned, matched, uint64(limit-len(out)))
+	}
+	return out, 0, nil
+}
+
+// nextWindow sizes the next window from the density of the endpoint's
+// records so far: about 1.5 times what should hold the records still
+// needed, at least double the last window.
+func nextWindow(window, scanned, matched, need uint64) uint64 {
+	w := 2 * window
+	if matched > 0 {
+		w = max(w, scanned*need*3/(2*matched))
+	} else {
+		w = 8 * window
+	}
+	return min(w, maxWindow)
+}
+
+// window reads the records of endpoint (every record when empty) with
+// sequences lo..hi, oldest first. n counts those read (before Match).
+func (r *LogReader) window(ctx context.Context, endpoint string, lo, hi uint64) ([]attempt.Record, int, error) {
+	var out []attempt.Record
+	if endpoint == "" {
+		for seq := lo; seq <= hi; {
+			batch := int(min(hi-seq+1, 1000))
+			msgs, err := r.getBatch(ctx, msgGetRequest{Seq: seq, Batch: batch})
+			if err != nil {
+				return nil, 0, err
+			}
+			if len(msgs) == 0 {
+				break
+			}
+			for _, m := range msgs {
+				rec, s, err := recordOf(m)
+				seq = s + 1
+				if s > hi {
+					break
+				}
+				if err == nil {
+					out = append(out, rec)
+				}
+			}
+		}
+		return out, len(out), nil
+	}
+	filter := LogPrefix + endpoint + ".>"
+	for seq := lo; seq <= hi; {
+		m, err := r.get(ctx, msgGetRequest{Seq: seq, NextFor: filter})
+		if errors.Is(err, errNoMsg) {
+			break
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		rec, s, err := recordOf(m)
+		if s > hi || s == 0 {
+			break
+		}
+		seq = s + 1
+		if err == nil {
+			out = append(out, rec)
+		}
+	}
+	return out, len(out), nil
+}
+
+// Export calls fn for every record matching q (Before and Limit aside),
+// oldest first, until fn returns an error. It reads with an ordered
+// consumer, the fastest way forward through a stream.
+func (r *LogReader) Export(ctx context.Context, q LogQuery, fn func(*attempt.Record) error) error {
+	first, last, ok, err := r.bounds(ctx, LogQuery{Since: q.Since, Until: q.Until})
+	if err != nil || !ok {
+		return err
+	}
+	cfg := natsjs.OrderedConsumerConfig{DeliverPolicy: natsjs.DeliverByStartSequencePolicy, OptStartSeq: first, InactiveThreshold: ReadInactive}
+	if q.Endpoint != "" {
+		cfg.FilterSubjects = []string{LogPrefix + q.Endpoint + ".>"}
+	}
+	cons, err := r.js.OrderedConsumer(ctx, LogStream, cfg)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", LogStream, err)
+	}
+	for {
+		batch, err := cons.FetchNoWait(1000)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", LogStream, err)
+		}
+		n, done := 0, false
+		var ferr error
+		for m := range batch.Messages() {
+			n++
+			if done {
+				continue
+			}
+			meta, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			if meta.Sequence.Stream > last {
+				done = true
+				continue
+			}
+			var rec attempt.Record
+			if json.Unmarshal(m.Data(), &rec) == nil {
+				rec.Seq = meta.Sequence.Stream
+				if q.Match == nil || q.Match(&rec) {
+					if ferr = fn(&rec); ferr != nil {
+						done = true
+					}
+				}
+			}
+			if meta.Sequence.Stream >= last || meta.NumPending == 0 {
+				done = true
+			}
+		}
+		if ferr != nil {
+			return ferr
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, natsjs.ErrNoMessages) && !errors.Is(err, nats.ErrTimeout) {
+			return fmt.Errorf("read %s: %w", LogStream, err)
+		}
+		if done || n == 0 {
+			return nil
+		}
+	}
+}
