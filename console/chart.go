@@ -27,8 +27,9 @@ type chartPoint struct {
 }
 
 type chartTick struct {
-	X, Y  float64
-	Label string
+	X, Y   float64
+	Label  string
+	Anchor string // text-anchor of an x label
 }
 
 // Chart geometry in SVG user units.
@@ -92,9 +93,23 @@ func latencyChart(attempts []attempt) chart {
 		ms := top * float64(i) / 4
 		c.YTicks = append(c.YTicks, chartTick{X: chartLeft - 6, Y: round1(y(ms)), Label: strconv.FormatFloat(ms, 'f', -1, 64) + " ms"})
 	}
+	layout := "15:04:05"
+	switch {
+	case span < time.Minute:
+		layout = "15:04:05.000"
+	case span > 24*time.Hour:
+		layout = "01-02 15:04"
+	}
 	for i := 0; i <= 3; i++ {
 		t := t0.Add(span * time.Duration(i) / 3)
-		c.XTicks = append(c.XTicks, chartTick{X: round1(x(t)), Y: float64(c.Bottom + 18), Label: t.UTC().Format("15:04:05")})
+		anchor := "middle"
+		switch i {
+		case 0:
+			anchor = "start"
+		case 3:
+			anchor = "end"
+		}
+		c.XTicks = append(c.XTicks, chartTick{X: round1(x(t)), Y: float64(c.Bottom + 18), Label: t.UTC().Format(layout), Anchor: anchor})
 	}
 	return c
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // attemptsShown is how many attempts the endpoint page lists and charts.
-const attemptsShown = 200
+const attemptsShown = 100
 
 type endpointData struct {
 	E        endpoint

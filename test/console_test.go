@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -221,11 +222,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	run(t, ctx, "create an endpoint",
 		chromedp.Navigate(base+"/console/endpoints"),
 		chromedp.Click(chromedp.CSS(`details.card summary`)),
-		chromedp.SendKeys(chromedp.CSS(`form[action="/console/endpoints"] input[name=url]`), shop.URL+"/hooks"),
-		chromedp.SendKeys(chromedp.CSS(`form[action="/console/endpoints"] input[name=id]`), "shop"),
-		chromedp.SendKeys(chromedp.CSS(`form[action="/console/endpoints"] input[name=tenant]`), "acme"),
-		chromedp.SendKeys(chromedp.CSS(`form[action="/console/endpoints"] input[name=description]`), xss),
-		chromedp.Submit(chromedp.CSS(`form[action="/console/endpoints"] input[name=url]`)),
+		chromedp.SendKeys(chromedp.CSS(`form[method=post][action="/console/endpoints"] input[name=url]`), shop.URL+"/hooks"),
+		chromedp.SendKeys(chromedp.CSS(`form[method=post][action="/console/endpoints"] input[name=id]`), "shop"),
+		chromedp.SendKeys(chromedp.CSS(`form[method=post][action="/console/endpoints"] input[name=tenant]`), "acme"),
+		chromedp.SendKeys(chromedp.CSS(`form[method=post][action="/console/endpoints"] input[name=description]`), xss),
+		chromedp.Submit(chromedp.CSS(`form[method=post][action="/console/endpoints"] input[name=url]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#secret`)))
 	secret = text(t, ctx, `#secret`)
 	if !strings.HasPrefix(secret, "whsec_") {
@@ -264,6 +265,16 @@ func TestConsoleInBrowser(t *testing.T) {
 			}
 		}
 		return fmt.Errorf("the receiver got %v, no hookjet.test", shop.received())
+	})
+	// Some traffic for the latency chart.
+	for i := range 20 {
+		h.publish("order.created", fmt.Sprintf("order-%d", i), []byte(`{"order":1}`))
+	}
+	checkFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+		if n := len(shop.received()); n < 21 {
+			return fmt.Errorf("shop received %d of 21", n)
+		}
+		return nil
 	})
 	checkAttemptShown(t, ctx, base+"/console/endpoints/shop")
 	screenshot(t, ctx, "endpoint")
@@ -432,4 +443,178 @@ func httpStatus(t *testing.T, method, url string) int {
 	}
 	_ = resp.Body.Close()
 	return resp.StatusCode
+}
+
+// TestConsoleSecurityOverHTTP checks, without a browser, what a browser
+// relies on: the security headers, the login, CSRF and origin checks on
+// every form, signed cookies, portal sessions' validation, read-only
+// sessions, frame-ancestors, and that no configured secret is rendered.
+func TestConsoleSecurityOverHTTP(t *testing.T) {
+	cfg := testConfig(t, t.TempDir(), "", endpointYAML{ID: "billing", URL: "http://127.0.0.1:9/", Extra: "    tenant: acme\n"})
+	cfg.Admin.Token = config.NewSecret(consoleToken)
+	cfg.Portal.FrameAncestors = []string{"https://app.example.com"}
+	h := startHookjet(t, cfg, cli.Options{})
+	base := "http://" + h.srv.AdminAddr()
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	t.Cleanup(client.CloseIdleConnections)
+	do := func(method, path string, form url.Values, hdr map[string]string) (*http.Response, string) {
+		t.Helper()
+		var body io.Reader
+		if form != nil {
+			body = strings.NewReader(form.Encode())
+		}
+		req, err := http.NewRequest(method, base+path, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+
+	resp, _ := do("GET", "/console/", nil, nil)
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/console/login") {
+		t.Fatalf("console without a session: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	resp, _ = do("GET", "/console/login", nil, nil)
+	csp := resp.Header.Get("Content-Security-Policy")
+	if !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "style-src 'self'") || strings.Contains(csp, "unsafe") ||
+		!strings.Contains(csp, "frame-ancestors 'none'") || resp.Header.Get("X-Content-Type-Options") != "nosniff" ||
+		resp.Header.Get("Referrer-Policy") == "" || resp.Header.Get("X-Frame-Options") != "DENY" {
+		t.Fatalf("console headers: %v", resp.Header)
+	}
+	login := url.Values{"token": {consoleToken}, "next": {"/console/"}}
+	if resp, _ = do("POST", "/console/login", login, map[string]string{"Origin": "http://evil.example"}); resp.StatusCode != http.StatusForbidden || len(resp.Cookies()) != 0 {
+		t.Fatalf("cross-origin login: %d, cookies %v", resp.StatusCode, resp.Cookies())
+	}
+	resp, _ = do("POST", "/console/login", login, map[string]string{"Origin": base, "Sec-Fetch-Site": "same-origin"})
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
+		t.Fatalf("login: %d, cookies %v", resp.StatusCode, resp.Cookies())
+	}
+	ck := resp.Cookies()[0]
+	if !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Secure || ck.MaxAge <= 0 {
+		t.Fatalf("session cookie %+v: want HttpOnly, SameSite=Strict, expiring (not Secure over plain HTTP)", ck)
+	}
+	cookie := map[string]string{"Cookie": ck.Name + "=" + ck.Value}
+	forged := map[string]string{"Cookie": ck.Name + "=" + strings.Replace(ck.Value, ".", "x.", 1)}
+	if resp, _ = do("GET", "/console/", nil, forged); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a forged cookie: %d, want the login", resp.StatusCode)
+	}
+	resp, page := do("GET", "/console/endpoints/billing", nil, cookie)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("endpoint page: %d", resp.StatusCode)
+	}
+	for _, s := range []string{secretA, secretB, consoleToken} {
+		if strings.Contains(page, s) {
+			t.Fatalf("the endpoint page shows a secret or the token")
+		}
+	}
+	csrf := csrfOf(t, page)
+	same := map[string]string{"Cookie": cookie["Cookie"], "Origin": base, "Sec-Fetch-Site": "same-origin"}
+	cross := map[string]string{"Cookie": cookie["Cookie"], "Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}
+	for name, tc := range map[string]struct {
+		form url.Values
+		hdr  map[string]string
+	}{
+		"no CSRF token":    {url.Values{}, same},
+		"wrong CSRF token": {url.Values{"csrf": {csrf + "x"}}, same},
+		"cross-site":       {url.Values{"csrf": {csrf}}, cross},
+		"no session":       {url.Values{"csrf": {csrf}}, map[string]string{"Origin": base}},
+	} {
+		if resp, _ := do("POST", "/console/endpoints/billing/disable", tc.form, tc.hdr); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("disable with %s: %d, want 403", name, resp.StatusCode)
+		}
+	}
+	var ep struct {
+		Disabled bool `json:"disabled"`
+	}
+	if h.api("GET", "/api/v1/endpoints/billing", consoleToken, nil, &ep); ep.Disabled {
+		t.Fatal("a refused form disabled the endpoint")
+	}
+	if resp, _ = do("POST", "/console/endpoints/billing/disable", url.Values{"csrf": {csrf}}, same); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("disable: %d", resp.StatusCode)
+	}
+	if h.api("GET", "/api/v1/endpoints/billing", consoleToken, nil, &ep); !ep.Disabled {
+		t.Fatal("the console's disable did not disable the endpoint")
+	}
+
+	portalSessionsRefuseBadInput(t, h)
+	portalReadOnlyAndFramed(t, h, do)
+}
+
+// csrfOf reads the CSRF token of a page's forms.
+func csrfOf(t *testing.T, page string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(page, `name="csrf" value="`)
+	tok, _, ok2 := strings.Cut(rest, `"`)
+	if !ok || !ok2 || tok == "" {
+		t.Fatal("no CSRF token on the page")
+	}
+	return tok
+}
+
+func portalSessionsRefuseBadInput(t *testing.T, h *hookjet) {
+	t.Helper()
+	if code := h.api("POST", "/api/v1/portal/sessions", "", map[string]any{"tenant": "acme"}, nil); code != http.StatusUnauthorized {
+		t.Errorf("portal session without the token: %d, want 401", code)
+	}
+	for _, tc := range []struct {
+		body  map[string]any
+		field string
+	}{
+		{map[string]any{"ttl": "1h"}, "tenant"},
+		{map[string]any{"tenant": "acme", "ttl": "169h"}, "ttl"},
+		{map[string]any{"tenant": "acme", "ttl": "soon"}, "ttl"},
+		{map[string]any{"tenant": "acme", "scope": "all"}, "scope"},
+	} {
+		var e struct{ Error, Field string }
+		if code := h.api("POST", "/api/v1/portal/sessions", consoleToken, tc.body, &e); code != http.StatusBadRequest || e.Field != tc.field {
+			t.Errorf("portal session %v: %d %+v, want 400 naming %s", tc.body, code, e, tc.field)
+		}
+	}
+	var res struct {
+		URL       string `json:"url"`
+		ExpiresAt string `json:"expires_at"`
+	}
+	h.api("POST", "/api/v1/portal/sessions", consoleToken, map[string]any{"tenant": "acme"}, &res)
+	exp, err := time.Parse(time.RFC3339, res.ExpiresAt)
+	if err != nil || exp.Sub(time.Now()) > time.Hour || exp.Sub(time.Now()) < 59*time.Minute {
+		t.Errorf("default ttl: expires_at %q (%v), want in 1h", res.ExpiresAt, err)
+	}
+}
+
+func portalReadOnlyAndFramed(t *testing.T, h *hookjet, do func(string, string, url.Values, map[string]string) (*http.Response, string)) {
+	t.Helper()
+	base := "http://" + h.srv.AdminAddr()
+	link := portalLink(t, h, map[string]any{"tenant": "acme", "ttl": "10m", "read_only": true})
+	path := strings.TrimPrefix(link, base)
+	resp, page := do("GET", path, nil, nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "billing") || strings.Contains(page, `name="url"`) {
+		t.Fatalf("read-only portal: %d, create form shown: %v", resp.StatusCode, strings.Contains(page, `name="url"`))
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors https://app.example.com") || resp.Header.Get("X-Frame-Options") != "" {
+		t.Fatalf("portal framing headers: CSP %q, X-Frame-Options %q", csp, resp.Header.Get("X-Frame-Options"))
+	}
+	_, epPage := do("GET", path+"endpoints/billing", nil, nil)
+	csrf := csrfOf(t, epPage)
+	same := map[string]string{"Origin": base, "Sec-Fetch-Site": "same-origin"}
+	if resp, _ := do("POST", path+"endpoints/billing/test", url.Values{"csrf": {csrf}}, same); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a test event from a read-only session: %d, want 403", resp.StatusCode)
+	}
+	// A session of another tenant cannot act on this one's endpoint.
+	other := strings.TrimPrefix(portalLink(t, h, map[string]any{"tenant": "globex"}), base)
+	_, home := do("GET", other, nil, nil)
+	if resp, _ := do("POST", other+"endpoints/billing/test", url.Values{"csrf": {csrfOf(t, home)}}, same); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("globex's session testing acme's endpoint: %d, want 404", resp.StatusCode)
+	}
 }
