@@ -37,6 +37,7 @@ func (s *Server) mountConsole(api http.Handler) (http.Handler, error) {
 		}
 		return nil, err
 	}
+	s.console = c
 	if ln != nil {
 		s.portalLn = ln
 		s.portal = &http.Server{
@@ -52,6 +53,14 @@ func (s *Server) mountConsole(api http.Handler) (http.Handler, error) {
 		s.log.Info("portal listening", "portal", "http://"+ln.Addr().String()+"/portal/")
 	}
 	return c.AdminHandler(), nil
+}
+
+// closeConsole stops the console's background work, once the listeners
+// serving it have stopped.
+func (s *Server) closeConsole() {
+	if s.console != nil {
+		s.console.Close()
+	}
 }
 
 // stopPortal shuts the portal listener down gracefully, within ctx. It

@@ -33,6 +33,7 @@ import (
 	"github.com/hookjet/hookjet/admin"
 	"github.com/hookjet/hookjet/breaker"
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/console"
 	"github.com/hookjet/hookjet/dedupe"
 	"github.com/hookjet/hookjet/deliver"
 	"github.com/hookjet/hookjet/dispatch"
@@ -181,6 +182,7 @@ type Server struct {
 	portalLn  net.Listener
 	portalRun *owned
 	secretKey []byte // security.secret_key, loaded or generated
+	console   *console.Console
 
 	// The goroutines the Server owns, each stopped by its own stop.
 	stateSync, ledgerRun, breakersRun, gauges, adminRun *owned
@@ -658,6 +660,7 @@ func (s *Server) abort() {
 		s.adminRun.stop()
 	}
 	s.closePortal()
+	s.closeConsole()
 	if s.nc != nil {
 		if err := s.nc.FlushTimeout(2 * time.Second); err != nil {
 			s.log.Debug("nats flush", "err", err)

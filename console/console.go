@@ -72,6 +72,7 @@ type Console struct {
 	log     *slog.Logger
 	now     func() time.Time
 	logins  *rate.Limiter // failed logins
+	att     *attention    // the overview's snapshot (console/attention.go)
 	o       Options
 }
 
@@ -101,6 +102,7 @@ func New(o Options) (*Console, error) {
 		logins:  rate.NewLimiter(rate.Limit(2), 10),
 		o:       o,
 	}
+	c.att = newAttention(c.api)
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -116,6 +118,10 @@ func New(o Options) (*Console, error) {
 	c.cspP = common + "; frame-ancestors " + fa
 	return c, nil
 }
+
+// Close stops the background work of the console (a refresh of the
+// overview's snapshot) and waits for it. Stop serving first.
+func (c *Console) Close() { c.att.Close() }
 
 // AdminHandler is the admin listener's handler: the console, the portal
 // (unless it has a listener of its own), POST /api/v1/portal/sessions, and

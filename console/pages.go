@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // pageSize is the number of endpoints a listing shows at a time.
@@ -47,6 +48,7 @@ type overviewData struct {
 	Summary       summary
 	Attention     []endpoint
 	AttentionMore bool
+	AttentionAt   time.Time // when the snapshot was taken
 	All           []endpoint
 	Next          string
 }
@@ -61,18 +63,14 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, p *page) {
 		c.fail(w, p, err)
 		return
 	}
-	var att endpointPage
-	if _, err := c.api.call(ctx, http.MethodGet, "/api/v1/endpoints?attention=true&limit="+strconv.Itoa(pageSize), nil, &att); err != nil {
-		c.fail(w, p, err)
+	snap := c.att.get(ctx)
+	if snap.err != nil {
+		c.fail(w, p, snap.err)
 		return
 	}
-	for _, e := range att.Endpoints {
-		if needsAttention(e) {
-			d.Attention = append(d.Attention, e)
-		}
-	}
-	sortAttention(d.Attention)
-	d.AttentionMore = att.Next != ""
+	var next int
+	d.Attention, next = snap.page(0)
+	d.AttentionMore, d.AttentionAt = next > 0 || snap.more, snap.at
 	var all endpointPage
 	q := url.Values{"limit": {strconv.Itoa(pageSize)}, "after": {r.URL.Query().Get("after")}}
 	if _, err := c.api.call(ctx, http.MethodGet, "/api/v1/endpoints?"+q.Encode(), nil, &all); err != nil {
@@ -89,6 +87,8 @@ type endpointsData struct {
 	Attention        string // "1": only those that need attention
 	Endpoints        []endpoint
 	Next             string
+	NextFrom         string     // the attention listing's next offset
+	SnapshotAt       time.Time  // when the attention listing's snapshot was taken
 	Form             url.Values // the create form, filled in again after an error
 }
 
@@ -109,6 +109,24 @@ func (c *Console) renderEndpoints(w http.ResponseWriter, r *http.Request, p *pag
 		d.Form = url.Values{}
 	}
 	p.Title = "Endpoints"
+	if d.Attention != "" && d.Q == "" && d.Tenant == "" {
+		// Every endpoint that needs attention, worst first, from the
+		// overview's snapshot.
+		snap := c.att.get(r.Context())
+		if snap.err != nil {
+			c.fail(w, p, snap.err)
+			return
+		}
+		var next int
+		d.Endpoints, next = snap.page(offsetOf(q))
+		d.SnapshotAt = snap.at
+		if next > 0 {
+			d.NextFrom = strconv.Itoa(next)
+		}
+		p.Data = d
+		c.render(w, status, "endpoints", p)
+		return
+	}
 	eps, next, err := c.searchEndpoints(r, d)
 	if err != nil {
 		c.fail(w, p, err)

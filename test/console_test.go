@@ -99,10 +99,23 @@ func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Act
 	return v
 }
 
-// text is the text of the first element sel matches.
+// text is the text of the first element sel matches, once there is one.
+// A node found just before a navigation replaced the document is looked up
+// again.
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
-	return value(t, ctx, "read "+sel, chromedp.Text(chromedp.CSS(sel)))
+	var s string
+	var err error
+	for range 20 {
+		if s, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel))); err == nil || !strings.Contains(err.Error(), "No node") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		browserFail(t, ctx, "read "+sel, err)
+	}
+	return s
 }
 
 func browserFail(t *testing.T, ctx context.Context, what string, err error) {
@@ -419,7 +432,7 @@ func portalInBrowser(t *testing.T, ctx context.Context, h *hookjet) {
 }
 
 // portalLink asks the admin API for a portal session.
-func portalLink(t *testing.T, h *hookjet, body map[string]any) string {
+func portalLink(t testing.TB, h *hookjet, body map[string]any) string {
 	t.Helper()
 	var res struct {
 		URL       string `json:"url"`
