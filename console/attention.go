@@ -24,8 +24,8 @@ const (
 type attentionSnap struct {
 	at   time.Time
 	took time.Duration // how long it took to take
-	eps  []endpoint // worst first
-	more bool       // more than attentionCap need attention
+	eps  []endpoint    // worst first
+	more bool          // more than attentionCap need attention
 	err  error
 }
 
