@@ -48,7 +48,7 @@ func checkFrameAncestor(src string) error {
 	}
 	u, err := url.Parse(src)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return errors.New("want an origin such as https://app.example.com (scheme and host, optionally a port), 'self' or https:")
+		return errors.New("want an origin such as https://app.example.com (scheme and host, optionally a port), 'self' or a scheme")
 	}
 	if h := strings.TrimPrefix(u.Hostname(), "*."); h == "" || strings.Contains(h, "*") {
 		return errors.New("a wildcard may only be the host's first label (https://*.example.com)")

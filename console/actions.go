@@ -1,10 +1,10 @@
 package console
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -250,10 +250,8 @@ func (c *Console) replay(r *http.Request, endpoint string) (replayResult, replay
 
 // statusOf is the status of an admin API error, 502 for another.
 func statusOf(err error) int {
-	if ae, ok := err.(*apiError); ok && ae.Status >= 400 {
+	if ae, ok := errors.AsType[*apiError](err); ok && ae.Status >= 400 {
 		return ae.Status
 	}
 	return http.StatusBadGateway
 }
-
-var _ = strconv.Itoa
