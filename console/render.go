@@ -50,6 +50,12 @@ type attemptsView struct {
 	Rows      []attempt
 }
 
+// deadView is a table of dead letters, like attemptsView.
+type deadView struct {
+	EventLink string
+	Rows      []dlqEntry
+}
+
 // templates holds one template set per page, each with the layout.
 type templates map[string]*template.Template
 
@@ -92,6 +98,7 @@ var funcs = template.FuncMap{
 	},
 	"list": func(s ...string) []string { return s },
 	"rows": func(link string, a []attempt) attemptsView { return attemptsView{EventLink: link, Rows: a} },
+	"dead": func(link string, d []dlqEntry) deadView { return deadView{EventLink: link, Rows: d} },
 	"deref": func(t *time.Time) time.Time {
 		if t == nil {
 			return time.Time{}

@@ -338,6 +338,23 @@ func TestConsoleInBrowser(t *testing.T) {
 		return nil
 	})
 
+	// The event's page: its delivery to billing with both attempts, the
+	// refused one and the replay.
+	checkFor(t, 15*time.Second, 100*time.Millisecond, func() error {
+		if err := chromedp.Do(ctx, chromedp.Navigate(base+"/console/events/inv-1"), chromedp.WaitVisible(chromedp.CSS(`table.attempts`))); err != nil {
+			return err
+		}
+		main, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`main`)))
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(main, "billing") || !strings.Contains(main, "permanent") || !strings.Contains(main, "replay") || !strings.Contains(main, "success") {
+			return fmt.Errorf("the event page does not show both attempts yet:\n%s", main)
+		}
+		return nil
+	})
+	screenshot(t, ctx, "event")
+
 	portalInBrowser(t, ctx, h)
 }
 
