@@ -49,6 +49,8 @@ const serveHelp = `hookjet serve [--config FILE]
 Runs hookjet: with no nats.url it starts an embedded nats-server with
 JetStream (data under data_dir, clients on nats.listen); with nats.url it joins
 an existing NATS deployment, sharing the work with other hookjet processes.
+The admin listener also serves the console (/console/) and, unless
+portal.listen is set, the customer portal (/portal/).
 SIGTERM/SIGINT stop it gracefully (exit 0); SIGHUP reloads the endpoints.
 Every config key can be overridden with HOOKJET_<SECTION>_<KEY>.
 OTEL_EXPORTER_OTLP_ENDPOINT (or tracing.enabled) exports a span per delivery
