@@ -419,6 +419,16 @@ func portalInBrowser(t *testing.T, ctx context.Context, h *hookjet) {
 	screenshot(t, ctx, "portal")
 
 	// Another tenant's endpoint does not exist for this session.
+	// portal.listen serves the portal and nothing else.
+	for _, path := range []string{"/api/v1/summary", "/api/v1/endpoints", "/console/", "/metrics"} {
+		if code := httpStatus(t, "GET", "http://"+h.srv.PortalAddr()+path); code != http.StatusNotFound {
+			t.Errorf("portal.listen answers %s with %d, want 404", path, code)
+		}
+	}
+	if code := httpStatus(t, "POST", "http://"+h.srv.PortalAddr()+"/api/v1/portal/sessions"); code != http.StatusNotFound {
+		t.Errorf("portal.listen answers POST /api/v1/portal/sessions with %d, want 404", code)
+	}
+
 	var msg string
 	run(t, ctx, "open another tenant's endpoint",
 		chromedp.Navigate(link+"endpoints/globex-crm"),
@@ -646,5 +656,47 @@ func portalReadOnlyAndFramed(t *testing.T, h *hookjet, do func(string, string, u
 	_, home := do("GET", other, nil, nil)
 	if resp, _ := do("POST", other+"endpoints/billing/test", url.Values{"csrf": {csrfOf(t, home)}}, same); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("globex's session testing acme's endpoint: %d, want 404", resp.StatusCode)
+	}
+}
+
+// TestConsoleOpenWithoutToken: without admin.token (loopback) the console
+// needs no sign-in, but its forms still need the session's CSRF token.
+func TestConsoleOpenWithoutToken(t *testing.T) {
+	cfg := testConfig(t, t.TempDir(), "", endpointYAML{ID: "crm", URL: "http://127.0.0.1:9/"})
+	h := startHookjet(t, cfg, cli.Options{})
+	base := "http://" + h.srv.AdminAddr()
+	resp, err := http.Get(base + "/console/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || len(resp.Cookies()) != 1 || !strings.Contains(string(page), "crm") || strings.Contains(string(page), "Sign out") {
+		t.Fatalf("open console: %d, cookies %v", resp.StatusCode, resp.Cookies())
+	}
+	cookie := resp
+	if code := httpStatus(t, "GET", base+"/console/login"); code != http.StatusOK {
+		t.Fatalf("login page of an open console: %d (after the redirect to the overview)", code)
+	}
+	req, _ := http.NewRequest("GET", base+"/console/endpoints/crm", nil)
+	req.AddCookie(cookie.Cookies()[0])
+	epResp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	epPage, _ := io.ReadAll(epResp.Body)
+	_ = epResp.Body.Close()
+	for csrf, want := range map[string]int{"forged": http.StatusForbidden, csrfOf(t, string(epPage)): http.StatusSeeOther} {
+		req, _ := http.NewRequest("POST", base+"/console/endpoints/crm/disable", strings.NewReader(url.Values{"csrf": {csrf}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.AddCookie(cookie.Cookies()[0])
+		res, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("disable with CSRF token %.8q: %d, want %d", csrf, res.StatusCode, want)
+		}
 	}
 }
