@@ -231,6 +231,7 @@ func (a *api) dlqList(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
+	a.addResponses(ctx, entries) // the delivery log's response excerpts: admin/log.go
 	writeJSON(w, http.StatusOK, map[string]any{"entries": entries})
 }
 

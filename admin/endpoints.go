@@ -207,6 +207,7 @@ func (a *api) objectOf(ctx context.Context, ep config.Endpoint) endpointObject {
 	}
 	st.ID, st.URL, st.Events, st.Secrets = ep.ID, ep.URL, ep.Events, len(ep.Secrets)
 	st.HeaderNames = slices.Sorted(maps.Keys(ep.Headers))
+	st.Owner, st.Settings = ep.Owner, SettingsOf(ep, time.Now()) // admin/settings.go
 	created, updated := ep.CreatedAt.UTC(), ep.UpdatedAt.UTC()
 	return endpointObject{
 		EndpointStatus: st,

@@ -400,3 +400,29 @@ func (a *api) exportDLQ(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = e.end()
 }
+
+// maxResponseLookups bounds the delivery-log lookups one DLQ listing makes.
+const maxResponseLookups = 1000
+
+// addResponses fills in each dead letter's last response excerpt from the
+// delivery log, when it is on and holds the event's records.
+func (a *api) addResponses(ctx context.Context, entries []jetstream.DLQEntry) {
+	if a.dlog == nil {
+		return
+	}
+	for i := range entries {
+		if i >= maxResponseLookups || ctx.Err() != nil {
+			return
+		}
+		recs, err := a.dlog.EventRecords(ctx, entries[i].EventID)
+		if err != nil {
+			return
+		}
+		for j := len(recs) - 1; j >= 0; j-- {
+			if recs[j].Endpoint == entries[i].Endpoint && recs[j].Response != "" {
+				entries[i].LastResponse = recs[j].Response
+				break
+			}
+		}
+	}
+}

@@ -76,6 +76,10 @@ type EndpointStatus struct {
 	Description             string        `json:"description"`
 	CreatedAt               *time.Time    `json:"created_at"`
 	UpdatedAt               *time.Time    `json:"updated_at"`
+	// Owner, LastTest and Settings: admin/settings.go.
+	Owner    string            `json:"owner"`
+	LastTest *LastTest         `json:"last_test"`
+	Settings *EndpointSettings `json:"settings,omitempty"`
 }
 
 // LastDelivery is an endpoint's last successful delivery from this process.

@@ -339,9 +339,13 @@ func printDLQList(stdout io.Writer, raw json.RawMessage) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tENDPOINT\tEVENT ID\tTYPE\tREASON\tATTEMPTS\tSTATUS\tLAST ERROR\tLAST ATTEMPT")
+	fmt.Fprintln(tw, "SEQ\tENDPOINT\tEVENT ID\tTYPE\tREASON\tATTEMPTS\tSTATUS\tLAST ERROR\tLAST ATTEMPT\tRESPONSE")
 	for _, e := range out.Entries {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.Seq, e.Endpoint, e.EventID, e.EventType, e.Reason, e.Attempts, e.LastStatus, e.LastError, e.LastAttempt)
+		resp := e.LastResponse
+		if len(resp) > 60 {
+			resp = resp[:60] + "..."
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%q\n", e.Seq, e.Endpoint, e.EventID, e.EventType, e.Reason, e.Attempts, e.LastStatus, e.LastError, e.LastAttempt, resp)
 	}
 	fmt.Fprintf(tw, "(%d shown)\n", len(out.Entries))
 	return tw.Flush()

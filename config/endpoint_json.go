@@ -177,6 +177,8 @@ type EndpointSpec struct {
 	// Tenant and Description are free text; empty means none.
 	Tenant      string
 	Description string
+	// Owner is who answers for the endpoint's dead letters; free text.
+	Owner string
 	// Headers are extra request headers; nil means none.
 	Headers map[string]Secret
 	// Secrets sign every request; SecretExpiry runs parallel to it (zero or
@@ -199,6 +201,7 @@ type EndpointPatch struct {
 	URL                *string
 	Tenant             *string
 	Description        *string
+	Owner              *string
 	Events             []string
 	Secrets            []Secret
 	Headers            map[string]Secret
@@ -226,6 +229,7 @@ func (p EndpointPatch) Apply(spec EndpointSpec) EndpointSpec {
 	str("url", &spec.URL, p.URL)
 	str("tenant", &spec.Tenant, p.Tenant)
 	str("description", &spec.Description, p.Description)
+	str("owner", &spec.Owner, p.Owner)
 	if p.given["events"] {
 		spec.Events = slices.Clone(p.Events)
 	}
@@ -243,7 +247,7 @@ func (p EndpointPatch) Apply(spec EndpointSpec) EndpointSpec {
 }
 
 // DecodeEndpointPatch decodes an admin API endpoint body: a JSON object with
-// any of id, url, events, tenant, description, headers, secrets,
+// any of id, url, events, tenant, description, owner, headers, secrets,
 // insecure_skip_verify, timeout, max_in_flight, rate_limit, retry and
 // breaker (the per-endpoint keys of the config file). Durations are Go
 // duration strings ("15s"). An unknown field, a value of the wrong type or
@@ -308,6 +312,8 @@ func (d *patchDecoder) field(p *EndpointPatch, name string, raw json.RawMessage)
 		p.Tenant, err = optString(raw, null)
 	case "description":
 		p.Description, err = optString(raw, null)
+	case "owner":
+		p.Owner, err = optString(raw, null)
 	case "events":
 		err = strict(raw, &p.Events, "a list of patterns")
 	case "secrets":
@@ -498,6 +504,7 @@ func ResolveEndpoint(defaults Settings, spec EndpointSpec) (Endpoint, error) {
 		Events:             slices.Clone(spec.Events),
 		Tenant:             spec.Tenant,
 		Description:        spec.Description,
+		Owner:              spec.Owner,
 		Headers:            maps.Clone(spec.Headers),
 		Secrets:            slices.Clone(spec.Secrets),
 		InsecureSkipVerify: spec.InsecureSkipVerify,
@@ -522,6 +529,9 @@ func ResolveEndpoint(defaults Settings, spec EndpointSpec) (Endpoint, error) {
 	}
 	if len(ep.Description) > maxTextLen {
 		p.add("description", "must be at most %d bytes, got %d", maxTextLen, len(ep.Description))
+	}
+	if len(ep.Owner) > maxTextLen {
+		p.add("owner", "must be at most %d bytes, got %d", maxTextLen, len(ep.Owner))
 	}
 	validateEndpointFields(&p, "", &ep, false)
 	validateSettings(&p, "", ep.Settings)
@@ -554,7 +564,7 @@ func (s Security) CheckURL(u string) error {
 func SpecOf(ep Endpoint) EndpointSpec {
 	s := ep.Settings
 	return EndpointSpec{
-		ID: ep.ID, URL: ep.URL, Events: ep.Events, Tenant: ep.Tenant, Description: ep.Description,
+		ID: ep.ID, URL: ep.URL, Events: ep.Events, Tenant: ep.Tenant, Description: ep.Description, Owner: ep.Owner,
 		Headers: ep.Headers, Secrets: ep.Secrets, SecretExpiry: ep.SecretExpiry, InsecureSkipVerify: ep.InsecureSkipVerify,
 		Overrides: Overrides{
 			Timeout: &s.Timeout, MaxInFlight: &s.MaxInFlight,

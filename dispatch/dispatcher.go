@@ -378,7 +378,7 @@ func (d *Dispatcher) endpoint(id string) *endpoint {
 
 func sameEndpoint(a, b config.Endpoint) bool {
 	if a.URL != b.URL || a.Settings != b.Settings || a.InsecureSkipVerify != b.InsecureSkipVerify ||
-		a.Tenant != b.Tenant || a.Description != b.Description || a.Source != b.Source ||
+		a.Tenant != b.Tenant || a.Description != b.Description || a.Owner != b.Owner || a.Source != b.Source ||
 		!a.UpdatedAt.Equal(b.UpdatedAt) || len(a.Events) != len(b.Events) ||
 		len(a.Secrets) != len(b.Secrets) || len(a.Headers) != len(b.Headers) || len(a.SecretExpiry) != len(b.SecretExpiry) {
 		return false

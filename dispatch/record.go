@@ -4,7 +4,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hookjet/hookjet/admin"
 	"github.com/hookjet/hookjet/attempt"
+	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/deliver"
 )
 
@@ -107,4 +109,13 @@ func (d *Dispatcher) recordEnd(dl *delivery, class, reason string) {
 		r.Error = dl.st.Error
 	}
 	d.o.Recorder.Record(r)
+}
+
+// logStatus adds the endpoint object's owner, effective settings and last
+// test outcome.
+func (d *Dispatcher) logStatus(s *admin.EndpointStatus, ep config.Endpoint) {
+	s.Owner, s.Settings = ep.Owner, admin.SettingsOf(ep, d.now())
+	if r, ok := d.LastTest(ep.ID); ok {
+		s.LastTest = admin.LastTestOf(r)
+	}
 }

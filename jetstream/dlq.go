@@ -27,6 +27,9 @@ type DLQEntry struct {
 	LastAttempt  string `json:"last_attempt"`
 	StoredAt     string `json:"stored_at"`
 	Bytes        int    `json:"bytes"`
+	// LastResponse is the start of the last non-2xx response body, from
+	// the delivery log (filled in by the admin API when the log holds it).
+	LastResponse string `json:"last_response,omitempty"`
 }
 
 // DLQFilter selects dead letters. Zero fields match everything.

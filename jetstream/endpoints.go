@@ -39,6 +39,7 @@ type EndpointRecord struct {
 	// Tenant and Description are free text; empty means none.
 	Tenant      string `json:"tenant,omitempty"`
 	Description string `json:"description,omitempty"`
+	Owner       string `json:"owner,omitempty"`
 	// Headers maps extra header names to sealed values; nil means none.
 	Headers map[string][]byte `json:"headers,omitempty"`
 	// Secrets are the sealed signing secrets, newest first.
@@ -141,6 +142,7 @@ func (s *EndpointStore) Record(spec config.EndpointSpec) EndpointRecord {
 		Events:             slices.Clone(spec.Events),
 		Tenant:             spec.Tenant,
 		Description:        spec.Description,
+		Owner:              spec.Owner,
 		InsecureSkipVerify: spec.InsecureSkipVerify,
 		Overrides:          spec.Overrides,
 		Secrets:            make([]SealedSecret, len(spec.Secrets)),
@@ -171,6 +173,7 @@ func (s *EndpointStore) Spec(rec EndpointRecord) (config.EndpointSpec, error) {
 		Events:             slices.Clone(rec.Events),
 		Tenant:             rec.Tenant,
 		Description:        rec.Description,
+		Owner:              rec.Owner,
 		InsecureSkipVerify: rec.InsecureSkipVerify,
 		Overrides:          rec.Overrides,
 		Secrets:            make([]config.Secret, len(rec.Secrets)),

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -329,14 +330,52 @@ func (r *LogReader) window(ctx context.Context, endpoint string, lo, hi uint64) 
 		}
 		return out, len(out), nil
 	}
-	filter := LogPrefix + endpoint + ".>"
+	return r.filtered(ctx, LogPrefix+endpoint+".>", lo, hi)
+}
+
+// windowChunk is the least span one parallel reader of a window takes.
+const windowChunk = 64
+
+// filtered reads the records on filter with sequences lo..hi, oldest first.
+// Each get returns the next record at or after a sequence, so a window is
+// split into chunks read side by side (at most 8 gets in flight), and a page
+// costs about one round trip per record divided by the chunks.
+func (r *LogReader) filtered(ctx context.Context, filter string, lo, hi uint64) ([]attempt.Record, int, error) {
+	span := hi - lo + 1
+	k := int(min(8, (span+windowChunk-1)/windowChunk))
+	parts := make([][]attempt.Record, k)
+	errs := make([]error, k)
+	var wg sync.WaitGroup
+	for i := range k {
+		from := lo + span*uint64(i)/uint64(k)
+		to := lo + span*uint64(i+1)/uint64(k) - 1
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			parts[i], errs[i] = r.scan(ctx, filter, from, to)
+		}()
+	}
+	wg.Wait()
+	var out []attempt.Record
+	for i := range k {
+		if errs[i] != nil {
+			return nil, 0, errs[i]
+		}
+		out = append(out, parts[i]...)
+	}
+	return out, len(out), nil
+}
+
+// scan reads the records on filter with sequences lo..hi one get at a time.
+func (r *LogReader) scan(ctx context.Context, filter string, lo, hi uint64) ([]attempt.Record, error) {
+	var out []attempt.Record
 	for seq := lo; seq <= hi; {
 		m, err := r.get(ctx, msgGetRequest{Seq: seq, NextFor: filter})
 		if errors.Is(err, errNoMsg) {
 			break
 		}
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		rec, s, err := recordOf(m)
 		if s > hi || s == 0 {
@@ -347,7 +386,7 @@ func (r *LogReader) window(ctx context.Context, endpoint string, lo, hi uint64) 
 			out = append(out, rec)
 		}
 	}
-	return out, len(out), nil
+	return out, nil
 }
 
 // Export calls fn for every record matching q (Before and Limit aside),

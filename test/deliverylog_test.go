@@ -118,6 +118,15 @@ func TestDeliveryLog(t *testing.T) {
 			t.Errorf("%s:\n got  %s\n want %s", ep, got[ep], w)
 		}
 	}
+	var dl struct {
+		Entries []struct {
+			Endpoint     string `json:"endpoint"`
+			LastResponse string `json:"last_response"`
+		} `json:"entries"`
+	}
+	if h.api("GET", "/api/v1/dlq?endpoint=perm", token, nil, &dl); len(dl.Entries) != 1 || dl.Entries[0].LastResponse != `{"error":"field amount is required"}` {
+		t.Errorf("dlq list: %+v, want perm's response excerpt", dl.Entries)
+	}
 	if code := h.api("GET", "/api/v1/events/no-such-event", token, nil, nil); code != 404 {
 		t.Errorf("unknown event: HTTP %d, want 404", code)
 	}
@@ -195,6 +204,38 @@ func TestDeliveryLog(t *testing.T) {
 
 	checkExports(t, h, token)
 	checkLogHoldsNoSecrets(t, h)
+	checkLogCommands(t, h, id)
+}
+
+// checkLogCommands runs the CLI's delivery-log commands against h.
+func checkLogCommands(t *testing.T, h *hookjet, id string) {
+	t.Helper()
+	run := func(args ...string) string {
+		var stdout, stderr strings.Builder
+		args = append(args, "--admin", h.srv.AdminAddr())
+		if err := cli.Run(t.Context(), args, func(string) string { return "" }, &stdout, &stderr); err != nil {
+			t.Fatalf("hookjet %v: %v\n%s", args, err, stderr.String())
+		}
+		return stdout.String()
+	}
+	out := run("events", "show", id)
+	for _, want := range []string{"type       order.created", "flaky: delivered", "perm: dead_letter", "busy, try later", "permanent: HTTP 400"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("events show: no %q in\n%s", want, out)
+		}
+	}
+	out = run("endpoints", "attempts", "perm", "--class", "permanent")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.Contains(lines[1], id) {
+		t.Errorf("endpoints attempts perm --class permanent:\n%s", out)
+	}
+	out = run("export", "attempts", "--since", "1h", "--endpoint", "perm", "--format", "jsonl")
+	if n := strings.Count(out, "\n"); n != 2 || !strings.Contains(out, `"class":"dead_letter"`) {
+		t.Errorf("export attempts --endpoint perm: %d lines\n%s", n, out)
+	}
+	out = run("dlq", "list", "--endpoint", "perm")
+	if !strings.Contains(out, `field amount is required`) {
+		t.Errorf("dlq list shows no response excerpt:\n%s", out)
+	}
 }
 
 // checkExports reads the CSV and JSON-lines exports of attempts and dead
@@ -282,4 +323,77 @@ func checkLogHoldsNoSecrets(t *testing.T, h *hookjet) {
 	if info.State.Msgs != 29 {
 		t.Errorf("HOOKJET_LOG holds %d records, want 29", info.State.Msgs)
 	}
+}
+
+// TestEndpointOwnerSettingsLastTest checks the endpoint object's owner (from
+// the file and through the API), its effective settings and last_test.
+func TestEndpointOwnerSettingsLastTest(t *testing.T) {
+	r := newReceiver(t, []string{secretA, secretB}, nil)
+	h := startHookjet(t, testConfig(t, t.TempDir(), "",
+		endpointYAML{ID: "file", URL: r.URL, Extra: "    owner: payments-team\n    retry: {max_attempts: 3}\n"}), cli.Options{})
+	token := h.cfg.Admin.Token.Reveal()
+	type object struct {
+		Owner    string `json:"owner"`
+		LastTest *struct {
+			EventID string `json:"event_id"`
+			Class   string `json:"class"`
+			Status  int    `json:"status"`
+		} `json:"last_test"`
+		Settings *struct {
+			Timeout string `json:"timeout"`
+			Retry   struct {
+				MaxAttempts int    `json:"max_attempts"`
+				Base        string `json:"base"`
+			} `json:"retry"`
+		} `json:"settings"`
+	}
+	var o object
+	h.api("GET", "/api/v1/endpoints/file", token, nil, &o)
+	if o.Owner != "payments-team" || o.Settings == nil || o.Settings.Retry.MaxAttempts != 3 || o.Settings.Retry.Base != "50ms" || o.Settings.Timeout != "2s" || o.LastTest != nil {
+		t.Errorf("file endpoint: %+v settings %+v", o, o.Settings)
+	}
+	var sent struct {
+		EventID string `json:"event_id"`
+	}
+	if code := h.api("POST", "/api/v1/endpoints/file/test", token, nil, &sent); code != 202 {
+		t.Fatalf("test: HTTP %d", code)
+	}
+	checkFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+		o = object{}
+		h.api("GET", "/api/v1/endpoints/file", token, nil, &o)
+		if o.LastTest == nil || o.LastTest.EventID != sent.EventID {
+			return fmt.Errorf("last_test %+v", o.LastTest)
+		}
+		return nil
+	})
+	if o.LastTest.Class != "success" || o.LastTest.Status != 204 {
+		t.Errorf("last_test %+v, want success 204", o.LastTest)
+	}
+	// The test event's record, with trigger test.
+	checkFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+		var ev eventView
+		if code := h.api("GET", "/api/v1/events/"+sent.EventID, token, nil, &ev); code != 200 || len(ev.Deliveries) != 1 {
+			return fmt.Errorf("HTTP %d %+v", code, ev.Deliveries)
+		}
+		if a := ev.Deliveries[0].Attempts; len(a) != 1 || a[0].Trigger != "test" || ev.Deliveries[0].State != "delivered" {
+			return fmt.Errorf("attempts %+v", a)
+		}
+		return nil
+	})
+
+	body := map[string]any{"id": "api1", "url": r.URL, "owner": "team-a", "secrets": []string{secretA, secretB}}
+	if code := h.api("POST", "/api/v1/endpoints", token, body, &o); code != 201 || o.Owner != "team-a" {
+		t.Fatalf("create: HTTP %d owner %q", code, o.Owner)
+	}
+	if code := h.api("PATCH", "/api/v1/endpoints/api1", token, map[string]any{"owner": "team-b"}, &o); code != 200 || o.Owner != "team-b" {
+		t.Fatalf("patch: HTTP %d owner %q", code, o.Owner)
+	}
+	checkFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+		o = object{}
+		h.api("GET", "/api/v1/endpoints/api1", token, nil, &o)
+		if o.Owner != "team-b" {
+			return fmt.Errorf("owner %q", o.Owner)
+		}
+		return nil
+	})
 }

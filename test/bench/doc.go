@@ -41,6 +41,9 @@
 //	               request each, 4 clients at a time; then idle RSS and CPU
 //	backlog20000   1 endpoint disabled while 20,000 events for it are parked as
 //	               tasks, then enabled: the rate its drain delivers them at
+//	healthy10nolog as healthy10 with the delivery log off (log.enabled: false);
+//	               every other scenario runs with it on, the default
+//	cost116nolog   as cost116 with the delivery log off
 //
 // Every figure is printed beside the baselines of the same run: the raw
 // ceiling, and the floor.

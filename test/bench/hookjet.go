@@ -36,6 +36,7 @@ type hookjetSpec struct {
 	endpoints   []endpointSpec
 	maxInFlight int
 	concurrency int
+	logOff      bool // log.enabled: false (the delivery log off; test/bench/deliverylog.go)
 }
 
 // instance is one in-process hookjet with its own data directory and a
@@ -62,6 +63,9 @@ func configYAML(dir string, natsPort int, s hookjetSpec) string {
 	fmt.Fprintf(&b, "nats:\n  listen: 127.0.0.1:%d\n", natsPort)
 	b.WriteString("admin:\n  listen: 127.0.0.1:0\n")
 	b.WriteString("log:\n  level: warn\n")
+	if s.logOff {
+		b.WriteString("  enabled: false\n")
+	}
 	b.WriteString("security:\n  allow_private_networks: true\n")
 	fmt.Fprintf(&b, "worker:\n  concurrency: %d\n  shutdown_grace: 2s\n", s.concurrency)
 	fmt.Fprintf(&b, "defaults:\n  max_in_flight: %d\n", s.maxInFlight)

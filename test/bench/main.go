@@ -24,6 +24,7 @@ import (
 var scenarioNames = []string{
 	"raw", "healthy10", "slow10", "dead10", "floor", "endpoints1000", "endpoints10000", "dead1000",
 	"endpoints100000", "latency", "cost", "cost116", "apicreate10000", "backlog20000",
+	"healthy10nolog", "cost116nolog",
 }
 
 func main() {
@@ -202,7 +203,7 @@ func (b *bench) runAll(rep *report, runs map[string][]runFunc, order []string, w
 // repeated are the scenarios whose ratios to each other are targets; -repeat
 // runs them several times, interleaved, so that a burst of load from other
 // processes does not decide a ratio.
-var repeated = []string{"raw", "healthy10", "slow10", "dead10"}
+var repeated = []string{"raw", "healthy10", "slow10", "dead10", "healthy10nolog"}
 
 // schedule is the order scenarios run in: the repeated ones round by round,
 // then the others once.

@@ -107,6 +107,7 @@ type outsideSpec struct {
 	endpoints         int
 	rate              float64
 	duration, idle    time.Duration
+	logOff            bool // the delivery log off (test/bench/deliverylog.go)
 }
 
 // child is the running outside process.
@@ -182,7 +183,7 @@ func (b *bench) startOutsideTarget(ctx context.Context, s outsideSpec, x *tally)
 		return nil, "", nil, err
 	}
 	base := "http://" + l.Addr().String()
-	spec := hookjetSpec{maxInFlight: b.p.maxInFlight, concurrency: b.p.concurrency}
+	spec := hookjetSpec{maxInFlight: b.p.maxInFlight, concurrency: b.p.concurrency, logOff: s.logOff}
 	for i := range s.endpoints {
 		spec.endpoints = append(spec.endpoints, endpointSpec{url: fmt.Sprintf("%s/e/%d", base, i), event: eventType(i)})
 	}

@@ -15,6 +15,9 @@ func (b *bench) scenarios(ctx context.Context) map[string][]runFunc {
 	for name, fn := range b.scaleScenarios(ctx) {
 		runs[name] = fn
 	}
+	for name, fn := range b.logScenarios(ctx) { // test/bench/deliverylog.go
+		runs[name] = fn
+	}
 	return runs
 }
 

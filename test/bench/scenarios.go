@@ -342,12 +342,14 @@ type throughputSpec struct {
 	configured int
 	// floor runs the JetStream-only floor instead of hookjet.
 	floor bool
+	// logOff turns the delivery log off (test/bench/deliverylog.go).
+	logOff bool
 }
 
 // hookjetSpec renders s's endpoints for rec: endpoint i gets event type
 // bench.e<i> and path /e/<i>; a refused endpoint a closed port.
 func (s throughputSpec) hookjetSpec(b *bench, rec *receiver) (hookjetSpec, error) {
-	spec := hookjetSpec{maxInFlight: s.maxInFlight, concurrency: b.p.concurrency}
+	spec := hookjetSpec{maxInFlight: s.maxInFlight, concurrency: b.p.concurrency, logOff: s.logOff}
 	closed := ""
 	if slices.Contains(s.behave, refused) {
 		port, err := freePort()

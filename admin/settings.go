@@ -1,0 +1,67 @@
+package admin
+
+import (
+	"time"
+
+	"github.com/hookjet/hookjet/attempt"
+	"github.com/hookjet/hookjet/config"
+)
+
+// LastTest is the outcome of the last test event (POST .../test) sent to an
+// endpoint by the process that answers.
+type LastTest struct {
+	EventID    string    `json:"event_id"`
+	At         time.Time `json:"at"`
+	Class      string    `json:"class"`
+	Status     int       `json:"status"`
+	DurationMS float64   `json:"duration_ms"`
+	Error      string    `json:"error,omitempty"`
+}
+
+// LastTestOf is the LastTest of a test event's attempt record.
+func LastTestOf(r attempt.Record) *LastTest {
+	return &LastTest{EventID: r.EventID, At: r.StartedAt.UTC(), Class: r.Class, Status: r.Status, DurationMS: r.DurationMS, Error: r.Error}
+}
+
+// EndpointSettings are an endpoint's effective settings (the defaults with
+// its overrides), durations as Go duration strings like the API takes them.
+type EndpointSettings struct {
+	Timeout     string `json:"timeout"`
+	MaxInFlight int    `json:"max_in_flight"`
+	RateLimit   struct {
+		RPS   float64 `json:"rps"`
+		Burst int     `json:"burst"`
+	} `json:"rate_limit"`
+	Retry struct {
+		Base        string `json:"base"`
+		Cap         string `json:"cap"`
+		MaxAttempts int    `json:"max_attempts"`
+		MaxAge      string `json:"max_age"`
+	} `json:"retry"`
+	Breaker struct {
+		FailureThreshold int    `json:"failure_threshold"`
+		Cooldown         string `json:"cooldown"`
+		MaxCooldown      string `json:"max_cooldown"`
+		SlowP95          string `json:"slow_p95"`
+	} `json:"breaker"`
+	// SecretsExpire lists when each rotated-out secret still in its grace
+	// stops signing; empty when none is.
+	SecretsExpire []time.Time `json:"secrets_expire,omitempty"`
+}
+
+// SettingsOf is ep's effective settings at now.
+func SettingsOf(ep config.Endpoint, now time.Time) *EndpointSettings {
+	s := ep.Settings
+	var out EndpointSettings
+	out.Timeout, out.MaxInFlight = s.Timeout.String(), s.MaxInFlight
+	out.RateLimit.RPS, out.RateLimit.Burst = s.RateLimit.RPS, s.RateLimit.Burst
+	out.Retry.Base, out.Retry.Cap, out.Retry.MaxAttempts, out.Retry.MaxAge = s.Retry.Base.String(), s.Retry.Cap.String(), s.Retry.MaxAttempts, s.Retry.MaxAge.String()
+	out.Breaker.FailureThreshold, out.Breaker.Cooldown = s.Breaker.FailureThreshold, s.Breaker.Cooldown.String()
+	out.Breaker.MaxCooldown, out.Breaker.SlowP95 = s.Breaker.MaxCooldown.String(), s.Breaker.SlowP95.String()
+	for _, t := range ep.SecretExpiry {
+		if !t.IsZero() && t.After(now) {
+			out.SecretsExpire = append(out.SecretsExpire, t.UTC())
+		}
+	}
+	return &out
+}
