@@ -114,7 +114,8 @@ type settings struct {
 		MaxAttempts int   `json:"max_attempts"`
 		MaxAge      loose `json:"max_age"`
 	} `json:"retry"`
-	MaxBacklog int `json:"max_backlog"`
+	MaxBacklog    int         `json:"max_backlog"`
+	SecretsExpire []time.Time `json:"secrets_expire"`
 }
 
 type endpointPage struct {

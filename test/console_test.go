@@ -238,6 +238,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`form[method=post][action="/console/endpoints"] input[name=url]`), shop.URL+"/hooks"),
 		chromedp.SendKeys(chromedp.CSS(`form[method=post][action="/console/endpoints"] input[name=id]`), "shop"),
 		chromedp.SendKeys(chromedp.CSS(`form[method=post][action="/console/endpoints"] input[name=tenant]`), "acme"),
+		chromedp.SendKeys(chromedp.CSS(`form[method=post][action="/console/endpoints"] input[name=owner]`), "payments-team"),
 		chromedp.SendKeys(chromedp.CSS(`form[method=post][action="/console/endpoints"] input[name=description]`), xss),
 		chromedp.Submit(chromedp.CSS(`form[method=post][action="/console/endpoints"] input[name=url]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#secret`)))
@@ -290,6 +291,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		return nil
 	})
 	checkAttemptShown(t, ctx, base+"/console/endpoints/shop")
+	if main := text(t, ctx, `main`); !strings.Contains(main, "Owner\npayments-team") || !strings.Contains(main, "Last test\nsuccess 200") {
+		t.Fatalf("the endpoint page does not show its owner or its last test:\n%s", main)
+	}
 	screenshot(t, ctx, "endpoint")
 
 	// A dead letter: billing answers 400 (permanent), then recovers and
