@@ -12,7 +12,8 @@ import (
 // The endpoints that need attention are found by building every
 // endpoint's status (GET /api/v1/endpoints?attention=true), which costs
 // about 0.4 s of CPU at 100,000 endpoints. The overview therefore shows a
-// snapshot, taken at start and then again when a page asks for one older
+// snapshot, taken when the console is first used and then again when a
+// page asks for one older
 // than 40 times what the last one cost (at most attentionMaxAge): in the
 // background when it is expensive (only while someone looks), while the
 // request waits when it is cheap (small deployments see the present).
@@ -40,17 +41,29 @@ type attention struct {
 	cancel     context.CancelFunc
 }
 
-// newAttention returns the snapshot holder and starts taking the first
-// snapshot, so that the first view of the overview does not wait for it.
+// newAttention returns the snapshot holder. Nothing is read until the
+// console is first used (warm): a hookjet whose console nobody opens never
+// pays for a snapshot.
 func newAttention(api apiClient) *attention {
 	ctx, cancel := context.WithCancel(context.Background())
-	a := &attention{api: api, ctx: ctx, cancel: cancel, refreshing: true}
+	return &attention{api: api, ctx: ctx, cancel: cancel}
+}
+
+// warm starts taking the first snapshot in the background, once: the
+// console's first request (the sign-in page, usually) calls it, so that
+// the overview seldom waits for it.
+func (a *attention) warm() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.snap != nil || a.refreshing || a.ctx.Err() != nil {
+		return
+	}
+	a.refreshing = true
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
 		a.store(a.load(a.ctx))
 	}()
-	return a
 }
 
 // get returns a snapshot no older than attentionMaxAge when there is one,

@@ -34,6 +34,7 @@ func (c *Console) consoleRoutes() http.Handler {
 	})
 	return timed(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.headers(w, c.cspC)
+		c.att.warm()
 		mux.ServeHTTP(w, r)
 	}))
 }
