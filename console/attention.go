@@ -23,11 +23,12 @@ const (
 )
 
 type attentionSnap struct {
-	at   time.Time
-	took time.Duration // how long it took to take
-	eps  []endpoint    // worst first
-	more bool          // more than attentionCap need attention
-	err  error
+	pending bool // the first snapshot is still being taken
+	at      time.Time
+	took    time.Duration // how long it took to take
+	eps     []endpoint    // worst first
+	more    bool          // more than attentionCap need attention
+	err     error
 }
 
 // attention holds the snapshot and the refresh in flight.
@@ -99,11 +100,16 @@ func (a *attention) get(ctx context.Context) *attentionSnap {
 	return s
 }
 
-// waitFirst polls for the first snapshot (it takes well under a second)
-// and takes one itself if that failed.
+// firstWait is how long a page waits for the first snapshot before it
+// answers without it (and reloads itself).
+const firstWait = 50 * time.Millisecond
+
+// waitFirst waits up to firstWait for the first snapshot, and takes one
+// itself if that failed.
 func (a *attention) waitFirst(ctx context.Context) *attentionSnap {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
+	deadline := time.Now().Add(firstWait)
 	for {
 		a.mu.Lock()
 		snap, refreshing := a.snap, a.refreshing
@@ -113,6 +119,8 @@ func (a *attention) waitFirst(ctx context.Context) *attentionSnap {
 			return snap
 		case !refreshing:
 			return a.get(ctx)
+		case time.Now().After(deadline):
+			return &attentionSnap{pending: true, at: time.Now()}
 		}
 		select {
 		case <-ctx.Done():

@@ -49,8 +49,11 @@ type overviewData struct {
 	Attention     []endpoint
 	AttentionMore bool
 	AttentionAt   time.Time // when the snapshot was taken
-	All           []endpoint
-	Next          string
+	// AttentionPending: the first snapshot is still being taken; the page
+	// reloads itself.
+	AttentionPending bool
+	All              []endpoint
+	Next             string
 }
 
 // overview is /console/: the summary's figures, the endpoints that need
@@ -70,7 +73,10 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, p *page) {
 	}
 	var next int
 	d.Attention, next = snap.page(0)
-	d.AttentionMore, d.AttentionAt = next > 0 || snap.more, snap.at
+	d.AttentionMore, d.AttentionAt, d.AttentionPending = next > 0 || snap.more, snap.at, snap.pending
+	if snap.pending {
+		p.Refresh = 2
+	}
 	var all endpointPage
 	q := url.Values{"limit": {strconv.Itoa(pageSize)}, "after": {r.URL.Query().Get("after")}}
 	if _, err := c.api.call(ctx, http.MethodGet, "/api/v1/endpoints?"+q.Encode(), nil, &all); err != nil {
@@ -116,6 +122,10 @@ func (c *Console) renderEndpoints(w http.ResponseWriter, r *http.Request, p *pag
 		if snap.err != nil {
 			c.fail(w, p, snap.err)
 			return
+		}
+		if snap.pending {
+			p.Refresh = 2
+			p.Flash = "Looking through every endpoint for those that need attention; this page reloads in a moment."
 		}
 		var next int
 		d.Endpoints, next = snap.page(offsetOf(q))

@@ -39,6 +39,7 @@ type page struct {
 	Open     bool   // console without admin.token
 	Tenant   string // portal
 	Expires  time.Time
+	Refresh  int // seconds after which the page reloads itself; 0: never
 	Data     any
 	start    time.Time
 }

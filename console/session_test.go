@@ -133,3 +133,18 @@ func TestLatencyChart(t *testing.T) {
 		t.Fatal("no attempts: want an empty chart")
 	}
 }
+
+func TestRefreshRendered(t *testing.T) {
+	tm, err := loadTemplates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	p := &page{Title: "x", Area: "console", Static: "/console/static", Refresh: 2, Data: overviewData{AttentionPending: true}}
+	if err := tm["overview"].ExecuteTemplate(&b, "layout", p); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `<meta http-equiv="refresh" content="2">`) || !strings.Contains(b.String(), "reloads in a moment") {
+		t.Fatalf("pending overview:\n%s", b.String())
+	}
+}

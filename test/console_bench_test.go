@@ -66,7 +66,7 @@ func BenchmarkConsolePages(b *testing.B) {
 		b.Fatal(err)
 	}
 	_ = resp.Body.Close()
-	b.Logf("first view of the overview after start: %s server time (waits for the first attention snapshot)", serverTiming(b, resp.Header.Get("Server-Timing")))
+	b.Logf("first view of the overview after start: %s server time (it waits at most 50 ms for the first attention snapshot, then says it is pending and reloads itself)", serverTiming(b, resp.Header.Get("Server-Timing")))
 	for _, p := range pages {
 		b.Run(strings.ReplaceAll(strings.TrimPrefix(p, "/"), "/", "_")[:min(40, len(p)-1)], func(b *testing.B) {
 			var server, worst time.Duration
