@@ -144,7 +144,8 @@ type Options struct {
 // Server is a running hookjet: NATS (embedded or not), state, dispatcher,
 // endpoint watches, outbox relay and admin API. Shutdown stops it in order:
 // stop watching endpoints, stop pulling and finish or return in-flight
-// deliveries within the grace period, stop the admin API, then (abort) the
+// deliveries within the grace period, stop the admin API (with the console)
+// and the portal listener, then (abort) the
 // outbox relay, the ledger (flushing its acks), the breakers (flushing their
 // state), tracing, NATS, the state file and the embedded server.
 type Server struct {
