@@ -33,6 +33,18 @@ func (d *Dispatcher) LastTest(id string) (attempt.Record, bool) {
 	return r, ok
 }
 
+// tenantOf is the tenant of dl's endpoint. The safety net's deliveries
+// carry no settings: their endpoint's current ones say it, when it exists.
+func (d *Dispatcher) tenantOf(dl *delivery) string {
+	if dl.s != nil {
+		return dl.s.ep.Tenant
+	}
+	if e := d.endpoint(dl.e.id); e != nil {
+		return e.set.Load().ep.Tenant
+	}
+	return ""
+}
+
 // trigger says what made dl's attempt happen. attempts is the number of
 // attempts including the one being recorded.
 func trigger(dl *delivery, attempts int) string {
@@ -61,7 +73,7 @@ func (d *Dispatcher) recordAttempt(dl *delivery, res *deliver.Result) {
 		EventID:    dl.ev.id,
 		EventType:  dl.ev.typ,
 		Endpoint:   dl.e.id,
-		Tenant:     dl.s.ep.Tenant,
+		Tenant:     d.tenantOf(dl),
 		Attempt:    dl.st.Attempts,
 		Trigger:    trigger(dl, dl.st.Attempts),
 		StartedAt:  res.Sent.UTC(),
@@ -97,7 +109,7 @@ func (d *Dispatcher) recordEnd(dl *delivery, class, reason string) {
 		EventID:   dl.ev.id,
 		EventType: dl.ev.typ,
 		Endpoint:  dl.e.id,
-		Tenant:    dl.s.ep.Tenant,
+		Tenant:    d.tenantOf(dl),
 		Attempt:   dl.st.Attempts,
 		Trigger:   trigger(dl, dl.st.Attempts),
 		StartedAt: d.now().UTC(),

@@ -96,6 +96,7 @@ func testConfig(dir string) config.Config {
 	// a tmpfs TMPDIR.
 	c.Streams.MaxBytes = 256 << 20
 	c.Streams.DLQMaxBytes = 64 << 20
+	c.Log.MaxBytes = 64 << 20 // the delivery log, HOOKJET_LOG
 	c.Worker.ShutdownGrace = 5 * time.Second
 	c.Defaults.Timeout = 5 * time.Second
 	c.Defaults.Retry = config.Retry{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 5, MaxAge: time.Hour}

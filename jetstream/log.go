@@ -212,6 +212,10 @@ func (w *LogWriter) flush() {
 }
 
 func (w *LogWriter) publish(r *attempt.Record) {
+	if err := r.Validate(); err != nil || !ValidToken(r.Endpoint) {
+		w.lost.Add(1) // it could not be found again: no subject for it
+		return
+	}
 	r.StartedAt = r.StartedAt.UTC()
 	data, err := json.Marshal(r)
 	if err != nil {
