@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
@@ -199,9 +201,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	ctx := browser(t)
 	bad := newSecretReceiver(t, http.StatusBadRequest)
 	bad.set(secretA, http.StatusBadRequest)
+	framer := newFramer(t)
 	cfg := testConfig(t, t.TempDir(), "", endpointYAML{ID: "billing", URL: bad.URL, Events: []string{"invoice.*"}})
 	cfg.Admin.Token = config.NewSecret(consoleToken)
 	cfg.Portal.Listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cfg.Portal.FrameAncestors = []string{framer.URL}
 	h := startHookjet(t, cfg, cli.Options{})
 	base := "http://" + h.srv.AdminAddr()
 
@@ -359,7 +363,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	})
 	screenshot(t, ctx, "event")
 
-	portalInBrowser(t, ctx, h)
+	portalInBrowser(t, ctx, h, framer)
 }
 
 // checkAttemptShown waits until the endpoint page lists a successful test
@@ -383,7 +387,7 @@ func checkAttemptShown(t *testing.T, ctx context.Context, url string) {
 
 // portalInBrowser: a portal session sees its tenant's endpoints only,
 // creates one in its tenant, and is refused once expired.
-func portalInBrowser(t *testing.T, ctx context.Context, h *hookjet) {
+func portalInBrowser(t *testing.T, ctx context.Context, h *hookjet, framer *httptest.Server) {
 	other := newSecretReceiver(t, http.StatusOK)
 	if code := h.api("POST", "/api/v1/endpoints", consoleToken, map[string]any{"id": "globex-crm", "url": other.URL, "tenant": "globex"}, nil); code != http.StatusCreated {
 		t.Fatalf("create globex-crm: HTTP %d", code)
@@ -443,6 +447,15 @@ func portalInBrowser(t *testing.T, ctx context.Context, h *hookjet) {
 	}
 	if code := httpStatus(t, "GET", link+"endpoints/globex-crm"); code != http.StatusNotFound {
 		t.Fatalf("globex-crm in the acme portal: HTTP %d, want 404", code)
+	}
+
+	// The customer's app (portal.frame_ancestors) may frame the portal;
+	// no page may frame the console.
+	if got := framed(t, ctx, framer, link); got != link {
+		t.Fatalf("the portal in a frame of %s (portal.frame_ancestors) loaded %q", framer.URL, got)
+	}
+	if got := framed(t, ctx, framer, "http://"+h.srv.AdminAddr()+"/console/login"); !strings.HasPrefix(got, "chrome-error:") {
+		t.Fatalf("the console in a frame loaded %q, want it refused (frame-ancestors 'none')", got)
 	}
 
 	// An expired link is refused.
@@ -703,4 +716,39 @@ func TestConsoleOpenWithoutToken(t *testing.T) {
 			t.Errorf("disable with CSRF token %.8q: %d, want %d", csrf, res.StatusCode, want)
 		}
 	}
+}
+
+// newFramer serves /frame?src=URL: a page of another origin that frames
+// URL, as a customer's app embeds the portal.
+func newFramer(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><title>customer app</title><iframe src="%s" width="900" height="600"></iframe>`, html.EscapeString(r.URL.Query().Get("src")))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// framed opens the framer with src in its frame and returns the URL the
+// frame shows once it has loaded ("chrome-error://..." when the browser
+// refused to show it there).
+func framed(t *testing.T, ctx context.Context, framer *httptest.Server, src string) string {
+	t.Helper()
+	run(t, ctx, "open a page that frames "+src, chromedp.Navigate(framer.URL+"/frame?src="+url.QueryEscape(src)))
+	var got string
+	checkFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+		tree, err := chromedp.Call(ctx, page.GetFrameTree, cdp.Empty{})
+		if err != nil {
+			return err
+		}
+		if tree.FrameTree == nil || len(tree.FrameTree.ChildFrames) != 1 || tree.FrameTree.ChildFrames[0].Frame == nil {
+			return fmt.Errorf("no frame yet")
+		}
+		got = tree.FrameTree.ChildFrames[0].Frame.URL
+		if got == "" || got == "about:blank" {
+			return fmt.Errorf("the frame has not loaded")
+		}
+		return nil
+	})
+	return got
 }
