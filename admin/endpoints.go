@@ -630,7 +630,11 @@ func (a *api) listEndpoints(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := timeout(r)
 	defer cancel()
-	eps, next, err := a.b.EndpointPage(ctx, q.Get("tenant"), q.Get("after"), limit)
+	page := a.b.EndpointPage
+	if q.Get("attention") == "true" { // admin/attention.go
+		page = a.attentionPage
+	}
+	eps, next, err := page(ctx, q.Get("tenant"), q.Get("after"), limit)
 	if err != nil {
 		a.fail(w, r, err)
 		return

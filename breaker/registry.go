@@ -472,11 +472,9 @@ func (r *Registry) Flush() error {
 	defer r.flushMu.Unlock()
 
 	r.mu.Lock()
-	removed := r.removed
-	if len(removed) > 0 {
-		r.removed = make(map[string]struct{})
-	} else {
-		removed = nil // r.removed stays Remove's to write: never read it unlocked
+	var removed map[string]struct{} // taken, never shared: Remove writes r.removed
+	if len(r.removed) > 0 {
+		removed, r.removed = r.removed, make(map[string]struct{})
 	}
 	r.mu.Unlock()
 

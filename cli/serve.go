@@ -30,6 +30,7 @@ import (
 	"github.com/hookjet/hookjet/admin"
 	"github.com/hookjet/hookjet/breaker"
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/console"
 	"github.com/hookjet/hookjet/dedupe"
 	"github.com/hookjet/hookjet/deliver"
 	"github.com/hookjet/hookjet/dispatch"
@@ -48,6 +49,8 @@ before its PubAck unless nats.sync is a duration); with nats.url it joins
 an existing NATS deployment, sharing the work with other hookjet processes.
 With inbound.listen set it also runs the inbound gateway there (POST
 /in/<source>; see 'hookjet inbound test').
+The admin listener also serves the console (/console/) and, unless
+portal.listen is set, the customer portal (/portal/).
 SIGTERM/SIGINT stop it gracefully (exit 0); SIGHUP reloads the endpoints.
 Every config key can be overridden with HOOKJET_<SECTION>_<KEY>; any other
 HOOKJET_* variable is refused (exit 2), so a misspelt one is not ignored.
@@ -143,7 +146,8 @@ type Options struct {
 // endpoint watches, outbox relay, inbound gateway and admin API. Shutdown
 // stops it in order: stop the inbound gateway (requests in flight are stored
 // and answered), stop watching endpoints, stop pulling and finish or return in-flight
-// deliveries within the grace period, stop the admin API, then (abort) the
+// deliveries within the grace period, stop the admin API (with the console)
+// and the portal listener, then (abort) the
 // outbox relay, the ledger (flushing its acks), the breakers (flushing their
 // state), tracing, NATS, the state file and the embedded server.
 type Server struct {
@@ -179,6 +183,13 @@ type Server struct {
 	durability jetstream.Durability
 	// inbound is the inbound gateway (inbound.listen set; cli/inbound.go).
 	inbound *inboundServer
+
+	// portal serves portal.listen (cli/console.go); nil without one.
+	portal    *http.Server
+	portalLn  net.Listener
+	portalRun *owned
+	secretKey []byte // security.secret_key, loaded or generated
+	console   *console.Console
 
 	// The goroutines the Server owns, each stopped by its own stop.
 	stateSync, ledgerRun, breakersRun, gauges, adminRun *owned
@@ -267,7 +278,9 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	if err := s.startInbound(setupCtx); err != nil { // cli/inbound.go
 		return nil, err
 	}
-	s.startAdmin(store, o)
+	if err := s.startAdmin(store, o); err != nil {
+		return nil, err
+	}
 	// Start-up garbage (the parsed config, the endpoint batches) is a few
 	// times what hookjet keeps: with 100,000 endpoints it would sit in RSS
 	// for minutes before the scavenger returned it. Return it now, when
@@ -407,6 +420,7 @@ func (s *Server) watchEndpoints(ctx, setupCtx context.Context) (*jetstream.Endpo
 	if err != nil {
 		return nil, err
 	}
+	s.secretKey = key
 	store, err := jetstream.OpenEndpointStore(setupCtx, js, key, cfg.Streams.Replicas, jetstream.StoreLogger(s.log))
 	if err != nil {
 		return nil, err
@@ -459,12 +473,18 @@ func (s *Server) listenAdmin() error {
 	return nil
 }
 
-// startAdmin installs the admin API in place of the start-up answers.
-func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) {
+// startAdmin installs the admin API, with the console and portal in front
+// of it, in place of the start-up answers.
+func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) error {
 	h := admin.NewHandler(s.withInbound(s.adminBackend()), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
 		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath),
 		admin.WithDurability(s.durability), s.logOption())
+	h, err := s.mountConsole(h)
+	if err != nil {
+		return err
+	}
 	s.handler.api.Store(&h)
+	return nil
 }
 
 // startingHandler answers /healthz and, with 503 and the reason, /readyz
@@ -631,6 +651,7 @@ func (s *Server) shutdown() error {
 		s.log.Warn("admin shutdown", "err", err)
 	}
 	s.adminRun.stop()
+	s.stopPortal(ctx)
 	s.abort()
 	s.log.Info("stopped")
 	return nil
@@ -664,6 +685,8 @@ func (s *Server) abort() {
 		_ = s.admin.Close() // after Shutdown: nothing left; after a failed start: stops serving
 		s.adminRun.stop()
 	}
+	s.closePortal()
+	s.closeConsole()
 	s.node.CloseConn(2*time.Second, s.log)
 	s.stateSync.stop() // syncs once more
 	if s.db != nil {

@@ -35,6 +35,8 @@ type Config struct {
 	Outbox Outbox `yaml:"outbox"`
 	// Inbound configures the inbound gateway (config/inbound.go).
 	Inbound Inbound `yaml:"inbound"`
+	// Portal configures the customer portal (config/portal.go).
+	Portal Portal `yaml:"portal"`
 	// Endpoints are the webhook receivers, with their settings resolved
 	// (Defaults merged with each endpoint's overrides). Nil means none.
 	Endpoints []Endpoint `yaml:"endpoints"`

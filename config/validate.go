@@ -90,6 +90,7 @@ func (c *Config) validate() problems {
 	}
 	c.validateOutbox(&p)
 	c.validateInbound(&p)
+	c.validatePortal(&p)
 
 	var defaults problems
 	validateSettings(&defaults, "defaults", c.Defaults)

@@ -1,0 +1,57 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Portal configures the customer portal: pages a tenant opens through a
+// signed link from POST /api/v1/portal/sessions (package console).
+type Portal struct {
+	// Listen is an address of its own for the portal (host:port), which
+	// serves /portal/ and nothing of the admin API. Empty (the default)
+	// serves the portal on admin.listen.
+	Listen string `yaml:"listen"`
+	// FrameAncestors are the CSP frame-ancestors sources allowed to embed
+	// the portal in a frame: origins such as "https://app.example.com",
+	// "https://*.example.com" or "'self'". Empty (the default) means
+	// 'none': no page may frame it.
+	FrameAncestors []string `yaml:"frame_ancestors"`
+}
+
+// validatePortal checks the portal section.
+func (c *Config) validatePortal(p *problems) {
+	if l := c.Portal.Listen; l != "" {
+		if err := checkHostPort(l); err != nil {
+			p.add("portal.listen", "%w", err)
+		} else if l == c.Admin.Listen {
+			p.add("portal.listen", "must differ from admin.listen (%s); leave it empty to serve the portal there", l)
+		}
+	}
+	for i, src := range c.Portal.FrameAncestors {
+		if err := checkFrameAncestor(src); err != nil {
+			p.add(fmt.Sprintf("portal.frame_ancestors[%d]", i), "%q: %w", src, err)
+		}
+	}
+}
+
+// checkFrameAncestor accepts a CSP frame-ancestors source: 'self', 'none',
+// a scheme ("https:") or an http(s) origin whose host may start with "*.".
+func checkFrameAncestor(src string) error {
+	switch {
+	case src == "'self'" || src == "'none'" || src == "https:" || src == "http:":
+		return nil
+	case strings.ContainsAny(src, " \t\r\n;,'\""):
+		return errors.New("want 'self', a scheme such as https: or an origin such as https://app.example.com, without spaces, quotes, commas or semicolons")
+	}
+	u, err := url.Parse(src)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return errors.New("want an origin such as https://app.example.com (scheme and host, optionally a port), 'self' or a scheme")
+	}
+	if h := strings.TrimPrefix(u.Hostname(), "*."); h == "" || strings.Contains(h, "*") {
+		return errors.New("a wildcard may only be the host's first label (https://*.example.com)")
+	}
+	return nil
+}

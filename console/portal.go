@@ -1,0 +1,291 @@
+package console
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxTenantLen bounds a portal session's tenant (the API's limit for an
+// endpoint's tenant).
+const maxTenantLen = 1024
+
+// createPortalSession is POST /api/v1/portal/sessions: {"tenant", "ttl",
+// "read_only"} -> 201 {"url", "expires_at", "tenant", "read_only"}. It
+// needs the admin token like every admin route.
+func (c *Console) createPortalSession(w http.ResponseWriter, r *http.Request) {
+	if !c.bearerOK(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="hookjet"`)
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong bearer token"})
+		return
+	}
+	var req struct {
+		Tenant   string `json:"tenant"`
+		TTL      string `json:"ttl"`
+		ReadOnly bool   `json:"read_only"`
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		field, msg := "body", "body: "+err.Error()
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			field = strings.Trim(name, `"`)
+			msg = field + ": unknown field"
+		} else if errors.Is(err, io.EOF) {
+			msg = `body: a JSON object is required, such as {"tenant": "acme", "ttl": "1h"}`
+		}
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": msg, "field": field})
+		return
+	}
+	if req.Tenant == "" || len(req.Tenant) > maxTenantLen {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("tenant: required, at most %d bytes: a session sees that tenant's endpoints only", maxTenantLen), "field": "tenant"})
+		return
+	}
+	ttl := defaultPortalTTL
+	if req.TTL != "" {
+		d, err := time.ParseDuration(req.TTL)
+		if err != nil || d <= 0 || d > maxPortalTTL {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "ttl: want a Go duration above 0s and at most 168h (7 days), such as 1h", "field": "ttl"})
+			return
+		}
+		ttl = d
+	}
+	exp := c.now().Add(ttl).Truncate(time.Second)
+	token := c.portal.issue(session{Kind: kindPortal, Tenant: req.Tenant, ReadOnly: req.ReadOnly, Expires: exp.Unix()})
+	writeJSON(w, http.StatusCreated, map[string]any{
+		"url":        c.portalBase(r) + "/portal/s/" + token + "/",
+		"expires_at": exp.UTC().Format(time.RFC3339),
+		"tenant":     req.Tenant,
+		"read_only":  req.ReadOnly,
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// portalRoutes serves /portal/.
+func (c *Console) portalRoutes() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /portal/static/", http.StripPrefix("/portal/static/", c.static))
+	mux.Handle("GET /portal/s/{token}/{$}", c.customer(c.portalHome))
+	mux.Handle("POST /portal/s/{token}/endpoints", c.customer(c.portalCreate))
+	mux.Handle("GET /portal/s/{token}/endpoints/{id}", c.customer(c.portalEndpoint))
+	mux.Handle("POST /portal/s/{token}/endpoints/{id}/{action}", c.customer(c.portalAction))
+	mux.HandleFunc("/portal/", func(w http.ResponseWriter, r *http.Request) {
+		p := c.newPage(r, "Link needed")
+		p.Area, p.Static = "portal", "/portal/static"
+		p.Error = "Open the portal with the link you were given; ask for a new one if it has expired."
+		c.render(w, http.StatusUnauthorized, "error", p)
+	})
+	return timed(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.headers(w, c.cspP)
+		mux.ServeHTTP(w, r)
+	}))
+}
+
+// customer runs h for a valid, unexpired portal session. A POST needs a
+// session that may change things, this origin and the CSRF token.
+func (c *Console) customer(h func(http.ResponseWriter, *http.Request, *page, session)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := c.newPage(r, "")
+		p.Area, p.Static = "portal", "/portal/static"
+		token := r.PathValue("token")
+		sess, err := c.portal.check(token, kindPortal, c.now())
+		if err != nil {
+			p.Title = "Link expired"
+			p.Error = "This portal link has expired or is not valid. Ask for a new link."
+			c.render(w, http.StatusUnauthorized, "error", p)
+			return
+		}
+		p.Base = "/portal/s/" + token
+		p.Tenant, p.ReadOnly, p.Expires = sess.Tenant, sess.ReadOnly, time.Unix(sess.Expires, 0)
+		p.CSRF = c.portal.csrf(sess)
+		if r.Method != http.MethodGet {
+			if sess.ReadOnly {
+				p.Error = "This is a read-only session: it cannot change anything."
+				c.render(w, http.StatusForbidden, "error", p)
+				return
+			}
+			if !c.formOK(w, r, c.portal, sess) {
+				p.Error = "This form did not come from this portal's page (CSRF check): reload the page and try again."
+				c.render(w, http.StatusForbidden, "error", p)
+				return
+			}
+		}
+		p.Flash = flash(r.URL.Query())
+		h(w, r, p, sess)
+	})
+}
+
+type portalHomeData struct {
+	Endpoints []endpoint
+	Next      string
+	Form      url.Values
+}
+
+// portalHome lists the tenant's endpoints, with the form that creates one.
+func (c *Console) portalHome(w http.ResponseWriter, r *http.Request, p *page, sess session) {
+	c.renderPortalHome(w, r, p, sess, http.StatusOK, url.Values{})
+}
+
+func (c *Console) renderPortalHome(w http.ResponseWriter, r *http.Request, p *page, sess session, status int, form url.Values) {
+	p.Title = "Your webhook endpoints"
+	v := url.Values{"tenant": {sess.Tenant}, "limit": {strconv.Itoa(pageSize)}}
+	if a := r.URL.Query().Get("after"); a != "" {
+		v.Set("after", a)
+	}
+	var pg endpointPage
+	if _, err := c.api.call(r.Context(), http.MethodGet, "/api/v1/endpoints?"+v.Encode(), nil, &pg); err != nil {
+		c.fail(w, p, err)
+		return
+	}
+	d := portalHomeData{Next: pg.Next, Form: form}
+	for _, e := range pg.Endpoints {
+		if e.Tenant == sess.Tenant { // the API filtered; checked again
+			d.Endpoints = append(d.Endpoints, e)
+		}
+	}
+	p.Data = d
+	c.render(w, status, "portal_home", p)
+}
+
+// portalCreate creates an endpoint in the session's tenant and shows its
+// secret once.
+func (c *Console) portalCreate(w http.ResponseWriter, r *http.Request, p *page, sess session) {
+	body := endpointBody(r.PostForm, "url", "events", "description")
+	body["tenant"] = sess.Tenant
+	var ep endpoint
+	if _, err := c.api.call(r.Context(), http.MethodPost, "/api/v1/endpoints", body, &ep); err != nil {
+		p.Error = "Not created: " + err.Error()
+		c.renderPortalHome(w, r, p, sess, statusOf(err), r.PostForm)
+		return
+	}
+	p.Title = "Endpoint created"
+	p.Data = secretData{Endpoint: ep.ID, Secret: ep.Secret, Back: p.Base + "/endpoints/" + url.PathEscape(ep.ID)}
+	c.render(w, http.StatusCreated, "secret", p)
+}
+
+// owned returns the endpoint when it belongs to the session's tenant, and
+// answers 404 otherwise: another tenant's endpoint does not exist here.
+func (c *Console) owned(w http.ResponseWriter, r *http.Request, p *page, sess session) (endpoint, bool) {
+	id := r.PathValue("id")
+	var ep endpoint
+	_, err := c.api.call(r.Context(), http.MethodGet, "/api/v1/endpoints/"+url.PathEscape(id), nil, &ep)
+	if (err == nil && ep.Tenant != sess.Tenant) || notFound(err) {
+		p.Title = "Not found"
+		p.Error = "There is no endpoint " + id + "."
+		c.render(w, http.StatusNotFound, "error", p)
+		return endpoint{}, false
+	}
+	if err != nil {
+		c.fail(w, p, err)
+		return endpoint{}, false
+	}
+	return ep, true
+}
+
+type portalEndpointData struct {
+	E           endpoint
+	Attempts    []attempt
+	Chart       chart
+	LogError    string
+	DeadLetters []dlqEntry
+	Event       string
+}
+
+// portalEndpoint shows one of the tenant's endpoints: its attempts and
+// dead letters, and the buttons for a test event, rotation and replay.
+func (c *Console) portalEndpoint(w http.ResponseWriter, r *http.Request, p *page, sess session) {
+	c.renderPortalEndpoint(w, r, p, sess, http.StatusOK)
+}
+
+func (c *Console) renderPortalEndpoint(w http.ResponseWriter, r *http.Request, p *page, sess session, status int) {
+	ep, ok := c.owned(w, r, p, sess)
+	if !ok {
+		return
+	}
+	d := portalEndpointData{E: ep, Event: r.URL.Query().Get("event")}
+	ctx := r.Context()
+	id := url.PathEscape(ep.ID)
+	var pg attemptPage
+	_, err := c.api.call(ctx, http.MethodGet, "/api/v1/endpoints/"+id+"/attempts?limit=100", nil, &pg)
+	switch {
+	case missingRoute(err):
+		d.LogError = "delivery log unavailable"
+	case err != nil:
+		d.LogError = "delivery log: " + err.Error()
+	}
+	d.Attempts, d.Chart = pg.Attempts, latencyChart(pg.Attempts)
+	var list struct {
+		Entries []dlqEntry `json:"entries"`
+	}
+	if _, err := c.api.call(ctx, http.MethodGet, "/api/v1/dlq?limit=100&endpoint="+url.QueryEscape(ep.ID), nil, &list); err != nil {
+		c.fail(w, p, err)
+		return
+	}
+	d.DeadLetters = list.Entries
+	p.Title = "Endpoint " + ep.ID
+	p.Data = d
+	c.render(w, status, "portal_endpoint", p)
+}
+
+// portalAction runs a button of a portal endpoint page.
+func (c *Console) portalAction(w http.ResponseWriter, r *http.Request, p *page, sess session) {
+	ep, ok := c.owned(w, r, p, sess)
+	if !ok {
+		return
+	}
+	ctx := r.Context()
+	api := "/api/v1/endpoints/" + url.PathEscape(ep.ID)
+	back := p.Base + "/endpoints/" + url.PathEscape(ep.ID)
+	var err error
+	switch r.PathValue("action") {
+	case "test":
+		var res struct {
+			EventID string `json:"event_id"`
+		}
+		if _, err = c.api.call(ctx, http.MethodPost, api+"/test", map[string]any{}, &res); err == nil {
+			http.Redirect(w, r, back+"?done=test&event="+url.QueryEscape(res.EventID), http.StatusSeeOther)
+			return
+		}
+	case "rotate":
+		var res struct {
+			Secret string `json:"secret"`
+		}
+		if _, err = c.api.call(ctx, http.MethodPost, api+"/secret/rotate", map[string]any{}, &res); err == nil {
+			p.Title = "New secret"
+			p.Data = secretData{Endpoint: ep.ID, Secret: res.Secret, Rotated: true, Back: back}
+			c.render(w, http.StatusOK, "secret", p)
+			return
+		}
+	case "replay":
+		var res replayResult
+		var req replayForm
+		if res, req, err = c.replay(r, ep.ID); err == nil {
+			if req.confirm {
+				http.Redirect(w, r, back+"?done=replayed", http.StatusSeeOther)
+				return
+			}
+			p.Title = "Replay dead letters"
+			p.Data = req.confirmPage(back+"/replay", back, res.Matched)
+			c.render(w, http.StatusOK, "confirm", p)
+			return
+		}
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	p.Error = err.Error()
+	c.renderPortalEndpoint(w, r, p, sess, statusOf(err))
+}

@@ -1,0 +1,226 @@
+package console
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"time"
+)
+
+// The admin API's JSON as shared/DESIGN.md documents it. The console
+// decodes its own copies so that it depends on the contract, not on the
+// engine's Go types; fields a build does not have yet stay zero.
+
+type summary struct {
+	Pending                 uint64   `json:"pending"`
+	AwaitingRetry           uint64   `json:"awaiting_retry"`
+	InFlight                int64    `json:"in_flight"`
+	DeadLetter              uint64   `json:"dead_letter"`
+	DeliveredLastHour       int64    `json:"delivered_last_hour"`
+	FailedLastHour          int64    `json:"failed_last_hour"`
+	OldestPendingAgeSeconds float64  `json:"oldest_pending_age_seconds"`
+	Endpoints               int      `json:"endpoints"`
+	DisabledEndpoints       int      `json:"disabled_endpoints"`
+	OpenBreakers            int      `json:"open_breakers"`
+	EventsStored            uint64   `json:"events_stored"`
+	LogOldest               string   `json:"log_oldest"`
+	OutboxLagSeconds        *float64 `json:"outbox_lag_seconds"`
+	Errors                  []string `json:"errors"`
+}
+
+type breakerStatus struct {
+	State               string     `json:"state"`
+	ConsecutiveFailures int        `json:"consecutive_failures"`
+	CooldownSeconds     float64    `json:"cooldown_seconds"`
+	OpenedAt            *time.Time `json:"opened_at"`
+	OpenUntil           *time.Time `json:"open_until"`
+}
+
+type latency struct {
+	P50     float64 `json:"p50"`
+	P95     float64 `json:"p95"`
+	P99     float64 `json:"p99"`
+	Samples int64   `json:"samples"`
+}
+
+type endpoint struct {
+	ID                      string        `json:"id"`
+	URL                     string        `json:"url"`
+	Events                  []string      `json:"events"`
+	Disabled                bool          `json:"disabled"`
+	DisabledReason          string        `json:"disabled_reason"`
+	Breaker                 breakerStatus `json:"breaker"`
+	LatencyMS               latency       `json:"latency_ms"`
+	FirstAttemptSuccessRate float64       `json:"first_attempt_success_rate"`
+	Pending                 uint64        `json:"pending"`
+	AwaitingRetry           uint64        `json:"awaiting_retry"`
+	InFlight                int           `json:"in_flight"`
+	HeldUntil               *time.Time    `json:"held_until"`
+	DeadLetters             uint64        `json:"dead_letters"`
+	ConsecutiveFailures     int           `json:"consecutive_failures"`
+	LastSuccess             *time.Time    `json:"last_success"`
+	LastFailure             *time.Time    `json:"last_failure"`
+	HeaderNames             []string      `json:"header_names"`
+	Secrets                 int           `json:"secrets"`
+	Source                  string        `json:"source"`
+	Tenant                  string        `json:"tenant"`
+	Description             string        `json:"description"`
+	Owner                   string        `json:"owner"`
+	CreatedAt               *time.Time    `json:"created_at"`
+	UpdatedAt               *time.Time    `json:"updated_at"`
+	LastTest                *lastTest     `json:"last_test"`
+	Settings                *settings     `json:"settings"`
+	Secret                  string        `json:"secret"` // create only
+}
+
+// lastTest is the time and outcome of an endpoint's last test event
+// (delivery log); the field names of the log's records are accepted.
+type lastTest struct {
+	At        *time.Time `json:"at"`
+	StartedAt *time.Time `json:"started_at"`
+	EventID   string     `json:"event_id"`
+	Class     string     `json:"class"`
+	Outcome   string     `json:"outcome"`
+	Status    loose      `json:"status"`
+	Error     string     `json:"error"`
+}
+
+// When returns the time of the test.
+func (l *lastTest) When() *time.Time {
+	if l.At != nil {
+		return l.At
+	}
+	return l.StartedAt
+}
+
+// Result names the outcome.
+func (l *lastTest) Result() string {
+	if l.Outcome != "" {
+		return l.Outcome
+	}
+	return l.Class
+}
+
+type settings struct {
+	Timeout     loose `json:"timeout"`
+	MaxInFlight int   `json:"max_in_flight"`
+	RateLimit   struct {
+		RPS   float64 `json:"rps"`
+		Burst int     `json:"burst"`
+	} `json:"rate_limit"`
+	Retry struct {
+		Base        loose `json:"base"`
+		Cap         loose `json:"cap"`
+		MaxAttempts int   `json:"max_attempts"`
+		MaxAge      loose `json:"max_age"`
+	} `json:"retry"`
+	MaxBacklog    int         `json:"max_backlog"`
+	SecretsExpire []time.Time `json:"secrets_expire"`
+}
+
+type endpointPage struct {
+	Endpoints []endpoint `json:"endpoints"`
+	Next      string     `json:"next"`
+}
+
+type dlqEntry struct {
+	Seq          uint64 `json:"seq"`
+	EventID      string `json:"event_id"`
+	EventType    string `json:"event_type"`
+	Endpoint     string `json:"endpoint"`
+	Reason       string `json:"reason"`
+	Attempts     int    `json:"attempts"`
+	LastStatus   loose  `json:"last_status"`
+	LastError    string `json:"last_error"`
+	LastResponse string `json:"last_response"`
+	FirstAttempt string `json:"first_attempt"`
+	LastAttempt  string `json:"last_attempt"`
+	StoredAt     string `json:"stored_at"`
+}
+
+type dlqStat struct {
+	Endpoint         string  `json:"endpoint"`
+	Count            int     `json:"count"`
+	MostCommonReason string  `json:"most_common_reason"`
+	MostCommonError  string  `json:"most_common_error"`
+	MostCommonStatus loose   `json:"most_common_status"`
+	First            string  `json:"first"`
+	Last             string  `json:"last"`
+	AverageAttempts  float64 `json:"average_attempts"`
+}
+
+type replayResult struct {
+	Matched  int      `json:"matched"`
+	Replayed int      `json:"replayed"`
+	Queued   int      `json:"queued"`
+	Skipped  int      `json:"skipped"`
+	Errors   []string `json:"errors"`
+}
+
+// attempt is one record of the delivery log.
+type attempt struct {
+	EventID    string    `json:"event_id"`
+	EventType  string    `json:"event_type"`
+	Endpoint   string    `json:"endpoint"`
+	Tenant     string    `json:"tenant"`
+	Attempt    int       `json:"attempt"`
+	Trigger    string    `json:"trigger"`
+	StartedAt  time.Time `json:"started_at"`
+	DurationMS float64   `json:"duration_ms"`
+	Status     int       `json:"status"`
+	Class      string    `json:"class"`
+	Reason     string    `json:"reason"`
+	Error      string    `json:"error"`
+	Response   string    `json:"response"`
+}
+
+type attemptPage struct {
+	Attempts []attempt `json:"attempts"`
+	Next     string    `json:"next"`
+}
+
+type event struct {
+	ID          string     `json:"id"`
+	Type        string     `json:"type"`
+	PublishedAt *time.Time `json:"published_at"`
+	Size        int        `json:"size"`
+	Deliveries  []struct {
+		Endpoint string    `json:"endpoint"`
+		State    string    `json:"state"`
+		Attempts []attempt `json:"attempts"`
+	} `json:"deliveries"`
+}
+
+// loose is a JSON scalar shown as text: a string, a number, or null (""),
+// for fields whose type differs between builds (last_status).
+type loose string
+
+func (l *loose) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case bytes.Equal(b, []byte("null")):
+		*l = ""
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*l = loose(s)
+	default:
+		var n json.Number
+		if err := json.Unmarshal(b, &n); err != nil {
+			return err
+		}
+		*l = loose(n.String())
+	}
+	if *l == "0" {
+		*l = ""
+	}
+	return nil
+}
+
+// Int is the value as a number, 0 when it is not one.
+func (l loose) Int() int {
+	n, _ := strconv.Atoi(string(l))
+	return n
+}
