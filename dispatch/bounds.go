@@ -31,23 +31,36 @@ const taskOverhead = 1024
 // log is checked for trimming.
 const housekeeping = time.Second
 
-// reserve takes room for dl's task in its endpoint's max_backlog and in
-// streams.tasks_max_bytes, or dead-letters dl with reason overflow when
-// either is reached (and reports false). A reservation that is not stored
-// after all is given back with unreserve.
+// endpointShare is the part of streams.tasks_max_bytes one endpoint's
+// waiting deliveries may take: a dead endpoint that matches everything
+// fills at most half, and the others still park what they must.
+const endpointShare = 2
+
+// reserve takes room for dl's task in its endpoint's max_backlog, its
+// share of streams.tasks_max_bytes and streams.tasks_max_bytes, or
+// dead-letters dl with reason overflow when one is reached (and reports
+// false). A reservation that is not stored after all is given back with
+// unreserve.
 func (d *Dispatcher) reserve(dl *delivery) bool {
 	var why string
-	size := int64(len(dl.data)) + taskOverhead
+	size := taskSize(len(dl.data))
 	limit := dl.s.ep.MaxBacklog
-	if n := dl.e.backlog.Add(1); limit > 0 && n > int64(limit) {
-		dl.e.backlog.Add(-1)
+	e := dl.e
+	n := e.backlog.Add(1)
+	b := e.backlogBytes.Add(size)
+	switch {
+	case limit > 0 && n > int64(limit):
 		why = fmt.Sprintf("the endpoint's backlog reached max_backlog (%d waiting deliveries)", limit)
-	} else if used := d.tasksUsed.Add(size); used > d.tasksMax {
-		d.unreserve(dl)
+	case b > d.tasksMax/endpointShare:
+		why = fmt.Sprintf("the endpoint's waiting deliveries reached 1/%d of streams.tasks_max_bytes (%d bytes)", endpointShare, d.tasksMax/endpointShare)
+	default:
+		if used := d.tasksUsed.Add(size); used <= d.tasksMax {
+			return true
+		}
+		d.tasksUsed.Add(-size)
 		why = fmt.Sprintf("HOOKJET_TASKS reached streams.tasks_max_bytes (%d bytes)", d.tasksMax)
-	} else {
-		return true
 	}
+	e.consumed(size)
 	if dl.st.Error != "" {
 		why += "; last error: " + dl.st.Error
 	}
@@ -58,15 +71,24 @@ func (d *Dispatcher) reserve(dl *delivery) bool {
 
 // unreserve gives back what reserve took for dl.
 func (d *Dispatcher) unreserve(dl *delivery) {
-	dl.e.consumed()
-	d.tasksUsed.Add(-(int64(len(dl.data)) + taskOverhead))
+	size := taskSize(len(dl.data))
+	dl.e.consumed(size)
+	d.tasksUsed.Add(-size)
 }
 
-// consumed counts one of e's tasks taken off the stream (delivered,
-// dead-lettered, rescheduled or expired).
-func (e *endpoint) consumed() {
+// taskSize is what a task of a payload of n bytes takes in HOOKJET_TASKS.
+func taskSize(n int) int64 { return int64(n) + taskOverhead }
+
+// consumed counts one of e's tasks, of size bytes, taken off the stream
+// (delivered, dead-lettered, rescheduled or expired).
+func (e *endpoint) consumed(size int64) {
+	// Tasks stored before a restart or by another process were never
+	// counted here: the counts stop at zero.
 	if e.backlog.Add(-1) < 0 {
-		e.backlog.Store(0) // a task stored before a restart or by another process
+		e.backlog.Store(0)
+	}
+	if e.backlogBytes.Add(-size) < 0 {
+		e.backlogBytes.Store(0)
 	}
 }
 

@@ -138,7 +138,8 @@ type endpoint struct {
 	last    atomic.Pointer[attempt.LastDelivery] // this process's last 2xx
 	// backlog counts the tasks this process stored for the endpoint and
 	// not yet consumed (see bounds.go): max_backlog applies to it.
-	backlog atomic.Int64
+	backlog      atomic.Int64
+	backlogBytes atomic.Int64 // their size in HOOKJET_TASKS
 }
 
 type settings struct {

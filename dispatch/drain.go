@@ -301,7 +301,7 @@ func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg 
 		defer finished()
 		var err error
 		if ok {
-			e.consumed()
+			e.consumed(taskSize(len(msg.Data())))
 			err = msg.Ack()
 		} else {
 			err = msg.NakWithDelay(2*time.Second + jitter(3*time.Second))
@@ -355,6 +355,7 @@ func (d *Dispatcher) requeue(dl *delivery) {
 		return
 	}
 	dl.e.backlog.Add(1) // the copy; settling the old one counts it consumed
+	dl.e.backlogBytes.Add(taskSize(len(dl.data)))
 	dl.done(true)
 }
 
@@ -402,7 +403,7 @@ func (r *drainer) expire(ctx context.Context, e *endpoint) (empty bool) {
 			d.log.Warn("remove expired task", "endpoint", e.id, "err", err)
 			return false
 		}
-		e.consumed()
+		e.consumed(taskSize(len(raw.Data)))
 		seq = raw.Sequence + 1
 	}
 	return false
@@ -421,7 +422,7 @@ func (d *Dispatcher) admitNow(ctx context.Context, e *endpoint, s *settings) (*a
 	}
 	if !e.slots.tryAcquire() {
 		d.countDeferral(e, "in_flight")
-		if !e.slots.acquire(ctx, drainPoll) {
+		if !e.slots.acquireFirst(ctx, drainPoll) {
 			return nil, d.now()
 		}
 	}

@@ -131,7 +131,7 @@ func (d *Dispatcher) consumeFanout(ctx context.Context, cons natsjs.Consumer) er
 		if err := msg.Nak(); err != nil {
 			d.log.Debug("nak buffered event", "err", err)
 		}
-	}, natsjs.PullMaxMessagesWithBytesLimit(min(cap(d.unsettled), fanoutPull), fanoutBytes), natsjs.ConsumeErrHandler(func(_ natsjs.ConsumeContext, err error) {
+	}, natsjs.PullMaxMessagesWithBytesLimit(d.pullSize(), fanoutBytes), natsjs.ConsumeErrHandler(func(_ natsjs.ConsumeContext, err error) {
 		switch {
 		case errors.Is(err, natsjs.ErrConsumerDeleted) || errors.Is(err, natsjs.ErrConsumerNotFound):
 			signal(err)
@@ -184,9 +184,21 @@ const fanoutPull = 64
 // nats.url, where the shared dedupe lookup is a network round trip.
 func (d *Dispatcher) fanoutWorkers() int {
 	if d.shared != nil {
-		return 64
+		// One per unsettled event: with R3 under load a lookup takes
+		// tens of milliseconds, and the rate is workers / round trip.
+		return cap(d.unsettled)
 	}
 	return 4
+}
+
+// pullSize is how many events the fan-out buffers ahead of its handler
+// (see fanoutPull): more with nats.url, where each pull is a network round
+// trip.
+func (d *Dispatcher) pullSize() int {
+	if d.shared != nil {
+		return min(cap(d.unsettled), 4*fanoutPull)
+	}
+	return min(cap(d.unsettled), fanoutPull)
 }
 
 // fanEvent settles one event of the fan-out: it is acked once every delivery
@@ -364,12 +376,12 @@ func (d *Dispatcher) route(ctx context.Context, dl *delivery) {
 }
 
 // startWaiting reports whether a fan-out delivery may wait for one of e's
-// in-flight slots: at most max_in_flight deliveries per endpoint and
-// worker.concurrency in the process wait, each holding its event unsettled,
-// so a saturated endpoint parks the rest at once instead of filling the
-// fan-out's unsettled events.
+// in-flight slots: at most 4 x max_in_flight deliveries per endpoint (a busy
+// healthy endpoint's momentary peak) and worker.concurrency in the process
+// wait, each holding its event unsettled, so a saturated endpoint parks the
+// rest at once instead of filling the fan-out's unsettled events.
 func (d *Dispatcher) startWaiting(e *endpoint, s *settings) bool {
-	if int(e.slots.waiting.Add(1)) > s.ep.MaxInFlight || int(d.waitingN.Add(1)) > cap(d.global) {
+	if int(e.slots.waiting.Add(1)) > 4*s.ep.MaxInFlight || int(d.waitingN.Add(1)) > cap(d.global) {
 		d.stopWaiting(e)
 		return false
 	}

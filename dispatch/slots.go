@@ -21,6 +21,10 @@ type slots struct {
 	share *poolShare
 	// waiting counts fan-out deliveries waiting for a slot (bounded).
 	waiting atomic.Int32
+	// drainWaits counts drains waiting for a slot: while one waits, a
+	// freed slot goes to it, not to a new fan-out delivery, so an
+	// endpoint's parked backlog is not starved by its fresh traffic.
+	drainWaits int
 }
 
 // poolShare divides worker.concurrency between the endpoints that have
@@ -66,15 +70,33 @@ func (s *slots) setLimit(n int) {
 func (s *slots) tryAcquire() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.n >= s.limit || !s.share.allows(s.n) {
+	if s.n >= s.limit || !s.share.allows(s.n) || s.drainWaits > 0 {
 		return false
 	}
 	s.took()
 	return true
 }
 
-// acquire waits up to wait (forever when wait is 0) for a slot.
+// acquire waits up to wait (forever when wait is 0) for a slot, after any
+// drain that waits too.
 func (s *slots) acquire(ctx context.Context, wait time.Duration) bool {
+	return s.wait(ctx, wait, false)
+}
+
+// acquireFirst is acquire for a drain: it goes before fan-out deliveries.
+func (s *slots) acquireFirst(ctx context.Context, wait time.Duration) bool {
+	s.mu.Lock()
+	s.drainWaits++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.drainWaits--
+		s.mu.Unlock()
+	}()
+	return s.wait(ctx, wait, true)
+}
+
+func (s *slots) wait(ctx context.Context, wait time.Duration, first bool) bool {
 	var timeout <-chan time.Time
 	if wait > 0 {
 		t := time.NewTimer(wait)
@@ -83,7 +105,7 @@ func (s *slots) acquire(ctx context.Context, wait time.Duration) bool {
 	}
 	for {
 		s.mu.Lock()
-		if s.n < s.limit && s.share.allows(s.n) {
+		if s.n < s.limit && s.share.allows(s.n) && (first || s.drainWaits == 0) {
 			s.took()
 			s.mu.Unlock()
 			return true

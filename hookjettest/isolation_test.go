@@ -617,3 +617,51 @@ func TestSlowDeliveryIsGuardedAndItsEventAcked(t *testing.T) {
 		t.Fatalf("after the retry: %d requests, %d scheduled; want 2 and none", st.count("/slow"), scheduled())
 	}
 }
+
+// One endpoint's waiting deliveries take at most half of
+// streams.tasks_max_bytes: a dead endpoint that matches everything never
+// leaves the others nowhere to park.
+func TestOneEndpointTakesAtMostHalfTheTaskStream(t *testing.T) {
+	const tasksMax = 1 << 20
+	h := hookjettest.Start(t, hookjettest.WithTimeout(60*time.Second), hookjettest.WithConfig(func(c *config.Config) {
+		c.Streams.TasksMaxBytes = tasksMax
+		c.Security.MaxPayloadBytes = 16 << 10
+		c.Endpoints = append(c.Endpoints,
+			endpointOf(c, "hog", "http://127.0.0.1:1/hog", []string{"bulk"}, nil),
+			endpointOf(c, "other", "http://127.0.0.1:1/other", []string{"small"}, nil))
+	}))
+	for _, id := range []string{"hog", "other"} {
+		postOK(t, h.AdminURL()+"/api/v1/endpoints/"+id+"/disable")
+	}
+	time.Sleep(300 * time.Millisecond)
+	payload := []byte(`{"pad":"` + strings.Repeat("x", 12<<10) + `"}`)
+	const bulk = 100 // 1.3 MB: more than the whole stream
+	for i := range bulk {
+		h.Publish("bulk", fmt.Sprintf("bulk-%d", i), payload)
+	}
+	js := jsOf(t, h)
+	ctx := context.Background()
+	tasks, err := js.Stream(ctx, "HOOKJET_TASKS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(subj string) uint64 {
+		info, err := tasks.Info(ctx, natsjs.WithSubjectFilter(subj))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Subjects[subj]
+	}
+	if !eventually(15*time.Second, func() bool { return int(count("hookjet.tasks.hog"))+len(h.DeadLetters("hog")) == bulk }) {
+		t.Fatalf("hog: %d tasks + %d dead letters, want %d", count("hookjet.tasks.hog"), len(h.DeadLetters("hog")), bulk)
+	}
+	if info, err := tasks.Info(ctx); err != nil || info.State.Bytes > tasksMax/2+(16<<10) {
+		t.Fatalf("the hog's tasks take %d bytes, more than half of %d (err %v)", info.State.Bytes, tasksMax, err)
+	}
+	for i := range 10 {
+		h.Publish("small", fmt.Sprintf("small-%d", i), payload)
+	}
+	if !eventually(15*time.Second, func() bool { return count("hookjet.tasks.other") == 10 }) {
+		t.Fatalf("other: %d of 10 parked, %d dead letters", count("hookjet.tasks.other"), len(h.DeadLetters("other")))
+	}
+}
