@@ -61,8 +61,8 @@ const (
 	// over: an endpoint with no record there (a sparse, idle or unknown
 	// one) gets a short page and a cursor instead of a scan of the log.
 	pageSeqBudget = 1 << 21
-	maxWindow      = 1 << 24
-	multiLastMax   = 1024
+	maxWindow     = 1 << 24
+	multiLastMax  = 1024
 )
 
 // msgGetRequest is the client's half of JSApiMsgGetRequest.
