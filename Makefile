@@ -5,8 +5,9 @@ LDFLAGS  := -X github.com/hookjet/hookjet/cli.Version=$(VERSION)
 TOOLS    := $(CURDIR)/bin/tools
 GOLANGCI := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 PROMETHEUS := github.com/prometheus/prometheus@v0.310.0
+NATSCLI  := github.com/nats-io/natscli/nats@v0.5.0
 
-.PHONY: build run listen test check fmt-check vet lint fuzz promtool bench tools clean
+.PHONY: build run listen test check fmt-check vet lint fuzz promtool walkthrough bench tools clean soak
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/hookjet ./cmd/hookjet
@@ -23,10 +24,10 @@ listen: build
 ## under -race (it makes sync.Pool drop items), without it
 test:
 	$(GO) test -race -count=1 -timeout 30m ./...
-	$(GO) test -count=1 -run 'Alloc' ./signature ./deliver ./webhook ./dedupe ./breaker ./config ./tracing
+	$(GO) test -count=1 -run 'Alloc' ./signature ./deliver ./webhook ./dedupe ./breaker ./config ./tracing ./inbound
 
-## check: formatting, vet, lint, short fuzzing, alert rules, tests
-check: fmt-check vet lint fuzz promtool test
+## check: formatting, vet, lint, short fuzzing, alert rules, the README's walkthrough, tests
+check: fmt-check vet lint fuzz promtool walkthrough test
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -44,7 +45,11 @@ $(TOOLS)/promtool:
 	dir=$$(cd / && GOFLAGS= $(GO) mod download -json $(PROMETHEUS) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
 	cd "$$dir" && GOWORK=off GOFLAGS=-mod=mod $(GO) build -o $(TOOLS)/promtool ./cmd/promtool
 
-tools: $(TOOLS)/golangci-lint $(TOOLS)/promtool
+# The nats CLI the README's walkthrough uses, pinned.
+$(TOOLS)/nats:
+	GOBIN=$(TOOLS) GOFLAGS= $(GO) install $(NATSCLI)
+
+tools: $(TOOLS)/golangci-lint $(TOOLS)/promtool $(TOOLS)/nats
 
 lint: $(TOOLS)/golangci-lint
 	$(TOOLS)/golangci-lint run ./...
@@ -55,6 +60,15 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRetryAfter$$' -fuzztime 10s ./deliver
 	$(GO) test -run '^$$' -fuzz '^FuzzSign$$' -fuzztime 10s ./signature
 	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime 10s ./webhook
+	$(GO) test -run '^$$' -fuzz '^FuzzParseStripeSignature$$' -fuzztime 10s ./inbound
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeMAC$$' -fuzztime 10s ./inbound
+
+## walkthrough: run the commands of README.md's walkthrough against a
+## started server (the built binary, a temporary data_dir, embedded NATS and
+## the admin API on free ports) and fail when one of them no longer works or
+## prints something else than the README shows (test/walkthrough)
+walkthrough: build $(TOOLS)/nats
+	$(GO) run ./test/walkthrough -readme README.md -makefile Makefile
 
 promtool: $(TOOLS)/promtool
 	$(TOOLS)/promtool check rules deploy/prometheus/alerts.yml
@@ -64,6 +78,19 @@ promtool: $(TOOLS)/promtool
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./signature ./deliver ./breaker ./dedupe ./webhook ./tracing ./hookjettest
 	$(GO) run ./test/bench -out bench-results.json
+
+## bin/nats-server: the nats-server of go.mod's module, for the soak and the cluster3 benchmark
+bin/nats-server: go.mod
+	$(GO) build -o bin/nats-server github.com/nats-io/nats-server/v2
+
+## soak: the fault campaign (README, "Fault campaign"): a 3-node cluster, 3 hookjet
+## processes, steady load and SOAK_FAULTS seeded faults over SOAK_DURATION;
+## SOAK_FLAGS adds flags (e.g. -seed N to reproduce a run)
+SOAK_DURATION ?= 10m
+SOAK_FAULTS   ?= 30
+SOAK_FLAGS    ?=
+soak: build bin/nats-server
+	$(GO) run ./test/soak -duration $(SOAK_DURATION) -faults $(SOAK_FAULTS) $(SOAK_FLAGS)
 
 clean:
 	rm -rf bin data bench-results.json

@@ -32,6 +32,14 @@ type Backend interface {
 	EndpointPage(ctx context.Context, tenant, after string, limit int) ([]EndpointStatus, string, error)
 	Endpoint(ctx context.Context, id string) (EndpointStatus, error)
 	SetDisabled(ctx context.Context, id string, disabled bool, reason string) error
+	// ResetBreaker closes endpoint id's breaker (and lifts a Retry-After
+	// hold) in this process before it returns and in every process soon
+	// after; its waiting deliveries go at once.
+	ResetBreaker(ctx context.Context, id string) error
+	// Waiting lists why deliveries wait, per endpoint that cannot take
+	// them now (at most MaxWaiting endpoints), and how many endpoints
+	// those are.
+	Waiting(ctx context.Context) ([]Wait, int, error)
 	DeadLetters(ctx context.Context, f jetstream.DLQFilter) ([]jetstream.DLQEntry, error)
 	DeadLetterStats(ctx context.Context) ([]jetstream.DLQStat, error)
 	Replay(ctx context.Context, r ReplayRequest) (ReplayResult, error)
@@ -57,6 +65,7 @@ func NewHandler(b Backend, g prometheus.Gatherer, token string, log *slog.Logger
 	protected.HandleFunc("GET /api/v1/endpoints/{id}", a.endpoint)
 	protected.HandleFunc("POST /api/v1/endpoints/{id}/enable", a.setDisabled(false))
 	protected.HandleFunc("POST /api/v1/endpoints/{id}/disable", a.setDisabled(true))
+	protected.HandleFunc("POST /api/v1/endpoints/{id}/breaker/reset", a.resetBreaker) // waiting.go
 	protected.HandleFunc("GET /api/v1/dlq", a.dlqList)
 	protected.HandleFunc("GET /api/v1/dlq/stats", a.dlqStats)
 	protected.HandleFunc("POST /api/v1/dlq/replay", a.dlqReplay)
@@ -101,22 +110,44 @@ type api struct {
 	// The delivery log (admin/log.go); dlog is nil when it is off.
 	dlog   DeliveryLog
 	events EventLookup
+	// durability is reported by /readyz; nil: not reported.
+	durability *jetstream.Durability
+}
+
+// WithDurability makes /readyz report d (the servers' sync policy, the
+// streams' replicas, and the streams at risk of losing acknowledged
+// messages to a power cut) under "durability".
+func WithDurability(d jetstream.Durability) Option {
+	return func(a *api) { a.durability = &d }
 }
 
 func requireToken(token string, next http.Handler) http.Handler {
 	if token == "" {
 		return next
 	}
-	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="hookjet"`)
-			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+		if !Authorized(token, r) {
+			Unauthorized(w)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// Authorized reports whether r carries "Authorization: Bearer <token>";
+// every request is authorized when token is empty.
+func Authorized(token string, r *http.Request) bool {
+	if token == "" {
+		return true
+	}
+	got := []byte(r.Header.Get("Authorization"))
+	return subtle.ConstantTimeCompare(got, []byte("Bearer "+token)) == 1
+}
+
+// Unauthorized answers 401 as every protected route does without the token.
+func Unauthorized(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="hookjet"`)
+	writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -156,7 +187,13 @@ func (a *api) ready(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	writeJSON(w, http.StatusOK, readyAnswer{Status: "ready", Durability: a.durability})
+}
+
+// readyAnswer is the body of a 200 from /readyz.
+type readyAnswer struct {
+	Status     string                `json:"status"`
+	Durability *jetstream.Durability `json:"durability,omitempty"`
 }
 
 func (a *api) summary(w http.ResponseWriter, r *http.Request) {
@@ -166,6 +203,9 @@ func (a *api) summary(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		a.fail(w, r, err)
 		return
+	}
+	if s.Waiting, s.WaitingEndpoints, err = a.b.Waiting(ctx); err != nil {
+		s.Errors = append(s.Errors, "waiting: "+err.Error())
 	}
 	writeJSON(w, http.StatusOK, s)
 }
@@ -266,5 +306,6 @@ func (a *api) dlqReplay(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
+	a.replayWaits(ctx, req, &res) // waiting.go
 	writeJSON(w, http.StatusOK, res)
 }

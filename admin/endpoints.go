@@ -36,6 +36,13 @@ type Deliveries interface {
 	// ConfigEndpoint returns the config-file endpoint (source "config")
 	// with this id, which the API may not change.
 	ConfigEndpoint(id string) (config.Endpoint, bool)
+	// Applied puts an endpoint the API just stored in force in this
+	// process, unless a newer revision already is; Removed stops one it
+	// just deleted (rev: its last revision). The API calls them before it
+	// answers, so that a change is in effect when the call returns; the
+	// other processes learn of it from their watch of the bucket.
+	Applied(ctx context.Context, rec jetstream.EndpointRecord) error
+	Removed(id string, rev uint64)
 }
 
 // Option configures the admin API.
@@ -92,22 +99,96 @@ func (a *api) managed(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// fieldError is a 400 answer naming the offending field.
+// fieldError is an answer naming the offending fields: every problem in
+// Errors, the first also in Error and Field (the answer's shape before
+// Errors existed).
 type fieldError struct {
-	Error string `json:"error"`
+	Error  string         `json:"error"`
+	Field  string         `json:"field"`
+	Errors []fieldProblem `json:"errors"`
+}
+
+// fieldProblem is one problem of a request and the field it is about.
+type fieldProblem struct {
 	Field string `json:"field"`
+	Error string `json:"error"`
 }
 
 func writeFieldError(w http.ResponseWriter, status int, field, msg string) {
-	writeJSON(w, status, fieldError{Error: msg, Field: field})
+	writeJSON(w, status, fieldError{Error: msg, Field: field, Errors: []fieldProblem{{Field: field, Error: msg}}})
+}
+
+// writeFieldErrors answers 400 with every problem of fes.
+func writeFieldErrors(w http.ResponseWriter, fes []*config.FieldError) {
+	out := fieldError{Error: fes[0].Error(), Field: fes[0].Key}
+	for _, fe := range fes {
+		out.Errors = append(out.Errors, fieldProblem{Field: fe.Key, Error: fe.Error()})
+	}
+	writeJSON(w, http.StatusBadRequest, out)
+}
+
+// fieldErrors returns every [*config.FieldError] in err's tree, in order.
+func fieldErrors(err error) []*config.FieldError {
+	if fe, ok := err.(*config.FieldError); ok { //nolint:errorlint // the tree is walked here
+		return []*config.FieldError{fe}
+	}
+	var out []*config.FieldError
+	switch u := err.(type) { //nolint:errorlint // the tree is walked here
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			out = append(out, fieldErrors(e)...)
+		}
+	case interface{ Unwrap() error }:
+		if e := u.Unwrap(); e != nil {
+			out = fieldErrors(e)
+		}
+	}
+	return out
+}
+
+// partial reports whether a body decoded with at most field problems (err
+// nil or only field errors other than "body"), so that the fields that did
+// decode can be validated too and every problem reported at once.
+func partial(err error) bool {
+	if err == nil {
+		return true
+	}
+	fes := fieldErrors(err)
+	for _, fe := range fes {
+		if fe.Key == "body" {
+			return false
+		}
+	}
+	return len(fes) > 0
+}
+
+// joinProblems joins the decoding problems of a body with the validation
+// problems of what decoded, leaving out validation problems of fields that
+// did not decode (their defaults stood in for them).
+func joinProblems(decoding, validation error) error {
+	if decoding == nil || validation == nil {
+		return errors.Join(decoding, validation)
+	}
+	bad := fieldErrors(decoding)
+	errs := []error{decoding}
+	for _, fe := range fieldErrors(validation) {
+		if !slices.ContainsFunc(bad, func(b *config.FieldError) bool {
+			return fe.Key == b.Key || strings.HasPrefix(fe.Key, b.Key+".") || strings.HasPrefix(fe.Key, b.Key+"[")
+		}) {
+			errs = append(errs, fe)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // failEndpoint answers an error of endpoint management.
 func (a *api) failEndpoint(w http.ResponseWriter, r *http.Request, err error) {
-	switch fe, isField := errors.AsType[*config.FieldError](err); {
-	case isField:
-		writeFieldError(w, http.StatusBadRequest, fe.Key, fe.Error())
-	case errors.Is(err, jetstream.ErrEndpointExists), errors.Is(err, jetstream.ErrConflict):
+	switch fes := fieldErrors(err); {
+	case len(fes) > 0:
+		writeFieldErrors(w, fes)
+	case errors.Is(err, jetstream.ErrEndpointExists):
+		writeFieldError(w, http.StatusConflict, "id", err.Error())
+	case errors.Is(err, jetstream.ErrConflict):
 		writeError(w, http.StatusConflict, err.Error())
 	case errors.Is(err, errors.ErrUnsupported):
 		writeError(w, http.StatusNotImplemented, err.Error())
@@ -165,7 +246,7 @@ func (a *api) refuseConfigEndpoint(w http.ResponseWriter, id, action string) boo
 	if file == "" {
 		file = "the config file"
 	}
-	writeError(w, http.StatusConflict, fmt.Sprintf("endpoint %q comes from %s (source config): %s it by editing that file and reloading (SIGHUP)", id, file, action))
+	writeFieldError(w, http.StatusConflict, "id", fmt.Sprintf("endpoint %q comes from %s (source config): %s it by editing that file and reloading (SIGHUP)", id, file, action))
 	return true
 }
 
@@ -219,14 +300,21 @@ func (a *api) objectOf(ctx context.Context, ep config.Endpoint) endpointObject {
 	}
 }
 
-// resolve checks spec as the config file would, plus security.https_only.
+// resolve checks spec as the config file would, plus security.https_only,
+// and reports every problem at once.
 func (a *api) resolve(spec config.EndpointSpec) (config.Endpoint, error) {
 	cfg := a.cfg()
 	ep, err := config.ResolveEndpoint(cfg.Defaults, spec)
-	if err != nil {
-		return config.Endpoint{}, err
+	badURL := false
+	for _, fe := range fieldErrors(err) {
+		badURL = badURL || fe.Key == "url"
 	}
-	if err := cfg.Security.CheckURL(ep.URL); err != nil {
+	if !badURL {
+		if uerr := cfg.Security.CheckURL(spec.URL); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
+	}
+	if err != nil {
 		return config.Endpoint{}, err
 	}
 	return ep, nil
@@ -237,9 +325,9 @@ func (a *api) createEndpoint(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	patch, err := config.DecodeEndpointPatch(body)
-	if err != nil {
-		a.failEndpoint(w, r, err)
+	patch, derr := config.DecodeEndpointPatch(body)
+	if !partial(derr) {
+		a.failEndpoint(w, r, derr)
 		return
 	}
 	spec := patch.Apply(config.EndpointSpec{})
@@ -252,7 +340,7 @@ func (a *api) createEndpoint(w http.ResponseWriter, r *http.Request) {
 		spec.Secrets, secret = []config.Secret{s}, s.Reveal()
 	}
 	ep, err := a.resolve(spec)
-	if err != nil {
+	if err = joinProblems(derr, err); err != nil {
 		a.failEndpoint(w, r, err)
 		return
 	}
@@ -270,6 +358,9 @@ func (a *api) createEndpoint(w http.ResponseWriter, r *http.Request) {
 	rec.UpdatedAt = rec.CreatedAt
 	if err := a.store.Create(ctx, rec); err != nil {
 		a.failEndpoint(w, r, err)
+		return
+	}
+	if !a.apply(ctx, w, r, ep.ID, nil) {
 		return
 	}
 	ep.CreatedAt, ep.UpdatedAt = rec.CreatedAt, rec.UpdatedAt
@@ -305,9 +396,9 @@ func (a *api) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	patch, err := config.DecodeEndpointPatch(body)
-	if err != nil {
-		a.failEndpoint(w, r, err)
+	patch, derr := config.DecodeEndpointPatch(body)
+	if !partial(derr) {
+		a.failEndpoint(w, r, derr)
 		return
 	}
 	if patch.Has("id") && (patch.ID == nil || *patch.ID != id) {
@@ -317,13 +408,14 @@ func (a *api) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := timeout(r)
 	defer cancel()
 	var ep config.Endpoint
-	_, err = a.store.Update(ctx, id, func(rec *jetstream.EndpointRecord) error {
+	stored, err := a.store.Update(ctx, id, func(rec *jetstream.EndpointRecord) error {
 		spec, err := a.store.Spec(*rec)
 		if err != nil {
 			return err
 		}
 		spec = jetstream.DropExpiredSecrets(patch.Apply(spec), a.now())
-		if ep, err = a.resolve(spec); err != nil {
+		ep, err = a.resolve(spec)
+		if err = joinProblems(derr, err); err != nil {
 			return err
 		}
 		created := rec.CreatedAt
@@ -336,7 +428,29 @@ func (a *api) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 		a.failEndpoint(w, r, err)
 		return
 	}
+	if !a.apply(ctx, w, r, id, &stored) {
+		return
+	}
 	writeJSON(w, http.StatusOK, a.objectOf(ctx, ep))
+}
+
+// apply puts the endpoint id just stored (rec, or what the bucket holds
+// when nil) in force in this process before the answer, answering an error
+// itself when it cannot.
+func (a *api) apply(ctx context.Context, w http.ResponseWriter, r *http.Request, id string, rec *jetstream.EndpointRecord) bool {
+	if rec == nil {
+		got, err := a.store.Get(ctx, id)
+		if err != nil {
+			a.fail(w, r, fmt.Errorf("endpoint %s stored, but reading it back failed: %w", id, err))
+			return false
+		}
+		rec = &got
+	}
+	if err := a.deliveries.Applied(ctx, *rec); err != nil {
+		a.fail(w, r, fmt.Errorf("endpoint %s stored, but not applied in this process (the others apply it from the bucket): %w", id, err))
+		return false
+	}
+	return true
 }
 
 func (a *api) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
@@ -346,10 +460,16 @@ func (a *api) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := timeout(r)
 	defer cancel()
+	last, err := a.store.Get(ctx, id)
+	if err != nil {
+		a.failEndpoint(w, r, err)
+		return
+	}
 	if err := a.store.Delete(ctx, id); err != nil {
 		a.failEndpoint(w, r, err)
 		return
 	}
+	a.deliveries.Removed(id, last.Revision)
 	n, err := a.deliveries.Discard(ctx, id)
 	if err != nil {
 		a.fail(w, r, fmt.Errorf("endpoint %s deleted, but discarding its waiting deliveries failed: %w", id, err))
@@ -386,7 +506,7 @@ func (a *api) rotateSecret(w http.ResponseWriter, r *http.Request) {
 	secret := newSecret()
 	ctx, cancel := timeout(r)
 	defer cancel()
-	_, err := a.store.Update(ctx, id, func(rec *jetstream.EndpointRecord) error {
+	stored, err := a.store.Update(ctx, id, func(rec *jetstream.EndpointRecord) error {
 		spec, err := a.store.Spec(*rec)
 		if err != nil {
 			return err
@@ -399,6 +519,9 @@ func (a *api) rotateSecret(w http.ResponseWriter, r *http.Request) {
 	})
 	if err != nil {
 		a.failEndpoint(w, r, err)
+		return
+	}
+	if !a.apply(ctx, w, r, id, &stored) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"secret": secret.Reveal()})

@@ -39,6 +39,7 @@ type engine struct {
 	discarded int
 	fail      error
 	pages     []string // tenant|after|limit of each EndpointPage call
+	applies   []string // Applied and Removed calls
 }
 
 func (e *engine) record(format string, args ...any) {
@@ -60,6 +61,26 @@ func (e *engine) Redeliver(_ context.Context, id string, since, until time.Time,
 func (e *engine) Discard(_ context.Context, id string) (int, error) {
 	e.record("discard %s", id)
 	return e.discarded, nil
+}
+
+// Applied and Removed are recorded apart from calls: every write makes one.
+func (e *engine) Applied(_ context.Context, rec jetstream.EndpointRecord) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.applies = append(e.applies, fmt.Sprintf("applied %s %d", rec.ID, rec.Revision))
+	return nil
+}
+
+func (e *engine) Removed(id string, rev uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.applies = append(e.applies, fmt.Sprintf("removed %s %d", id, rev))
+}
+
+func (e *engine) Applies() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.applies...)
 }
 
 func (e *engine) ConfigEndpoint(id string) (config.Endpoint, bool) {
@@ -232,8 +253,8 @@ func TestCreateRefusals(t *testing.T) {
 		status     int
 		field, msg string
 	}{
-		{"existing id", createBody, http.StatusConflict, "", "exists"},
-		{"config endpoint", `{"id":"crm","url":"https://x.example.com/"}`, http.StatusConflict, "", configPath},
+		{"existing id", createBody, http.StatusConflict, "id", "exists"},
+		{"config endpoint", `{"id":"crm","url":"https://x.example.com/"}`, http.StatusConflict, "id", configPath},
 		{"unknown field", `{"url":"https://x.example.com/","retyr":{}}`, http.StatusBadRequest, "retyr", "unknown field"},
 		{"nested unknown field", `{"url":"https://x.example.com/","retry":{"max":1}}`, http.StatusBadRequest, "retry.max", "unknown field"},
 		{"bad url", `{"url":"ftp://x.example.com/"}`, http.StatusBadRequest, "url", "scheme"},

@@ -393,7 +393,7 @@ func (a *api) exportDLQ(w http.ResponseWriter, r *http.Request) {
 			age = now.Sub(t).Seconds()
 		}
 		row := []string{strconv.FormatUint(d.Seq, 10), d.EventID, d.EventType, d.Endpoint, d.Reason, strconv.Itoa(d.Attempts),
-			d.LastStatus, d.LastError, d.FirstAttempt, d.LastAttempt, d.StoredAt, strconv.FormatFloat(age, 'f', 0, 64)}
+			strconv.Itoa(d.LastStatus), d.LastError, d.FirstAttempt, d.LastAttempt, d.StoredAt, strconv.FormatFloat(age, 'f', 0, 64)}
 		if err := e.write(DLQExport{DLQEntry: d, AgeSeconds: float64(int64(age))}, row); err != nil {
 			return
 		}

@@ -24,12 +24,62 @@ type Summary struct {
 	OpenBreakers            int     `json:"open_breakers"`
 	EventsStored            uint64  `json:"events_stored"`
 	EventsBytes             uint64  `json:"events_bytes"`
+	// LogOldest is when the oldest event still in HOOKJET_EVENTS was
+	// published: redelivery reaches back that far. Absent when it is empty.
+	LogOldest *time.Time `json:"log_oldest,omitempty"`
 	// OutboxLagSeconds is the age of the oldest outbox row, when an outbox
 	// relay runs in this process (outbox.dsn set).
 	OutboxLagSeconds *float64 `json:"outbox_lag_seconds,omitempty"`
+	// Inbound counts the inbound gateway's requests since this process
+	// started, by source id, when the gateway runs here (inbound.listen set).
+	Inbound map[string]InboundCounts `json:"inbound,omitempty"`
 	// Errors lists the lookups that failed; the other fields are still
 	// filled in.
 	Errors []string `json:"errors,omitempty"`
+	// Waiting lists why deliveries wait, per endpoint that cannot take
+	// them now (at most MaxWaiting, by endpoint id); WaitingEndpoints
+	// counts them all.
+	Waiting          []Wait `json:"waiting,omitempty"`
+	WaitingEndpoints int    `json:"waiting_endpoints"`
+}
+
+// MaxWaiting bounds the endpoints Summary.Waiting lists.
+const MaxWaiting = 100
+
+// Wait reasons: why an endpoint's deliveries wait.
+const (
+	WaitDisabled     = "disabled"       // until an operator enables it
+	WaitBreakerOpen  = "breaker_open"   // until the cooldown ends, then one probe
+	WaitHalfOpen     = "breaker_probe"  // half-open: one probe request at a time
+	WaitHeld         = "held"           // a receiver's Retry-After, for every process
+	WaitRateLimited  = "rate_limited"   // rate_limit.rps: the next token
+	WaitInFlightFull = "in_flight_full" // max_in_flight requests are out
+)
+
+// Wait is one reason why deliveries to an endpoint wait, and until when.
+type Wait struct {
+	Endpoint string `json:"endpoint,omitempty"`
+	// Reason is one of the Wait* constants.
+	Reason string `json:"reason"`
+	// Until is when the reason ends by itself; nil when it does not (a
+	// disabled endpoint) or cannot be told (a probe out).
+	Until *time.Time `json:"until,omitempty"`
+	// Detail says more: the disabled reason, the hold's cause.
+	Detail string `json:"detail,omitempty"`
+}
+
+// InboundCounts are one inbound source's requests since the process
+// started: accepted, duplicates (answered 2xx, not stored again), signature
+// failures (missing or invalid), window rejections (signed timestamp
+// outside the tolerance), bodies too large and events that could not be
+// stored (answered 503).
+type InboundCounts struct {
+	Accepted          int64 `json:"accepted"`
+	Duplicates        int64 `json:"duplicates"`
+	SignatureFailures int64 `json:"signature_failures"`
+	WindowRejections  int64 `json:"window_rejections"`
+	TooLarge          int64 `json:"too_large"`
+	Unavailable       int64 `json:"unavailable"`
 }
 
 // BreakerStatus is an endpoint's circuit breaker as the admin API shows it.
@@ -76,6 +126,9 @@ type EndpointStatus struct {
 	Description             string        `json:"description"`
 	CreatedAt               *time.Time    `json:"created_at"`
 	UpdatedAt               *time.Time    `json:"updated_at"`
+	// Waiting says why deliveries to the endpoint wait now, and until
+	// when; empty when they go at once.
+	Waiting []Wait `json:"waiting,omitempty"`
 	// Owner, LastTest and Settings: admin/settings.go.
 	Owner    string            `json:"owner"`
 	LastTest *LastTest         `json:"last_test"`
@@ -101,4 +154,20 @@ type ReplayResult struct {
 	Replayed int      `json:"replayed"`
 	Skipped  int      `json:"skipped,omitempty"`
 	Errors   []string `json:"errors,omitempty"`
+	// Waiting lists, for the endpoints replayed to, why their deliveries
+	// wait instead of going now (a disabled endpoint, an open breaker, a
+	// hold); Warnings says the same in words.
+	Waiting  []Wait   `json:"waiting,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+
+	targets map[string]bool // endpoints replayed to
+}
+
+// ReplayedTo counts one dead letter replayed to endpoint.
+func (r *ReplayResult) ReplayedTo(endpoint string) {
+	r.Replayed++
+	if r.targets == nil {
+		r.targets = map[string]bool{}
+	}
+	r.targets[endpoint] = true
 }

@@ -7,8 +7,9 @@
 // until Settings.FailureThreshold consecutive failures open it for the
 // current cooldown (Settings.Cooldown at first). When the cooldown has passed,
 // the next Acquire moves it to HalfOpen and lets exactly one probe through.
-// A successful (or Neutral) probe closes the breaker and resets the cooldown
-// to Settings.Cooldown; a failed probe opens it again with the cooldown
+// A successful probe closes the breaker and resets the cooldown to
+// Settings.Cooldown; a Neutral one (a 429) leaves it half-open for another
+// probe, since a rate-limited answer proves nothing; a failed probe opens it again with the cooldown
 // doubled, up to Settings.MaxCooldown. An endpoint whose p95 latency over the
 // window exceeds Settings.SlowP95 (with at least 20 samples) opens after half
 // the threshold (at least one failure).

@@ -221,35 +221,52 @@ func (r *Registry) lookup(id string) *endpoint {
 // until Record or Release is called for it. Every Acquire that returns ok
 // must be followed by one Record or Release. Unknown ids are always allowed.
 func (r *Registry) Acquire(id string) (ok bool, wait time.Duration) {
+	ok, _, wait = r.AcquireProbe(id)
+	return ok, wait
+}
+
+// AcquireProbe is Acquire that also says whether the permission is the
+// half-open breaker's probe: give it back with ReleaseProbe, so that giving
+// back an ordinary permission never frees the probe slot of a breaker that
+// has since become half-open.
+func (r *Registry) AcquireProbe(id string) (ok, probe bool, wait time.Duration) {
 	e := r.lookup(id)
 	if e == nil {
-		return true, 0
+		return true, false, 0
 	}
 	e.mu.Lock()
 	switch e.state {
 	case Closed:
 		e.mu.Unlock()
-		return true, 0
+		return true, false, 0
 	case HalfOpen:
 		if e.probeOut {
 			e.mu.Unlock()
-			return false, ProbeRetry
+			return false, false, ProbeRetry
 		}
 		e.probeOut = true
 		e.mu.Unlock()
-		return true, 0
+		return true, true, 0
 	}
 	now := r.now() // only here: reading the clock costs more than the rest
 	if now.Before(e.openUntil) {
 		wait = e.openUntil.Sub(now)
 		e.mu.Unlock()
-		return false, wait
+		return false, false, wait
 	}
 	e.probeOut = true
 	r.transition(e, HalfOpen, now)
 	e.mu.Unlock()
 	r.notify()
-	return true, 0
+	return true, true, 0
+}
+
+// ReleaseProbe gives back a permission of AcquireProbe that produced no
+// result: only a probe frees the half-open breaker's probe slot.
+func (r *Registry) ReleaseProbe(id string, probe bool) {
+	if probe {
+		r.Release(id)
+	}
 }
 
 // Record reports the result of a request that Acquire allowed to endpoint
@@ -294,7 +311,11 @@ func (r *Registry) Record(id string, res Result, latency time.Duration, firstAtt
 			changed = true
 		}
 	case HalfOpen:
-		if e.probeOut {
+		if e.probeOut && res == Neutral {
+			// A rate-limited probe (429) says nothing about health: the
+			// breaker stays half-open and the next request probes again.
+			e.probeOut = false
+		} else if e.probeOut {
 			e.probeOut = false
 			if res == Failure {
 				e.cooldown = doubled(e.cooldown, e.settings.MaxCooldown)
@@ -454,6 +475,8 @@ func (r *Registry) Flush() error {
 	removed := r.removed
 	if len(removed) > 0 {
 		r.removed = make(map[string]struct{})
+	} else {
+		removed = nil // r.removed stays Remove's to write: never read it unlocked
 	}
 	r.mu.Unlock()
 

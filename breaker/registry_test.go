@@ -199,6 +199,24 @@ func TestHalfOpenSingleProbe(t *testing.T) {
 	wantRefused(t, f.reg, breaker.ProbeRetry)
 }
 
+// Giving back an ordinary permission, taken while the breaker was closed,
+// never frees the probe slot of a breaker that has since become half-open.
+func TestReleaseOfNonProbeKeepsTheProbe(t *testing.T) {
+	f := newFixture(t, breaker.Settings{FailureThreshold: 2, Cooldown: time.Minute, MaxCooldown: time.Hour})
+	ok, probe, _ := f.reg.AcquireProbe(ep) // closed: an ordinary permission
+	if !ok || probe {
+		t.Fatalf("closed breaker: ok %v probe %v, want an ordinary permission", ok, probe)
+	}
+	f.trip(t, 2)
+	f.clock.Advance(time.Minute)
+	ok, probe, _ = f.reg.AcquireProbe(ep)
+	if !ok || !probe {
+		t.Fatalf("after the cooldown: ok %v probe %v, want the probe", ok, probe)
+	}
+	f.reg.ReleaseProbe(ep, false) // the old, ordinary permission comes back
+	wantRefused(t, f.reg, breaker.ProbeRetry)
+}
+
 func TestProbeResult(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -207,7 +225,9 @@ func TestProbeResult(t *testing.T) {
 		wantCooldown time.Duration
 	}{
 		{name: "success closes", probe: breaker.Success, wantState: breaker.Closed, wantCooldown: time.Minute},
-		{name: "neutral closes", probe: breaker.Neutral, wantState: breaker.Closed, wantCooldown: time.Minute},
+		// A 429 proves nothing about health (issue 19): half-open stays,
+		// and the next request probes again.
+		{name: "neutral stays half-open", probe: breaker.Neutral, wantState: breaker.HalfOpen, wantCooldown: time.Minute},
 		{name: "failure reopens with double cooldown", probe: breaker.Failure, wantState: breaker.Open, wantCooldown: 2 * time.Minute},
 	}
 	for _, tt := range tests {

@@ -62,16 +62,18 @@ Commands:
   publish     publish one event
   listen      run a local receiver that verifies and prints deliveries
   status      show the delivery summary (admin API)
-  endpoints   list, show, add, update, remove, rotate, test and redeliver
-              endpoints (admin API)
+  endpoints   list, show, add, update, remove, rotate, test, redeliver and
+              reset (close the breaker of) endpoints (admin API)
   dlq         list, summarise and replay dead letters (admin API)
   events      show an event's deliveries and attempts (delivery log)
   export      stream attempts or dead letters as CSV or JSON lines
   outbox      relay a PostgreSQL outbox table into JetStream; 'outbox schema' prints its DDL
+  inbound     'inbound test <source>': send a signed test event through the inbound gateway
   version     print the version
 
-Run 'hookjet <command> --help' for a command's flags.
-Exit codes: 0 ok, 1 runtime error, 2 usage or configuration error.
+Run 'hookjet <command> --help' for a command's flags (help goes to stdout).
+Exit codes: 0 ok, 1 runtime error, 2 usage or configuration error (an unknown
+HOOKJET_* environment variable included).
 `
 
 // Run runs hookjet with args (without the program name). getenv reads the
@@ -87,8 +89,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprint(stdout, usage)
 		return nil
 	case "version", "--version":
-		fmt.Fprintln(stdout, "hookjet", Version)
-		return nil
+		return runVersion(rest, stdout)
 	case "serve":
 		return runServe(ctx, rest, getenv, stdout, stderr)
 	case "publish":
@@ -107,30 +108,42 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runExport(ctx, rest, getenv, stdout, stderr)
 	case "outbox":
 		return runOutbox(ctx, rest, getenv, stdout, stderr)
+	case "inbound":
+		return runInbound(ctx, rest, getenv, stdout, stderr) // cli/inboundcmd.go
 	default:
 		fmt.Fprint(stderr, usage)
 		return usagef("unknown command %q", cmd)
 	}
 }
 
-// newFlags returns a flag set whose --help prints summary and the flags.
-func newFlags(name, summary string, stderr io.Writer) *flag.FlagSet {
+// newFlags returns a flag set whose --help prints summary and the flags to
+// stdout. A mistake prints nothing here: it comes back from parse as a
+// usage error, which ExitCode prints to stderr.
+func newFlags(name, summary string, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", strings.TrimSpace(summary))
+		fmt.Fprintf(stdout, "%s\n\nFlags:\n", strings.TrimSpace(summary))
+		fs.SetOutput(stdout)
 		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
 	}
 	return fs
 }
 
 // parse parses flags, mapping -h to errHelp and mistakes to usage errors.
+// The flag package calls Usage for both; only --help gets it.
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	usage := fs.Usage
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.Usage = usage
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
 			return errHelp
 		}
-		return usagef("%s: %v", fs.Name(), err)
+		return usagef("%s: %v (see 'hookjet %s --help')", fs.Name(), err, fs.Name())
 	}
 	return nil
 }

@@ -2,11 +2,9 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 
-	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hookjet/hookjet/admin"
@@ -16,19 +14,19 @@ import (
 
 // startLog ensures HOOKJET_LOG and starts its writer when the delivery log
 // is on (log.enabled), with its two counters.
-func (s *Server) startLog(ctx context.Context, js natsjs.JetStream) error {
-	s.logj = js
+func (s *Server) startLog(ctx context.Context) error {
+	js := s.node.JetStream()
 	if !s.cfg.Log.Enabled {
 		return nil
 	}
 	if err := jetstream.EnsureLog(ctx, js, s.cfg, s.log); err != nil {
 		return err
 	}
-	w, err := jetstream.NewLogWriter(s.nc, s.log)
+	w, err := jetstream.NewLogWriter(s.node.Conn(), s.log)
 	if err != nil {
 		return err
 	}
-	s.logw, s.logr = w, jetstream.NewLogReader(s.nc, js)
+	s.logw, s.logr = w, jetstream.NewLogReader(s.node.Conn(), js)
 	s.registry.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hookjet_log_records_total", Help: "Delivery log records stored in HOOKJET_LOG."},
 			func() float64 { return float64(w.Written()) }),
@@ -62,14 +60,14 @@ func (s *Server) logOption() admin.Option {
 		l = s.logr
 	}
 	return admin.WithDeliveryLog(l, func(ctx context.Context, id string) (admin.EventInfo, bool, error) {
-		return s.lookupEvent(ctx, s.logj, id)
+		return s.lookupEvent(ctx, id)
 	})
 }
 
 // lookupEvent finds event id in HOOKJET_EVENTS: ids seq_<n> name their
 // sequence; others are found through the dedupe ledger, which remembers
 // each id's sequence for dedupe.ttl.
-func (s *Server) lookupEvent(ctx context.Context, js natsjs.JetStream, id string) (admin.EventInfo, bool, error) {
+func (s *Server) lookupEvent(ctx context.Context, id string) (admin.EventInfo, bool, error) {
 	var seq uint64
 	if n, ok := strings.CutPrefix(id, "seq_"); ok {
 		seq, _ = strconv.ParseUint(n, 10, 64)
@@ -81,19 +79,12 @@ func (s *Server) lookupEvent(ctx context.Context, js natsjs.JetStream, id string
 	if seq == 0 {
 		return admin.EventInfo{}, false, nil
 	}
-	st, err := js.Stream(ctx, jetstream.EventsStream)
-	if err != nil {
+	ev, found, err := s.node.EventAt(ctx, seq)
+	if err != nil || !found {
 		return admin.EventInfo{}, false, err
 	}
-	m, err := st.GetMsg(ctx, seq)
-	if errors.Is(err, natsjs.ErrMsgNotFound) {
-		return admin.EventInfo{}, false, nil
-	}
-	if err != nil {
-		return admin.EventInfo{}, false, err
-	}
-	if got := m.Header.Get(jetstream.HdrMsgID); got != id && !strings.HasPrefix(id, "seq_") {
+	if ev.ID != id && !strings.HasPrefix(id, "seq_") {
 		return admin.EventInfo{}, false, nil // trimmed, and the sequence is another event's
 	}
-	return admin.EventInfo{Type: strings.TrimPrefix(m.Subject, jetstream.EventsPrefix), PublishedAt: m.Time, Size: len(m.Data)}, true, nil
+	return admin.EventInfo{Type: ev.Type, PublishedAt: ev.PublishedAt, Size: ev.Size}, true, nil
 }

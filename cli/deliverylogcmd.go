@@ -107,7 +107,7 @@ func printAttempts(w io.Writer, recs []attempt.Record, withEvent bool) error {
 }
 
 func runEndpointAttempts(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	f := newEndpointFlags("attempts", getenv, stderr)
+	f := newEndpointFlags("attempts", getenv, stdout)
 	class := f.String("class", "", "only this class: "+fmt.Sprint(attempt.Classes))
 	since := f.String("since", "", "from this time: RFC 3339 or a duration ago, such as 2h")
 	until := f.String("until", "", "before this time")
@@ -221,11 +221,11 @@ func (c *adminClient) testFromLog(ctx context.Context, endpoint string, out *tes
 		last := d.Attempts[len(d.Attempts)-1]
 		switch d.State {
 		case "delivered":
-			out.Outcome, out.Status, out.LatencyMS = "delivered", fmt.Sprint(last.Status), last.DurationMS
+			out.Outcome, out.Status, out.LatencyMS = "delivered", last.Status, last.DurationMS
 		case "dead_letter":
 			out.Outcome, out.Reason, out.LastError = "dead_lettered", last.Reason, last.Error
 			if last.Status != 0 {
-				out.Status = fmt.Sprint(last.Status)
+				out.Status = last.Status
 			}
 		default:
 			return false

@@ -7,9 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,8 +30,12 @@ var endpointCommands = map[string]func(ctx context.Context, args []string, geten
 	"rotate":    runEndpointRotate,
 	"test":      runEndpointTest,
 	"redeliver": runEndpointRedeliver,
+	"reset":     runEndpointReset,
 	"attempts":  runEndpointAttempts, // the delivery log: cli/deliverylogcmd.go
 }
+
+// endpointCommandNames lists endpointCommands, sorted.
+func endpointCommandNames() []string { return slices.Sorted(maps.Keys(endpointCommands)) }
 
 const endpointManageHelp = `hookjet endpoints add --url URL [--id ID] [--events P ...] [--tenant T] [--description D] [--data JSON|@file]
 hookjet endpoints show ID
@@ -37,6 +44,7 @@ hookjet endpoints rm ID
 hookjet endpoints rotate ID [--grace D]
 hookjet endpoints test ID [--wait D]
 hookjet endpoints redeliver ID --since T [--until T] [--dry-run]
+hookjet endpoints reset ID
 hookjet endpoints attempts ID [--class C] [--since T] [--until T] [--limit N] [--after CURSOR]
 
 Manage endpoints through the admin API; endpoints created this way live in
@@ -49,9 +57,12 @@ the old one keeps signing for --grace (default 24h, at most 168h). test
 sends a hookjet.test event and waits for its outcome (exit 1 if it was
 dead-lettered or no outcome came within --wait). redeliver sends stored
 events from --since (RFC 3339 or a duration ago, such as 2h) to the endpoint
-again with their original ids. attempts lists the endpoint's attempts from
-the delivery log, newest first. Endpoints from the config file cannot be
-changed here. Bad input exits 2 naming the field.
+again with their original ids. reset closes the endpoint's circuit breaker
+(and lifts a Retry-After hold) in every hookjet process: its waiting
+deliveries go at once instead of after the cooldown. attempts lists the
+endpoint's attempts from the delivery log, newest first. Endpoints from the
+config file cannot be changed here (reset, test and redeliver work on
+them). Bad input exits 2 naming the field.
 Shared flags: --json, --admin ADDR, --token T, --config FILE.`
 
 // endpointFlags is a flag set for one endpoints subcommand, with the shared
@@ -62,8 +73,8 @@ type endpointFlags struct {
 	asJSON *bool
 }
 
-func newEndpointFlags(sub string, getenv func(string) string, stderr io.Writer) endpointFlags {
-	fs := newFlags("endpoints "+sub, endpointManageHelp, stderr)
+func newEndpointFlags(sub string, getenv func(string) string, stdout io.Writer) endpointFlags {
+	fs := newFlags("endpoints "+sub, endpointManageHelp, stdout)
 	return endpointFlags{FlagSet: fs, client: adminFlags(fs, getenv), asJSON: fs.Bool("json", false, "print the API's JSON answer")}
 }
 
@@ -99,6 +110,13 @@ func (f endpointFlags) call(ctx context.Context, method, path string, in any, ra
 		msg := ae.Msg
 		if ae.Field != "" && !strings.HasPrefix(msg, ae.Field) {
 			msg = ae.Field + ": " + msg
+		}
+		for _, p := range ae.Errors[min(1, len(ae.Errors)):] { // every problem, one a line
+			line := p.Error
+			if p.Field != "" && !strings.HasPrefix(line, p.Field) {
+				line = p.Field + ": " + line
+			}
+			msg += "\n  " + line
 		}
 		return usagef("%s: %s", f.Name(), msg)
 	}
@@ -147,7 +165,7 @@ func body(fs *flag.FlagSet, data string, fields map[string]any) (map[string]any,
 }
 
 func runEndpointAdd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	f := newEndpointFlags("add", getenv, stderr)
+	f := newEndpointFlags("add", getenv, stdout)
 	u := f.String("url", "", "where deliveries are POSTed (required)")
 	id := f.String("id", "", "endpoint id, [a-z0-9_-]+ (default: generated, ep_...)")
 	var events multiFlag
@@ -180,7 +198,7 @@ func runEndpointAdd(ctx context.Context, args []string, getenv func(string) stri
 }
 
 func runEndpointShow(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	f := newEndpointFlags("show", getenv, stderr)
+	f := newEndpointFlags("show", getenv, stdout)
 	id, err := f.parseWithID(args, true)
 	if err != nil {
 		return err
@@ -211,6 +229,10 @@ func runEndpointShow(ctx context.Context, args []string, getenv func(string) str
 	} {
 		fmt.Fprintf(stdout, "%-13s %s\n", l[0], l[1])
 	}
+	if len(e.Waiting) == 0 {
+		fmt.Fprintf(stdout, "%-13s %s\n", "waiting", "no: deliveries go at once")
+	}
+	printWaits(stdout, e.Waiting, "waiting:")
 	return nil
 }
 
@@ -222,7 +244,7 @@ func fmtTime(t *time.Time) string {
 }
 
 func runEndpointUpdate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	f := newEndpointFlags("update", getenv, stderr)
+	f := newEndpointFlags("update", getenv, stdout)
 	u := f.String("url", "", "new URL")
 	var events multiFlag
 	f.Var(&events, "events", "event type pattern (repeatable; replaces the list)")
@@ -248,7 +270,7 @@ func runEndpointUpdate(ctx context.Context, args []string, getenv func(string) s
 }
 
 func runEndpointRm(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	f := newEndpointFlags("rm", getenv, stderr)
+	f := newEndpointFlags("rm", getenv, stdout)
 	id, err := f.parseWithID(args, true)
 	if err != nil {
 		return err
@@ -279,7 +301,7 @@ func (c *adminClient) delete(ctx context.Context, path string) (string, error) {
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("admin API at %s: %w (is hookjet serve running?)", c.base, err)
+		return "", c.unreachable(err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode >= 300 {
@@ -291,7 +313,7 @@ func (c *adminClient) delete(ctx context.Context, path string) (string, error) {
 }
 
 func runEndpointRotate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	f := newEndpointFlags("rotate", getenv, stderr)
+	f := newEndpointFlags("rotate", getenv, stdout)
 	grace := f.String("grace", "24h", "how long the old secret keeps signing (at most 168h)")
 	id, err := f.parseWithID(args, true)
 	if err != nil {
@@ -308,7 +330,7 @@ func runEndpointRotate(ctx context.Context, args []string, getenv func(string) s
 }
 
 func runEndpointRedeliver(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	f := newEndpointFlags("redeliver", getenv, stderr)
+	f := newEndpointFlags("redeliver", getenv, stdout)
 	since := f.String("since", "", "from this time: RFC 3339 or a duration ago, such as 2h (required)")
 	until := f.String("until", "", "up to this time (default: now)")
 	dry := f.Bool("dry-run", false, "only count the events that would be sent")
@@ -341,8 +363,8 @@ func runEndpointRedeliver(ctx context.Context, args []string, getenv func(string
 // testOutcome is what "endpoints test" reports.
 type testOutcome struct {
 	EventID   string  `json:"event_id"`
-	Outcome   string  `json:"outcome"` // delivered, dead_lettered or pending
-	Status    string  `json:"status,omitempty"`
+	Outcome   string  `json:"outcome"`          // delivered, dead_lettered or pending
+	Status    int     `json:"status,omitempty"` // HTTP status; absent when none is known
 	LatencyMS float64 `json:"latency_ms,omitempty"`
 	Reason    string  `json:"reason,omitempty"`
 	LastError string  `json:"last_error,omitempty"`
@@ -351,7 +373,7 @@ type testOutcome struct {
 }
 
 func runEndpointTest(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	f := newEndpointFlags("test", getenv, stderr)
+	f := newEndpointFlags("test", getenv, stdout)
 	wait := f.Duration("wait", 30*time.Second, "how long to wait for the outcome")
 	id, err := f.parseWithID(args, true)
 	if err != nil {
@@ -420,7 +442,7 @@ func (c *adminClient) testOutcome(ctx context.Context, id string, start time.Tim
 	}
 	switch ld := ep.LastDelivery; {
 	case ld != nil && ld.EventID == out.EventID && ld.Status >= 200 && ld.Status < 300:
-		out.Outcome, out.Status, out.LatencyMS = "delivered", fmt.Sprint(ld.Status), ld.LatencyMS
+		out.Outcome, out.Status, out.LatencyMS = "delivered", ld.Status, ld.LatencyMS
 	case ld == nil && ep.LastSuccess != nil && ep.LastSuccess.After(start):
 		out.Outcome = "delivered" // this engine reports no per-event outcome: a success since the test was sent
 	}
@@ -443,21 +465,29 @@ func reportTest(stdout io.Writer, out testOutcome, asJSON bool, wait time.Durati
 	switch out.Outcome {
 	case "delivered":
 		if !asJSON {
-			status := out.Status
-			if status == "" {
-				status = "2xx"
+			status := "2xx"
+			if out.Status != 0 {
+				status = strconv.Itoa(out.Status)
 			}
 			fmt.Fprintf(stdout, "delivered %s: HTTP %s in %.1fms\n", out.EventID, status, out.LatencyMS)
 		}
 		return nil
 	case "dead_lettered":
 		if !asJSON {
-			fmt.Fprintf(stdout, "dead-lettered %s: %s (last status %s, last error %s)\n", out.EventID, out.Reason, orDash(out.Status), orDash(out.LastError))
+			fmt.Fprintf(stdout, "dead-lettered %s: %s (last status %s, last error %s)\n", out.EventID, out.Reason, statusText(out.Status), orDash(out.LastError))
 		}
 		return fmt.Errorf("test event %s was dead-lettered: %s", out.EventID, out.Reason)
 	default:
 		return fmt.Errorf("test event %s: no outcome within %s (still pending or retrying; see hookjet endpoints show)", out.EventID, wait)
 	}
+}
+
+// statusText is an HTTP status for a table: "-" for 0 (no response).
+func statusText(status int) string {
+	if status == 0 {
+		return "-"
+	}
+	return strconv.Itoa(status)
 }
 
 func orDash(s string) string {

@@ -117,7 +117,7 @@ func TestStrayArgumentsExit2AndSendNothing(t *testing.T) {
 		{"dlq", "replay", "--endpoint", "perm", "evt_r1", "--dry-run"},
 		{"dlq", "stats", "extra"},
 		{"status", "extra"},
-		{"endpoints", "a", "b"},
+		{"endpoints", "show", "a", "b"}, // "endpoints a b" is an unknown command: TestUnknownSubcommandIsNamed
 		{"endpoints", "add", "--url", "http://127.0.0.1:9/x", "--events", "order.*", "lead.created"},
 		{"endpoints", "show", "shop", "extra"},
 	} {

@@ -26,7 +26,7 @@ func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func runListen(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlags("listen", listenHelp, stderr)
+	fs := newFlags("listen", listenHelp, stdout)
 	var secrets multiFlag
 	fs.Var(&secrets, "secret", "signing secret whsec_... (repeatable; default $HOOKJET_LISTEN_SECRET)")
 	addr := fs.String("addr", "127.0.0.1:9000", "address to listen on")

@@ -72,7 +72,7 @@ func (c *adminClient) do(ctx context.Context, method, path string, in, out any) 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("admin API at %s: %w (is hookjet serve running?)", c.base, err)
+		return c.unreachable(err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -92,11 +92,22 @@ func (c *adminClient) do(ctx context.Context, method, path string, in, out any) 
 	return nil
 }
 
+// unreachable is the error for an admin API that did not answer: its
+// address and the likely cause.
+func (c *adminClient) unreachable(err error) error {
+	return fmt.Errorf("admin API at %s: %w (is hookjet serve running? It serves the admin API on admin.listen: pass --admin ADDR, or --config with the file hookjet serve uses)", c.base, err)
+}
+
 // apiError is an error answer of the admin API: {"error", "field"?}.
 type apiError struct {
 	Status int    `json:"-"`
 	Msg    string `json:"error"`
 	Field  string `json:"field"`
+	// Errors lists every problem of a request body, the first one as Msg.
+	Errors []struct {
+		Field string `json:"field"`
+		Error string `json:"error"`
+	} `json:"errors"`
 }
 
 func (e *apiError) Error() string {
@@ -119,10 +130,14 @@ func printJSON(w io.Writer, raw json.RawMessage) error {
 const statusHelp = `hookjet status [--json] [--admin ADDR] [--token T] [--config FILE]
 
 Shows how much is waiting, how old the oldest message is, what is in flight,
-and what was delivered or failed in the last hour.`
+and what was delivered or failed in the last hour; with the inbound gateway,
+per source what it accepted and refused since the process started; then,
+for each endpoint whose deliveries wait, why and until when (disabled,
+circuit breaker open, held by a receiver's Retry-After, rate limited,
+in-flight cap full).`
 
 func runStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlags("status", statusHelp, stderr)
+	fs := newFlags("status", statusHelp, stdout)
 	client := adminFlags(fs, getenv)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if _, err := parseArgs(fs, args, 0); err != nil {
@@ -152,16 +167,26 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	fmt.Fprintf(tw, "delivered (last hour)\t%d\n", s.DeliveredLastHour)
 	fmt.Fprintf(tw, "failed attempts (last hour)\t%d\n", s.FailedLastHour)
 	fmt.Fprintf(tw, "endpoints\t%d (%d disabled, %d breakers not closed)\n", s.Endpoints, s.DisabledEndpoints, s.OpenBreakers)
-	return tw.Flush()
+	printInboundCounts(tw, s.Inbound) // cli/inbound.go
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	title := "waiting:"
+	if s.WaitingEndpoints > admin.MaxWaiting {
+		title = fmt.Sprintf("waiting (the first %d of %d endpoints):", admin.MaxWaiting, s.WaitingEndpoints)
+	}
+	printWaits(stdout, s.Waiting, title)
+	return nil
 }
 
 const endpointsHelp = `hookjet endpoints [ID] [--json] [--tenant T] [--limit N] [--after ID]
                   [--enable ID | --disable ID] [--admin ADDR] [--token T] [--config FILE]
-hookjet endpoints add|show|update|rm|rotate|test|redeliver ...   (see 'hookjet endpoints add --help')
+hookjet endpoints add|show|update|rm|rotate|test|redeliver|reset ...   (see 'hookjet endpoints add --help')
 
 Lists endpoints, ordered by id, with their breaker state, latency
-percentiles (rolling 24h), first-attempt success rate, pending messages and
-dead letters: at most --limit (default 100, at most 1000) of them, after the
+percentiles (rolling 24h), first-attempt success rate, pending messages,
+dead letters and why their deliveries wait (WAITING: disabled, breaker_open,
+held, rate_limited ... and until when): at most --limit (default 100, at most 1000) of them, after the
 id --after, of tenant --tenant; when more remain it prints the --after value
 of the next page. With ID it shows that endpoint. --enable and --disable
 switch an endpoint on or off for every hookjet process.`
@@ -170,7 +195,7 @@ func runEndpoints(ctx context.Context, args []string, getenv func(string) string
 	if len(args) > 0 && endpointCommands[args[0]] != nil {
 		return endpointCommands[args[0]](ctx, args[1:], getenv, stdout, stderr)
 	}
-	fs := newFlags("endpoints", endpointsHelp, stderr)
+	fs := newFlags("endpoints", endpointsHelp, stdout)
 	client := adminFlags(fs, getenv)
 	asJSON := fs.Bool("json", false, "print JSON")
 	enable := fs.String("enable", "", "re-enable this endpoint")
@@ -178,9 +203,12 @@ func runEndpoints(ctx context.Context, args []string, getenv func(string) string
 	tenant := fs.String("tenant", "", "list only this tenant's endpoints")
 	limit := fs.Int("limit", 100, "list at most this many (1..1000)")
 	after := fs.String("after", "", "list the endpoints whose ids sort after this one (the next page)")
-	pos, err := parseArgs(fs, args, 1)
+	pos, err := parseArgs(fs, args, 2)
 	if err != nil {
 		return err
+	}
+	if len(pos) == 2 { // a word before the id is a command this version lacks
+		return usagef("endpoints: unknown command %q (want %s, or an id alone)", pos[0], strings.Join(endpointCommandNames(), ", "))
 	}
 	c, err := client()
 	if err != nil {
@@ -224,15 +252,15 @@ func runEndpoints(ctx context.Context, args []string, getenv func(string) string
 		list.Endpoints = []admin.EndpointStatus{one}
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tBREAKER\tFAILS\tP50\tP95\tP99\tSAMPLES\t1ST OK\tPENDING\tDLQ\tURL")
+	fmt.Fprintln(tw, "ID\tSTATE\tBREAKER\tFAILS\tP50\tP95\tP99\tSAMPLES\t1ST OK\tPENDING\tDLQ\tWAITING\tURL")
 	for _, e := range list.Endpoints {
 		st := "enabled"
 		if e.Disabled {
 			st = "disabled"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1fms\t%.1fms\t%.1fms\t%d\t%.1f%%\t%d\t%d\t%s\n", e.ID, st, e.Breaker.State,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1fms\t%.1fms\t%.1fms\t%d\t%.1f%%\t%d\t%d\t%s\t%s\n", e.ID, st, e.Breaker.State,
 			e.Breaker.ConsecutiveFailures, e.LatencyMS.P50, e.LatencyMS.P95, e.LatencyMS.P99, e.LatencyMS.Samples,
-			100*e.FirstAttemptSuccessRate, e.Pending, e.DeadLetters, e.URL)
+			100*e.FirstAttemptSuccessRate, e.Pending, e.DeadLetters, waitColumn(e.Waiting), e.URL)
 	}
 	if list.Next != "" {
 		fmt.Fprintf(tw, "(more: --after %s)\n", list.Next)
@@ -258,10 +286,13 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdo
 			return errHelp
 		}
 		fmt.Fprintln(stderr, dlqHelp)
+		if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+			return usagef("dlq: unknown command %q (want list, stats or replay)", args[0])
+		}
 		return usagef("dlq: want list, stats or replay")
 	}
 	sub := args[0]
-	fs := newFlags("dlq "+sub, dlqHelp, stderr)
+	fs := newFlags("dlq "+sub, dlqHelp, stdout)
 	client := adminFlags(fs, getenv)
 	asJSON := fs.Bool("json", false, "print JSON")
 	endpoint := fs.String("endpoint", "", "only this endpoint")
@@ -317,11 +348,17 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdo
 		}
 		if *dry {
 			fmt.Fprintf(stdout, "dry run: %d dead letter(s) match; nothing replayed\n", res.Matched)
+			for _, w := range res.Warnings {
+				fmt.Fprintln(stdout, "warning:", w)
+			}
 			return nil
 		}
 		fmt.Fprintf(stdout, "matched %d, replayed %d, skipped %d\n", res.Matched, res.Replayed, res.Skipped)
 		for _, e := range res.Errors {
 			fmt.Fprintln(stdout, "  ", e)
+		}
+		for _, w := range res.Warnings {
+			fmt.Fprintln(stdout, "warning:", w)
 		}
 		if res.Skipped > 0 {
 			return errors.New("some dead letters were not replayed")
@@ -345,7 +382,7 @@ func printDLQList(stdout io.Writer, raw json.RawMessage) error {
 		if len(resp) > 60 {
 			resp = resp[:60] + "..."
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%q\n", e.Seq, e.Endpoint, e.EventID, e.EventType, e.Reason, e.Attempts, e.LastStatus, e.LastError, e.LastAttempt, resp)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%q\n", e.Seq, e.Endpoint, e.EventID, e.EventType, e.Reason, e.Attempts, statusText(e.LastStatus), e.LastError, e.LastAttempt, resp)
 	}
 	fmt.Fprintf(tw, "(%d shown)\n", len(out.Entries))
 	return tw.Flush()
@@ -362,7 +399,7 @@ func printDLQStats(stdout io.Writer, raw json.RawMessage) error {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ENDPOINT\tCOUNT\tREASON\tSTATUS\tMOST COMMON ERROR\tAVG ATTEMPTS\tFIRST\tLAST")
 	for _, s := range out.Endpoints {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.1f\t%s\t%s\n", s.Endpoint, s.Count, s.MostCommonReason, s.MostCommonStatus, s.MostCommonError, s.AverageAttempts, s.First, s.Last)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.1f\t%s\t%s\n", s.Endpoint, s.Count, s.MostCommonReason, statusText(s.MostCommonStatus), s.MostCommonError, s.AverageAttempts, s.First, s.Last)
 	}
 	return tw.Flush()
 }

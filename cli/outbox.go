@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -28,8 +27,10 @@ hookjet outbox schema [--config FILE | --table NAME]
 Relays committed rows of an application's PostgreSQL outbox table
 (outbox.dsn, outbox.table, outbox.batch, outbox.poll) into JetStream:
 claims a batch with FOR UPDATE SKIP LOCKED, publishes it to
-hookjet.events.<event_type> with Nats-Msg-Id = the row id, deletes the rows
-after their PubAcks. Wakes on LISTEN/NOTIFY, polls every outbox.poll. Rows
+hookjet.events.<event_type> with Nats-Msg-Id = the row id (in atomic
+batches), deletes the rows after their PubAcks; when HOOKJET_EVENTS has one
+replica on a server that syncs lazily or whose sync policy cannot be read,
+only once the sync interval has passed since the PubAck. Wakes on LISTEN/NOTIFY, polls every outbox.poll. Rows
 that can never be published go to HOOKJET_DLQ (hookjet.dlq._outbox, reason
 rejected) and are deleted. Several relays may share a table.
 
@@ -48,14 +49,14 @@ func runOutbox(ctx context.Context, args []string, getenv func(string) string, s
 	if len(args) > 0 && args[0] == "schema" {
 		return runOutboxSchema(args[1:], getenv, stdout, stderr)
 	}
-	fs := newFlags("outbox", outboxHelp, stderr)
+	fs := newFlags("outbox", outboxHelp, stdout)
 	path := fs.String("config", getenv("HOOKJET_CONFIG"), "config file (YAML); empty: defaults and environment only")
 	listen := fs.String("listen", "", "serve GET /metrics and /readyz on this address (e.g. 127.0.0.1:9091); empty: none")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("outbox: unexpected argument %q", fs.Arg(0))
+		return usagef("outbox: unknown command %q (want schema, or flags only)", fs.Arg(0))
 	}
 	cfg, err := loadConfig(*path, getenv)
 	if err != nil {
@@ -68,18 +69,18 @@ func runOutbox(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	log := NewLogger(cfg.Log, stderr)
-	nc, err := connectRelayNATS(ctx, cfg.NATS, log)
-	if err != nil || nc == nil {
+	node, err := jetstream.DialNode(ctx, cfg.NATS, "hookjet-outbox", log)
+	if err != nil || node == nil {
 		return err // nil: stopped before NATS came up
 	}
 	defer func() {
-		if err := nc.Drain(); err != nil {
+		if err := node.Drain(); err != nil {
 			log.Debug("nats drain", "err", err)
 		}
 	}()
-	waitStreams(ctx, nc, log)
+	node.AwaitOutboxStreams(ctx, log)
 	reg := prometheus.NewRegistry()
-	relay, stop, err := startOutbox(ctx, cfg, nc, log, reg)
+	relay, stop, err := startOutbox(ctx, cfg, node, log, reg, relayHold(ctx, cfg, node, log))
 	if err != nil {
 		return err
 	}
@@ -97,7 +98,7 @@ func runOutbox(ctx context.Context, args []string, getenv func(string) string, s
 }
 
 func runOutboxSchema(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlags("outbox schema", outboxHelp, stderr)
+	fs := newFlags("outbox schema", outboxHelp, stdout)
 	path := fs.String("config", getenv("HOOKJET_CONFIG"), "config file whose outbox.table to use")
 	table := fs.String("table", "", "table name (default outbox.table, hookjet_outbox)")
 	if _, err := parseArgs(fs, args, 0); err != nil {
@@ -119,64 +120,20 @@ func runOutboxSchema(args []string, getenv func(string) string, stdout, stderr i
 	return err
 }
 
-// connectRelayNATS connects to nats.url, or to the embedded server of a
-// `hookjet serve` at nats.listen, retrying until ctx is done (then it
-// returns nil, nil).
-func connectRelayNATS(ctx context.Context, cfg config.NATS, log *slog.Logger) (*nats.Conn, error) {
-	if cfg.URL == "" {
-		host, port, err := net.SplitHostPort(cfg.Listen)
-		if err != nil {
-			return nil, &config.FieldError{Key: "nats.listen", Err: err}
-		}
-		if host == "" || host == "0.0.0.0" || host == "::" {
-			host = "127.0.0.1"
-		}
-		cfg.URL = "nats://" + net.JoinHostPort(host, port)
-	}
-	wait := 250 * time.Millisecond
-	for {
-		nc, err := jetstream.Connect(cfg, nil, "hookjet-outbox", log)
-		if err == nil {
-			return nc, nil
-		}
-		log.Warn("outbox relay: nats unavailable; retrying", "err", err)
-		select {
-		case <-ctx.Done():
-			return nil, nil
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 5*time.Second)
-	}
-}
-
-// waitStreams waits until hookjet's streams exist on nc, logging while they
-// do not.
-func waitStreams(ctx context.Context, nc *nats.Conn, log *slog.Logger) {
-	for ctx.Err() == nil {
-		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := jetstream.WaitOutboxStreams(sctx, nc)
-		cancel()
-		if err == nil {
-			return
-		}
-		log.Warn("outbox relay: waiting for hookjet's streams", "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(2 * time.Second):
-		}
-	}
-}
-
 // startOutbox starts the outbox relay on nc with cfg.Outbox and returns it
 // with the function that stops it (finishing the batch in flight) and waits
 // for it. `hookjet outbox` and `hookjet serve` (when outbox.dsn is set) call
 // it.
-func startOutbox(ctx context.Context, cfg *config.Config, nc *nats.Conn, log *slog.Logger, reg prometheus.Registerer) (*outbox.Relay, func(), error) {
-	pub, err := jetstream.NewOutboxPublisher(nc, 2*cfg.Outbox.Batch, int(jetstream.MaxMsgSize(cfg)))
+//
+// hold is how long a row stays in the table after its PubAck
+// ([outbox.WithHold]): the lazy sync interval of a server that can lose an
+// acknowledged event to a power cut, else 0.
+func startOutbox(ctx context.Context, cfg *config.Config, node *jetstream.Node, log *slog.Logger, reg prometheus.Registerer, hold time.Duration) (*outbox.Relay, func(), error) {
+	pub, err := node.OutboxPublisherFor(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	relay, err := outbox.New(cfg.Outbox, cfg.Security.MaxPayloadBytes, pub, outbox.WithLogger(log), outbox.WithRegisterer(reg))
+	relay, err := outbox.New(cfg.Outbox, cfg.Security.MaxPayloadBytes, pub, outbox.WithLogger(log), outbox.WithRegisterer(reg), outbox.WithHold(hold))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -188,7 +145,7 @@ func startOutbox(ctx context.Context, cfg *config.Config, nc *nats.Conn, log *sl
 			log.Error("outbox relay", "err", err)
 		}
 	}()
-	log.Info("outbox relay started", "table", cfg.Outbox.Table, "batch", cfg.Outbox.Batch, "poll", cfg.Outbox.Poll)
+	log.Info("outbox relay started", "table", cfg.Outbox.Table, "batch", cfg.Outbox.Batch, "poll", cfg.Outbox.Poll, "hold", hold)
 	var once sync.Once
 	return relay, func() { once.Do(func() { cancel(); <-done }) }, nil
 }

@@ -9,9 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	natsjs "github.com/nats-io/nats.go/jetstream"
-
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -24,7 +21,7 @@ duplicate and not stored twice. Any NATS client can do the same:
   nats pub hookjet.events.order.created '{"id":1}' -H Nats-Msg-Id:evt_1`
 
 func runPublish(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlags("publish", publishHelp, stderr)
+	fs := newFlags("publish", publishHelp, stdout)
 	path := fs.String("config", getenv("HOOKJET_CONFIG"), "config file, for the NATS address and credentials")
 	id := fs.String("id", "", "event id (Nats-Msg-Id, the webhook-id receivers see); default: random")
 	data := fs.String("data", "{}", "payload: JSON text, or @file to read a file (@- for stdin)")
@@ -54,30 +51,16 @@ func runPublish(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	if *id == "" {
-		*id = "evt_" + nats.NewInbox()[len("_INBOX."):]
+		*id = jetstream.NewEventID()
 	}
-	ncfg := cfg.NATS
-	if ncfg.URL == "" {
-		ncfg.URL = "nats://" + cfg.NATS.Listen
-	}
-	nc, err := jetstream.Connect(ncfg, nil, "hookjet-publish", NewLogger(cfg.Log, stderr))
+	nc, err := jetstream.Dial(cfg.NATS, "hookjet-publish", NewLogger(cfg.Log, stderr))
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := natsjs.New(nc)
-	if err != nil {
-		return err
-	}
-	msg := nats.NewMsg(jetstream.EventsPrefix + typ)
-	msg.Data = body
-	msg.Header.Set(jetstream.HdrMsgID, *id)
-	if *contentType != "" {
-		msg.Header.Set(jetstream.HdrContentType, *contentType)
-	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	ack, err := js.PublishMsg(ctx, msg)
+	ack, err := jetstream.PublishEvent(ctx, nc, typ, *id, body, *contentType)
 	if err != nil {
 		return fmt.Errorf("publish: %w", err)
 	}

@@ -22,9 +22,6 @@ import (
 	"time"
 
 	"github.com/lmittmann/tint"
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	bolt "go.etcd.io/bbolt"
@@ -46,15 +43,19 @@ import (
 const serveHelp = `hookjet serve [--config FILE]
 
 Runs hookjet: with no nats.url it starts an embedded nats-server with
-JetStream (data under data_dir, clients on nats.listen); with nats.url it joins
+JetStream (data under data_dir, clients on nats.listen; every event is fsynced
+before its PubAck unless nats.sync is a duration); with nats.url it joins
 an existing NATS deployment, sharing the work with other hookjet processes.
+With inbound.listen set it also runs the inbound gateway there (POST
+/in/<source>; see 'hookjet inbound test').
 SIGTERM/SIGINT stop it gracefully (exit 0); SIGHUP reloads the endpoints.
-Every config key can be overridden with HOOKJET_<SECTION>_<KEY>.
+Every config key can be overridden with HOOKJET_<SECTION>_<KEY>; any other
+HOOKJET_* variable is refused (exit 2), so a misspelt one is not ignored.
 OTEL_EXPORTER_OTLP_ENDPOINT (or tracing.enabled) exports a span per delivery
 attempt over OTLP; the other OTEL_* variables apply as usual.`
 
-func runServe(ctx context.Context, args []string, getenv func(string) string, _, stderr io.Writer) error {
-	fs := newFlags("serve", serveHelp, stderr)
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve", serveHelp, stdout)
 	path := fs.String("config", getenv("HOOKJET_CONFIG"), "config file (YAML); empty: defaults and environment only")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -139,8 +140,9 @@ type Options struct {
 }
 
 // Server is a running hookjet: NATS (embedded or not), state, dispatcher,
-// endpoint watches, outbox relay and admin API. Shutdown stops it in order:
-// stop watching endpoints, stop pulling and finish or return in-flight
+// endpoint watches, outbox relay, inbound gateway and admin API. Shutdown
+// stops it in order: stop the inbound gateway (requests in flight are stored
+// and answered), stop watching endpoints, stop pulling and finish or return in-flight
 // deliveries within the grace period, stop the admin API, then (abort) the
 // outbox relay, the ledger (flushing its acks), the breakers (flushing their
 // state), tracing, NATS, the state file and the embedded server.
@@ -149,8 +151,7 @@ type Server struct {
 	cfg   *config.Config
 
 	log      *slog.Logger
-	ns       *server.Server
-	nc       *nats.Conn
+	node     *jetstream.Node // the embedded server (or none) and the connection
 	db       *bolt.DB
 	disp     *dispatch.Dispatcher
 	admin    *http.Server
@@ -163,7 +164,6 @@ type Server struct {
 	// log.enabled is false.
 	logw *jetstream.LogWriter
 	logr *jetstream.LogReader
-	logj natsjs.JetStream // for the event log's lookups by id
 	// stopTracing flushes and stops the tracer provider Start built; nil
 	// when there is none (tracing off, or Options.TracerProvider given).
 	stopTracing func(context.Context) error
@@ -175,6 +175,10 @@ type Server struct {
 	// outbox is the in-process outbox relay (outbox.dsn set; cli/outbox.go).
 	outbox     *outbox.Relay
 	stopOutbox func()
+	// durability is how the streams are stored (cli/durability.go).
+	durability jetstream.Durability
+	// inbound is the inbound gateway (inbound.listen set; cli/inbound.go).
+	inbound *inboundServer
 
 	// The goroutines the Server owns, each stopped by its own stop.
 	stateSync, ledgerRun, breakersRun, gauges, adminRun *owned
@@ -228,10 +232,10 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 		return nil, err
 	}
 	s.starting("connecting to NATS")
-	js, err := s.connect()
-	if err != nil {
+	if err := s.connect(); err != nil {
 		return nil, err
 	}
+	js := s.node.JetStream()
 	// A cluster that is recovering may take a while to answer: every
 	// start-up call is retried with a short timeout and backoff (and
 	// logged) for up to two minutes before start-up gives up.
@@ -242,22 +246,26 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 		return nil, err
 	}
 	s.starting("starting delivery")
-	if err := s.startEngine(ctx, setupCtx, js, o); err != nil {
+	if err := s.startEngine(ctx, setupCtx, o); err != nil {
 		return nil, err
 	}
-	store, err := s.watchEndpoints(ctx, setupCtx, js)
+	store, err := s.watchEndpoints(ctx, setupCtx)
 	if err != nil {
 		return nil, err
 	}
 	s.store = store
+	s.durability = readDurability(setupCtx, cfg, s.node, log) // cli/durability.go
 	// Pull only now: every endpoint (file, API, other processes') is known.
 	if err := s.disp.Run(setupCtx); err != nil {
 		return nil, err
 	}
 	if !cfg.Outbox.DSN.IsZero() { // the outbox relay in-process: cli/outbox.go
-		if s.outbox, s.stopOutbox, err = startOutbox(ctx, cfg, s.nc, log, s.registry); err != nil {
+		if s.outbox, s.stopOutbox, err = startOutbox(ctx, cfg, s.node, log, s.registry, s.durability.EventsHold()); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.startInbound(setupCtx); err != nil { // cli/inbound.go
+		return nil, err
 	}
 	s.startAdmin(store, o)
 	// Start-up garbage (the parsed config, the endpoint batches) is a few
@@ -270,8 +278,8 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 		debug.FreeOSMemory()
 	}
 	natsURL := cfg.NATS.URL
-	if s.ns != nil {
-		natsURL = s.ns.ClientURL() + " (embedded)"
+	if s.node.Embedded() {
+		natsURL = s.node.ClientURL() + " (embedded)"
 	}
 	log.Info("hookjet serving", "version", Version, "nats", natsURL, "admin", "http://"+s.adminLn.Addr().String(), "endpoints", len(cfg.Endpoints), "data_dir", cfg.DataDir)
 	return s, nil
@@ -287,7 +295,16 @@ func (s *Server) openState(ctx context.Context) error {
 		return err
 	}
 	s.db = db
-	db.NoSync = true // the sync policy of state.SyncEvery
+	if _, lazy := s.cfg.NATS.SyncInterval(); !lazy || s.cfg.NATS.URL != "" {
+		// nats.sync: always: every commit (a ledger group commit, a
+		// breaker flush) is fsynced by bbolt, data pages before the meta
+		// page, so a power cut leaves a consistent file.
+		return nil
+	}
+	// A lazy nats.sync trades durability for speed: commits go to the
+	// page cache and the file is fdatasynced every second
+	// (state.SyncEvery).
+	db.NoSync = true
 	s.stateSync = goOwned(ctx, func(ctx context.Context) { state.SyncEvery(ctx, db, time.Second, s.log) })
 	return nil
 }
@@ -295,36 +312,30 @@ func (s *Server) openState(ctx context.Context) error {
 // connect starts the embedded server when there is no nats.url, connects,
 // and checks that events fit the server's max_payload with hookjet's
 // headers.
-func (s *Server) connect() (natsjs.JetStream, error) {
+func (s *Server) connect() error {
 	cfg := s.cfg
 	var err error
-	if cfg.NATS.URL == "" {
-		if s.ns, err = jetstream.StartEmbedded(cfg.NATS, cfg.DataDir); err != nil {
-			return nil, err
-		}
+	if s.node, err = jetstream.OpenNode(cfg.NATS, cfg.DataDir, "hookjet", s.log); err != nil {
+		return err
 	}
-	if s.nc, err = jetstream.Connect(cfg.NATS, s.ns, "hookjet", s.log); err != nil {
-		return nil, err
+	if d, lazy := cfg.NATS.SyncInterval(); lazy && cfg.NATS.URL == "" {
+		s.log.Warn("nats.sync is a lazy interval: the embedded server acknowledges events before they are on disk, and a power cut or kernel crash loses the events acknowledged in the last interval (outbox rows are kept that long after their PubAck); nats.sync: always fsyncs each event before its PubAck", "nats.sync", d.String())
 	}
-	if err := checkPayloadHeadroom(cfg, s.nc.MaxPayload()); err != nil {
+	if err := checkPayloadHeadroom(cfg, s.node.MaxPayload()); err != nil {
 		if cfg.Security.MaxPayloadBytes != config.Default().Security.MaxPayloadBytes {
-			return nil, err
+			return err
 		}
 		// The default against a server with a smaller max_payload (1 MB
 		// by default): lower it to fit rather than refuse to start.
-		cfg.Security.MaxPayloadBytes = int(s.nc.MaxPayload() - payloadHeadroom)
-		s.log.Warn("security.max_payload_bytes lowered to fit the NATS server's max_payload with hookjet's headers", "max_payload_bytes", cfg.Security.MaxPayloadBytes, "server_max_payload", s.nc.MaxPayload())
+		cfg.Security.MaxPayloadBytes = int(s.node.MaxPayload() - payloadHeadroom)
+		s.log.Warn("security.max_payload_bytes lowered to fit the NATS server's max_payload with hookjet's headers", "max_payload_bytes", cfg.Security.MaxPayloadBytes, "server_max_payload", s.node.MaxPayload())
 	}
-	js, err := natsjs.New(s.nc)
-	if err != nil {
-		return nil, fmt.Errorf("jetstream: %w", err)
-	}
-	return js, nil
+	return nil
 }
 
 // startEngine builds the metrics, tracing, HTTP client, breakers, ledger and
 // dispatcher, and starts delivering.
-func (s *Server) startEngine(ctx, setupCtx context.Context, js natsjs.JetStream, o Options) error {
+func (s *Server) startEngine(ctx, setupCtx context.Context, o Options) error {
 	cfg, log := s.cfg, s.log
 	if s.registry == nil {
 		s.registry = prometheus.NewRegistry()
@@ -341,7 +352,7 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, js natsjs.JetStream,
 		}
 		s.stopTracing = stop
 	}
-	if err := s.startLog(setupCtx, js); err != nil { // the delivery log: cli/deliverylog.go
+	if err := s.startLog(setupCtx); err != nil { // the delivery log: cli/deliverylog.go
 		return err
 	}
 	s.client = deliver.NewClient(deliver.ClientOptions{
@@ -368,7 +379,7 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, js natsjs.JetStream,
 	s.ledgerRun = goOwned(ctx, s.ledger.Run)
 	s.breakersRun = goOwned(ctx, breakers.Run)
 	d, err := dispatch.NewDispatcher(setupCtx, dispatch.Options{
-		NC: s.nc, JS: js, Client: s.client, Breakers: breakers, Ledger: s.ledger,
+		NC: s.node.Conn(), JS: s.node.JetStream(), Client: s.client, Breakers: breakers, Ledger: s.ledger,
 		Metrics: metrics, Log: log, Config: cfg, OnDeadLetter: o.OnDeadLetter,
 		Tracer: tracing.New(tp), Recorder: s.recorder(),
 	})
@@ -380,6 +391,9 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, js natsjs.JetStream,
 	if err := d.Start(setupCtx); err != nil {
 		return err
 	}
+	if err := d.WatchResets(); err != nil { // breaker resets of the other processes
+		return err
+	}
 	s.gauges = goOwned(ctx, func(ctx context.Context) { d.RunGauges(ctx, 5*time.Second) })
 	return nil
 }
@@ -387,8 +401,8 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, js natsjs.JetStream,
 // watchEndpoints applies the endpoints stored through the admin API (and,
 // with nats.url, the other processes' config endpoints) and returns the API
 // endpoints' store.
-func (s *Server) watchEndpoints(ctx, setupCtx context.Context, js natsjs.JetStream) (*jetstream.EndpointStore, error) {
-	cfg := s.cfg
+func (s *Server) watchEndpoints(ctx, setupCtx context.Context) (*jetstream.EndpointStore, error) {
+	cfg, js := s.cfg, s.node.JetStream()
 	key, err := seal.LoadSecretKey(cfg)
 	if err != nil {
 		return nil, err
@@ -402,12 +416,11 @@ func (s *Server) watchEndpoints(ctx, setupCtx context.Context, js natsjs.JetStre
 		return nil, err
 	}
 	s.stopWatch = stopAPI
-	if cfg.NATS.URL == "" {
-		return store, nil
-	}
 	// Several processes share the fan-out: each must know every process's
 	// config endpoints, or it would ack events only those endpoints want.
-	// Each publishes its file's and applies the others'.
+	// Each publishes its file's and applies the others'. The embedded
+	// server's process shares too: another hookjet may connect to it with
+	// nats.url.
 	shared, err := jetstream.OpenEndpointStore(setupCtx, js, key, cfg.Streams.Replicas, jetstream.StoreLogger(s.log),
 		jetstream.StoreBucket(jetstream.ConfigEndpointBucket, "hookjet config-file endpoints of every process, by id (secrets and header values sealed)"))
 	if err != nil {
@@ -431,7 +444,7 @@ func (s *Server) listenAdmin() error {
 		return fmt.Errorf("admin.listen: %w", err)
 	}
 	s.adminLn = ln
-	s.handler = &startingHandler{}
+	s.handler = &startingHandler{token: s.cfg.Admin.Token.Reveal()}
 	s.handler.waiting.Store(ptr("opening the state file"))
 	s.admin = &http.Server{
 		Handler:           s.handler,
@@ -448,16 +461,20 @@ func (s *Server) listenAdmin() error {
 
 // startAdmin installs the admin API in place of the start-up answers.
 func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) {
-	h := admin.NewHandler(s.adminBackend(), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
-		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath), s.logOption())
+	h := admin.NewHandler(s.withInbound(s.adminBackend()), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
+		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath),
+		admin.WithDurability(s.durability), s.logOption())
 	s.handler.api.Store(&h)
 }
 
 // startingHandler answers /healthz and, with 503 and the reason, /readyz
-// and every other route until the admin API is installed.
+// and every other route until the admin API is installed. A protected route
+// checks the token first, as the admin API does: without it the answer is
+// 401, never what start-up waits for.
 type startingHandler struct {
 	api     atomic.Pointer[http.Handler]
 	waiting atomic.Pointer[string]
+	token   string // admin.token; empty: none
 }
 
 func (h *startingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -468,6 +485,10 @@ func (h *startingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	if r.URL.Path == "/healthz" {
 		_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
+		return
+	}
+	if r.URL.Path != "/readyz" && !admin.Authorized(h.token, r) {
+		admin.Unauthorized(w)
 		return
 	}
 	w.WriteHeader(http.StatusServiceUnavailable)
@@ -595,6 +616,7 @@ func (s *Server) Shutdown() error {
 }
 
 func (s *Server) shutdown() error {
+	s.stopInbound() // providers' requests first: what is in flight is stored and answered
 	if s.stopWatch != nil {
 		s.stopWatch()
 		s.stopWatch = nil
@@ -617,6 +639,7 @@ func (s *Server) shutdown() error {
 // abort stops whatever was started, in reverse order. It is what a failed
 // Start runs, and the end of Shutdown.
 func (s *Server) abort() {
+	s.stopInbound()
 	if s.stopWatch != nil {
 		s.stopWatch()
 	}
@@ -641,20 +664,12 @@ func (s *Server) abort() {
 		_ = s.admin.Close() // after Shutdown: nothing left; after a failed start: stops serving
 		s.adminRun.stop()
 	}
-	if s.nc != nil {
-		if err := s.nc.FlushTimeout(2 * time.Second); err != nil {
-			s.log.Debug("nats flush", "err", err)
-		}
-		s.nc.Close()
-	}
+	s.node.CloseConn(2*time.Second, s.log)
 	s.stateSync.stop() // syncs once more
 	if s.db != nil {
 		if err := s.db.Close(); err != nil {
 			s.log.Warn("close state file", "err", err)
 		}
 	}
-	if s.ns != nil {
-		s.ns.Shutdown()
-		s.ns.WaitForShutdown()
-	}
+	s.node.Shutdown()
 }

@@ -12,8 +12,8 @@ var ErrNotEmbedded = errors.New("nats is not embedded")
 // NATSURL is the client URL of the NATS deployment the server uses: the
 // embedded server's (nats://127.0.0.1:<port>) or nats.url.
 func (s *Server) NATSURL() string {
-	if s.ns != nil {
-		return s.ns.ClientURL()
+	if s.node.Embedded() {
+		return s.node.ClientURL()
 	}
 	return s.config().NATS.URL
 }
@@ -22,10 +22,10 @@ func (s *Server) NATSURL() string {
 // server, so that a client in the same process (nats.InProcessServer(s))
 // needs no TCP. It fails with ErrNotEmbedded when NATS is external.
 func (s *Server) InProcessConn() (net.Conn, error) {
-	if s.ns == nil {
+	if !s.node.Embedded() {
 		return nil, ErrNotEmbedded
 	}
-	return s.ns.InProcessConn()
+	return s.node.InProcessConn()
 }
 
 // Delivered reports whether endpoint answered 2xx to the event eventID and

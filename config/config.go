@@ -33,6 +33,8 @@ type Config struct {
 	Metrics Metrics `yaml:"metrics"`
 	// Outbox configures the PostgreSQL outbox relay.
 	Outbox Outbox `yaml:"outbox"`
+	// Inbound configures the inbound gateway (config/inbound.go).
+	Inbound Inbound `yaml:"inbound"`
 	// Endpoints are the webhook receivers, with their settings resolved
 	// (Defaults merged with each endpoint's overrides). Nil means none.
 	Endpoints []Endpoint `yaml:"endpoints"`
@@ -66,6 +68,30 @@ type NATS struct {
 	TLSCert string `yaml:"tls_cert"`
 	// TLSKey is the path of the PEM key for TLSCert.
 	TLSKey string `yaml:"tls_key"`
+	// Sync is the embedded server's JetStream sync policy: "always" (the
+	// default; an event is fsynced before its PubAck, so an acknowledged
+	// event survives a power cut) or a duration such as "2m" (JetStream's
+	// own default: fsync every interval, faster, and a power cut or kernel
+	// crash loses the events acknowledged in the last interval). Ignored
+	// with URL: the servers' own configuration decides, and hookjet reads
+	// and reports it at start (see README "Durability").
+	Sync string `yaml:"sync"`
+}
+
+// SyncAlways is the value of NATS.Sync that fsyncs every stored message.
+const SyncAlways = "always"
+
+// SyncInterval returns the lazy sync interval NATS.Sync sets, and false for
+// "always" (or empty, the same). The value must have passed Validate.
+func (n NATS) SyncInterval() (time.Duration, bool) {
+	if n.Sync == "" || n.Sync == SyncAlways {
+		return 0, false
+	}
+	d, err := time.ParseDuration(n.Sync)
+	if err != nil || d <= 0 {
+		return 0, false
+	}
+	return d, true
 }
 
 // Streams sets the JetStream stream limits, so that storage never grows
@@ -79,8 +105,15 @@ type Streams struct {
 	DuplicateWindow time.Duration `yaml:"duplicate_window"`
 	// MaxAge is how long an event is kept. Default 168h.
 	MaxAge time.Duration `yaml:"max_age"`
-	// MaxBytes caps the events stream. Default 8 GiB.
+	// MaxBytes caps the events stream. Past 90% of it hookjet trims the
+	// oldest events every delivery has settled, so producers are refused
+	// only when undelivered events alone fill it. Default 8 GiB.
 	MaxBytes int64 `yaml:"max_bytes"`
+	// TasksMaxBytes bounds HOOKJET_TASKS (parked deliveries and scheduled
+	// retries): a delivery that would pass it is dead-lettered with reason
+	// overflow, so the server never drops a task. The stream's own limit
+	// sits above it. Default 8 GiB.
+	TasksMaxBytes int64 `yaml:"tasks_max_bytes"`
 	// DLQMaxAge is how long a dead letter is kept. Default 720h.
 	DLQMaxAge time.Duration `yaml:"dlq_max_age"`
 	// DLQMaxBytes caps the dead-letter stream. Default 1 GiB.
@@ -192,6 +225,10 @@ type Settings struct {
 	Retry Retry `yaml:"retry"`
 	// Breaker configures the endpoint's circuit breaker.
 	Breaker Breaker `yaml:"breaker"`
+	// MaxBacklog caps the endpoint's waiting deliveries (parked tasks and
+	// scheduled retries), 1..10000000: one that would pass it is
+	// dead-lettered with reason overflow. Default 100000.
+	MaxBacklog int `yaml:"max_backlog"`
 }
 
 // RateLimit is a token bucket.
@@ -286,12 +323,13 @@ const (
 func Default() Config {
 	return Config{
 		DataDir: "./data",
-		NATS:    NATS{Listen: "127.0.0.1:4222"},
+		NATS:    NATS{Listen: "127.0.0.1:4222", Sync: SyncAlways},
 		Streams: Streams{
 			Replicas:        1,
 			DuplicateWindow: 2 * time.Minute,
 			MaxAge:          168 * time.Hour,
 			MaxBytes:        8 << 30,
+			TasksMaxBytes:   8 << 30,
 			DLQMaxAge:       720 * time.Hour,
 			DLQMaxBytes:     1 << 30,
 		},
@@ -302,9 +340,11 @@ func Default() Config {
 		Security: Security{MaxPayloadBytes: 1 << 20, MaxEndpoints: 100000},
 		Metrics:  Metrics{MaxEndpointSeries: 1000},
 		Outbox:   defaultOutbox(),
+		Inbound:  defaultInbound(),
 		Defaults: Settings{
 			Timeout:     15 * time.Second,
 			MaxInFlight: 16,
+			MaxBacklog:  100000,
 			Retry: Retry{
 				Base:        5 * time.Second,
 				Cap:         time.Hour,

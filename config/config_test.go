@@ -170,6 +170,7 @@ nats:
   tls_ca: /etc/hookjet/ca.pem
   tls_cert: /etc/hookjet/cert.pem
   tls_key: /etc/hookjet/key.pem
+  sync: 30s
 streams:
   replicas: 3
   duplicate_window: 5m
@@ -177,6 +178,7 @@ streams:
   max_bytes: 1073741824
   dlq_max_age: 1440h
   dlq_max_bytes: 536870912
+  tasks_max_bytes: 2GiB
 worker:
   concurrency: 512
   shutdown_grace: 45s
@@ -205,6 +207,7 @@ metrics:
 defaults:
   timeout: 10s
   max_in_flight: 8
+  max_backlog: 5000
   rate_limit: {rps: 2.5, burst: 5}
   retry: {base: 1s, cap: 30m, max_attempts: 10, max_age: 12h}
   breaker: {failure_threshold: 5, cooldown: 1m, max_cooldown: 30m, slow_p95: 2s}
@@ -230,6 +233,7 @@ func TestParseFull(t *testing.T) {
 	defaults := Settings{
 		Timeout:     10 * time.Second,
 		MaxInFlight: 8,
+		MaxBacklog:  5000,
 		RateLimit:   RateLimit{RPS: 2.5, Burst: 5},
 		Retry:       Retry{Base: time.Second, Cap: 30 * time.Minute, MaxAttempts: 10, MaxAge: 12 * time.Hour},
 		Breaker:     Breaker{FailureThreshold: 5, Cooldown: time.Minute, MaxCooldown: 30 * time.Minute, SlowP95: 2 * time.Second},
@@ -243,6 +247,7 @@ func TestParseFull(t *testing.T) {
 			TLSCA:   "/etc/hookjet/ca.pem",
 			TLSCert: "/etc/hookjet/cert.pem",
 			TLSKey:  "/etc/hookjet/key.pem",
+			Sync:    "30s",
 		},
 		Streams: Streams{
 			Replicas:        3,
@@ -251,6 +256,7 @@ func TestParseFull(t *testing.T) {
 			MaxBytes:        1 << 30,
 			DLQMaxAge:       1440 * time.Hour,
 			DLQMaxBytes:     512 << 20,
+			TasksMaxBytes:   2 << 30,
 		},
 		Worker: Worker{Concurrency: 512, ShutdownGrace: 45 * time.Second},
 		Dedupe: Dedupe{TTL: 48 * time.Hour},
@@ -266,6 +272,7 @@ func TestParseFull(t *testing.T) {
 		},
 		Outbox:   Outbox{DSN: NewSecret("postgres://app@db/app"), Table: "app.outbox", Batch: 100, Poll: 2 * time.Second},
 		Metrics:  Metrics{MaxEndpointSeries: 200},
+		Inbound:  Inbound{MaxBodyBytes: DefaultInboundMaxBody},
 		Defaults: defaults,
 		Endpoints: []Endpoint{
 			{
@@ -279,6 +286,7 @@ func TestParseFull(t *testing.T) {
 				Settings: Settings{
 					Timeout:     3 * time.Second,
 					MaxInFlight: 4,
+					MaxBacklog:  5000,
 					RateLimit:   RateLimit{RPS: 10, Burst: 5}, // burst inherited field by field
 					Retry:       Retry{Base: 2 * time.Second, Cap: 10 * time.Minute, MaxAttempts: 4, MaxAge: time.Hour},
 					Breaker:     Breaker{FailureThreshold: 3, Cooldown: 30 * time.Second, MaxCooldown: 10 * time.Minute, SlowP95: time.Second},
@@ -498,5 +506,27 @@ func BenchmarkParse(b *testing.B) {
 		if _, err := Parse(data, nil); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestNATSSyncInterval(t *testing.T) {
+	tests := []struct {
+		sync string
+		want time.Duration
+		lazy bool
+	}{
+		{"always", 0, false},
+		{"", 0, false},
+		{"2m", 2 * time.Minute, true},
+		{"500ms", 500 * time.Millisecond, true},
+	}
+	for _, tt := range tests {
+		d, lazy := NATS{Sync: tt.sync}.SyncInterval()
+		if d != tt.want || lazy != tt.lazy {
+			t.Errorf("SyncInterval(%q) = %v, %v; want %v, %v", tt.sync, d, lazy, tt.want, tt.lazy)
+		}
+	}
+	if got := Default().NATS.Sync; got != SyncAlways {
+		t.Errorf("default nats.sync = %q, want %q", got, SyncAlways)
 	}
 }

@@ -22,6 +22,7 @@ import (
 type Overrides struct {
 	Timeout                 *time.Duration
 	MaxInFlight             *int
+	MaxBacklog              *int
 	RateLimitRPS            *float64
 	RateLimitBurst          *int
 	RetryBase               *time.Duration
@@ -47,6 +48,7 @@ type override struct {
 var overrides = []override{
 	{"timeout", func(o *Overrides) any { return &o.Timeout }, func(s *Settings) any { return &s.Timeout }},
 	{"max_in_flight", func(o *Overrides) any { return &o.MaxInFlight }, func(s *Settings) any { return &s.MaxInFlight }},
+	{"max_backlog", func(o *Overrides) any { return &o.MaxBacklog }, func(s *Settings) any { return &s.MaxBacklog }},
 	{"rate_limit.rps", func(o *Overrides) any { return &o.RateLimitRPS }, func(s *Settings) any { return &s.RateLimit.RPS }},
 	{"rate_limit.burst", func(o *Overrides) any { return &o.RateLimitBurst }, func(s *Settings) any { return &s.RateLimit.Burst }},
 	{"retry.base", func(o *Overrides) any { return &o.RetryBase }, func(s *Settings) any { return &s.Retry.Base }},
@@ -253,7 +255,9 @@ func (p EndpointPatch) Apply(spec EndpointSpec) EndpointSpec {
 // duration strings ("15s"). An unknown field, a value of the wrong type or
 // trailing data is an error. Errors are an errors.Join of [*FieldError]
 // whose Key is the JSON field ("retry.max_attempts"); they wrap
-// [ErrInvalid] and never contain a secret or header value.
+// [ErrInvalid] and never contain a secret or header value. With errors for
+// some fields the patch returned holds the fields that decoded (so that a
+// caller can validate them too and report every problem at once).
 func DecodeEndpointPatch(data []byte) (EndpointPatch, error) {
 	var obj map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -269,7 +273,7 @@ func DecodeEndpointPatch(data []byte) (EndpointPatch, error) {
 		d.field(&p, name, obj[name])
 	}
 	if len(d.errs) > 0 {
-		return EndpointPatch{}, errors.Join(d.errs...)
+		return p, errors.Join(d.errs...)
 	}
 	return p, nil
 }
@@ -567,7 +571,7 @@ func SpecOf(ep Endpoint) EndpointSpec {
 		ID: ep.ID, URL: ep.URL, Events: ep.Events, Tenant: ep.Tenant, Description: ep.Description, Owner: ep.Owner,
 		Headers: ep.Headers, Secrets: ep.Secrets, SecretExpiry: ep.SecretExpiry, InsecureSkipVerify: ep.InsecureSkipVerify,
 		Overrides: Overrides{
-			Timeout: &s.Timeout, MaxInFlight: &s.MaxInFlight,
+			Timeout: &s.Timeout, MaxInFlight: &s.MaxInFlight, MaxBacklog: &s.MaxBacklog,
 			RateLimitRPS: &s.RateLimit.RPS, RateLimitBurst: &s.RateLimit.Burst,
 			RetryBase: &s.Retry.Base, RetryCap: &s.Retry.Cap, RetryMaxAttempts: &s.Retry.MaxAttempts, RetryMaxAge: &s.Retry.MaxAge,
 			BreakerFailureThreshold: &s.Breaker.FailureThreshold, BreakerCooldown: &s.Breaker.Cooldown,

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 )
@@ -16,7 +17,7 @@ func (d *decoder) applyEnv(v reflect.Value, key, envPrefix string) {
 		name := envPrefix + "_" + strings.ToUpper(f.name)
 		t := fv.Type()
 		switch {
-		case t == endpointsType:
+		case t == endpointsType, t == inboundSourcesType:
 			continue
 		case t.Kind() == reflect.Struct && t != secretType:
 			d.applyEnv(fv, path, name)
@@ -43,7 +44,7 @@ func EnvVars() []string {
 			ft := t.FieldByIndex(f.index).Type
 			name := prefix + "_" + strings.ToUpper(f.name)
 			switch {
-			case ft == endpointsType:
+			case ft == endpointsType, ft == inboundSourcesType:
 			case ft.Kind() == reflect.Struct && ft != secretType:
 				walk(ft, name)
 			default:
@@ -53,4 +54,35 @@ func EnvVars() []string {
 	}
 	walk(reflect.TypeFor[Config](), "HOOKJET")
 	return names
+}
+
+// CheckEnv refuses the HOOKJET_* variables of environ ("NAME=value" pairs,
+// as os.Environ returns them) that are neither configuration keys
+// ([EnvVars]) nor one of others (variables the caller reads itself). The
+// error is an errors.Join of [*FieldError], one per unknown variable, each
+// naming it and the known one it is closest to.
+func CheckEnv(environ []string, others ...string) error {
+	known := map[string]bool{}
+	for _, n := range append(EnvVars(), others...) {
+		known[n] = true
+	}
+	var errs []error
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "HOOKJET_") || known[name] {
+			continue
+		}
+		msg := "unknown environment variable: not a configuration key (HOOKJET_<SECTION>_<KEY>, such as HOOKJET_ADMIN_TOKEN)"
+		best, dist := "", 4
+		for k := range known {
+			if d := editDistance(name, k); d < dist || d == dist && k < best {
+				best, dist = k, d
+			}
+		}
+		if best != "" {
+			msg += "; did you mean " + best + "?"
+		}
+		errs = append(errs, &FieldError{Key: name, Err: errors.New(msg)})
+	}
+	return errors.Join(errs...)
 }

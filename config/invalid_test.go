@@ -102,6 +102,8 @@ func TestValidationErrors(t *testing.T) {
 		{"nats url scheme", "nats:\n  url: http://x:4222\n", "nats.url", "entry 1: scheme must be nats or tls"},
 		{"nats url second entry", "nats:\n  url: nats://a:4222,nats://\n", "nats.url", "entry 2: missing host"},
 		{"nats listen", "nats:\n  listen: localhost\n", "nats.listen", "not host:port"},
+		{"nats sync word", "nats:\n  sync: never\n", "nats.sync", `"never" is neither "always" nor a positive duration such as 2m`},
+		{"nats sync zero", "nats:\n  sync: 0s\n", "nats.sync", `"0s" is neither "always" nor a positive duration such as 2m`},
 		{"nats listen port", "nats:\n  listen: 127.0.0.1:99999\n", "nats.listen", "invalid port"},
 		{"embedded server exposed", "nats:\n  listen: 0.0.0.0:4222\n", "nats.listen", "requires nats.token or nats.user and nats.password"},
 		{"embedded server exposed, user without password", "nats:\n  listen: ':4222'\n  user: u\n", "nats.listen", "requires"},

@@ -18,13 +18,17 @@ import (
 
 // Load reads the YAML file at path and returns [Parse] of its content.
 // getenv looks up environment variables (pass os.Getenv); nil means an empty
-// environment.
+// environment. Its errors name the file.
 func Load(path string, getenv func(string) string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	return Parse(data, getenv)
+	c, err := Parse(data, getenv)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
 }
 
 // Parse builds a Config from YAML: [Default] values, overridden by data,
@@ -487,7 +491,15 @@ func (d *decoder) setScalar(v reflect.Value, s, tag string) error {
 				return errors.New("want true or false")
 			}
 			v.SetBool(b)
-		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		case reflect.Int64:
+			// Byte sizes: a plain integer, or one with a unit such as
+			// 512MiB, 8GiB, 64KB.
+			n, err := parseSize(s, tag)
+			if err != nil {
+				return err
+			}
+			v.SetInt(n)
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32:
 			base := 10
 			if tag != "" {
 				if tag != tagInt {
@@ -524,6 +536,49 @@ func (d *decoder) setScalar(v reflect.Value, s, tag string) error {
 		}
 	}
 	return nil
+}
+
+// sizeUnits are the byte-size suffixes parseSize accepts, longest first.
+var sizeUnits = []struct {
+	suffix string
+	n      int64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1},
+}
+
+// parseSize parses a byte size: an integer (YAML forms included when tag
+// is set) or a non-negative integer with a unit (KiB, MiB, GiB, TiB, KB,
+// MB, GB, TB, B).
+func parseSize(s, tag string) (int64, error) {
+	for _, u := range sizeUnits {
+		num, ok := strings.CutSuffix(s, u.suffix)
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+		if err != nil || n < 0 {
+			return 0, errors.New("want a byte size such as 8GiB or 536870912")
+		}
+		if n > math.MaxInt64/u.n {
+			return 0, errors.New("byte size out of range")
+		}
+		return n * u.n, nil
+	}
+	base := 10
+	if tag != "" {
+		if tag != tagInt && tag != "!!str" {
+			return 0, errors.New("want an integer")
+		}
+		base = 0
+	}
+	i, err := strconv.ParseInt(s, base, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, errors.New("integer out of range")
+	} else if err != nil {
+		return 0, errors.New("want an integer or a byte size such as 8GiB")
+	}
+	return i, nil
 }
 
 // parseDuration parses a Go duration that carries a unit and is not negative.

@@ -26,6 +26,7 @@ const (
 	minTimeout        = time.Millisecond
 	maxTimeout        = 10 * time.Minute
 	maxInFlight       = 10000
+	maxBacklog        = 10_000_000
 	maxRPS            = 1e6
 	maxAttempts       = 1000
 	maxThreshold      = 10000
@@ -88,6 +89,7 @@ func (c *Config) validate() problems {
 		p.add("metrics.max_endpoint_series", "must be between 1 and 100000, got %d", n)
 	}
 	c.validateOutbox(&p)
+	c.validateInbound(&p)
 
 	var defaults problems
 	validateSettings(&defaults, "defaults", c.Defaults)
@@ -133,6 +135,11 @@ func (c *Config) validateNATS(p *problems) {
 	if (n.TLSCert == "") != (n.TLSKey == "") {
 		p.add("nats.tls_key", "nats.tls_cert and nats.tls_key must be set together")
 	}
+	if n.Sync != SyncAlways {
+		if d, err := time.ParseDuration(n.Sync); err != nil || d <= 0 {
+			p.add("nats.sync", "%q is neither %q nor a positive duration such as 2m", n.Sync, SyncAlways)
+		}
+	}
 }
 
 // checkNATSURL checks one nats:// or tls:// server URL.
@@ -177,6 +184,9 @@ func (c *Config) validateStreams(p *problems) {
 	if s.DLQMaxBytes <= 0 {
 		p.add("streams.dlq_max_bytes", "must be positive, got %d", s.DLQMaxBytes)
 	}
+	if s.TasksMaxBytes < 1<<20 {
+		p.add("streams.tasks_max_bytes", "must be at least 1 MiB, got %d", s.TasksMaxBytes)
+	}
 }
 
 func (c *Config) validateSecurity(p *problems) {
@@ -208,6 +218,9 @@ func validateSettings(p *problems, prefix string, s Settings) {
 	}
 	if s.MaxInFlight < 1 || s.MaxInFlight > maxInFlight {
 		p.add(key("max_in_flight"), "must be between 1 and %d, got %d", maxInFlight, s.MaxInFlight)
+	}
+	if s.MaxBacklog < 1 || s.MaxBacklog > maxBacklog {
+		p.add(key("max_backlog"), "must be between 1 and %d, got %d", maxBacklog, s.MaxBacklog)
 	}
 	r := s.RateLimit
 	if !(r.RPS >= 0 && r.RPS <= maxRPS) { // also refuses NaN

@@ -15,11 +15,12 @@
 // deliveries. MarkDelivered calls back once its record is committed, so a
 // worker acks a message only after the ledger can answer for it.
 //
-// A commit is durable as the caller opened the file: hookjet serve sets the
-// state file's NoSync, so a commit reaches the page cache (a crash of the
-// process loses none) and the serve loop fdatasyncs the file every second,
-// which bounds what a power loss can take. With NoSync off, every commit is
-// an fsync.
+// A commit is durable as the caller opened the file. hookjet serve leaves
+// NoSync off with nats.sync: always (the default), so every commit is an
+// fsync (bbolt's two: data pages, then the meta page) and a power cut loses
+// none; with a lazy nats.sync it sets NoSync, so a commit reaches the page
+// cache (a crash of the process loses none) and the serve loop fdatasyncs
+// the file every second, which bounds what a power loss can take.
 //
 // # Storage
 //

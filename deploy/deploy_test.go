@@ -41,6 +41,7 @@ var metrics = map[string]metric{
 	"hookjet_events_published_total":     {},
 	"hookjet_dlq_messages":               {},
 	"hookjet_latency_p95_seconds":        {labels: []string{"endpoint"}},
+	"hookjet_inbound_requests_total":     {labels: []string{"source", "outcome"}},
 }
 
 // targetLabels are attached by Prometheus to every scraped series.
@@ -293,12 +294,15 @@ func TestMetricNames(t *testing.T) {
 
 func TestAlertRules(t *testing.T) {
 	want := map[string]time.Duration{
-		"HookjetDown":               2 * time.Minute,
-		"HookjetBacklogOld":         5 * time.Minute,
-		"HookjetDeadLettersGrowing": 0,
-		"HookjetBreakerOpenTooLong": 30 * time.Minute,
-		"HookjetEndpointSlow":       15 * time.Minute,
-		"HookjetDuplicateRate":      15 * time.Minute,
+		"HookjetDown":                     2 * time.Minute,
+		"HookjetBacklogOld":               5 * time.Minute,
+		"HookjetDeadLettersGrowing":       0,
+		"HookjetBreakerOpenTooLong":       30 * time.Minute,
+		"HookjetEndpointSlow":             15 * time.Minute,
+		"HookjetDuplicateRate":            15 * time.Minute,
+		"HookjetInboundSignatureFailures": 10 * time.Minute,
+		"HookjetInboundWindowRejections":  15 * time.Minute,
+		"HookjetInboundDuplicateRate":     15 * time.Minute,
 	}
 	seen := map[string]bool{}
 	for _, r := range loadRules(t) {

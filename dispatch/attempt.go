@@ -28,6 +28,7 @@ type delivery struct {
 	data []byte
 	hdr  nats.Header
 	done func(ok bool)
+	g    *guard // fan-out deliveries: see guard.go; nil for tasks
 }
 
 func (dl *delivery) log(l *slog.Logger, level slog.Level, msg string, args ...any) {
@@ -66,6 +67,7 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
 	req.TraceHeader = span.Header()
 	adm.spend()
 	res := d.o.Client.Do(d.sendCtx, &req)
+	dl.g.claim()
 	span.EndAttempt(&res)
 	if d.sendCtx.Err() != nil {
 		adm.release() // shutdown cancelled the request: not the endpoint's fault
@@ -88,7 +90,7 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
 	case deliver.Transient:
 		d.o.Breakers.Record(dl.e.id, breaker.Failure, res.Latency, first)
 	case deliver.Rejected:
-		d.o.Breakers.Release(dl.e.id)
+		d.o.Breakers.ReleaseProbe(dl.e.id, adm.probe)
 	default:
 		d.o.Breakers.Record(dl.e.id, breaker.Neutral, res.Latency, first)
 	}
@@ -151,8 +153,12 @@ func (d *Dispatcher) retry(dl *delivery, wait time.Duration) {
 	if forgotten(dl) {
 		return
 	}
+	if !d.reserve(dl) {
+		return
+	}
 	at := d.now().Add(wait)
-	if err := d.publish(taskMsg(dl.e.id, dl.ev, dl.st, dl.data, dl.hdr, at)); err != nil {
+	if err := d.publish(taskFor(dl, at)); err != nil {
+		d.unreserve(dl)
 		dl.log(d.log, slog.LevelWarn, "retry not stored; the source comes back", "err", err)
 		dl.done(false)
 		return
@@ -169,10 +175,12 @@ func (d *Dispatcher) park(dl *delivery, cause string) {
 		return
 	}
 	d.countDeferral(dl.e, cause)
-	d.inflight.Add(1)
-	go func() {
-		defer d.inflight.Done()
-		if err := d.publish(taskMsg(dl.e.id, dl.ev, dl.st, dl.data, dl.hdr, time.Time{})); err != nil {
+	d.goJob(func() {
+		if !d.reserve(dl) {
+			return
+		}
+		if err := d.publish(taskFor(dl, time.Time{})); err != nil {
+			d.unreserve(dl)
 			dl.log(d.log, slog.LevelWarn, "task not stored; the event comes back", "err", err)
 			dl.done(false)
 			return
@@ -180,7 +188,7 @@ func (d *Dispatcher) park(dl *delivery, cause string) {
 		d.recordEnd(dl, attempt.ClassParked, cause) // delivery log (issue 20)
 		d.drains.note(dl.e.id, time.Time{})
 		dl.done(true)
-	}()
+	})
 }
 
 // publish stores msg and waits for the PubAck. It uses the send context, so
@@ -190,14 +198,6 @@ func (d *Dispatcher) publish(msg *nats.Msg) error {
 	defer cancel()
 	_, err := d.o.JS.PublishMsg(ctx, msg)
 	return err
-}
-
-func (d *Dispatcher) goDeadLetter(dl *delivery, reason string) {
-	d.inflight.Add(1)
-	go func() {
-		defer d.inflight.Done()
-		d.deadLetter(dl, reason)
-	}()
 }
 
 // deadLetter copies dl to HOOKJET_DLQ and settles the source once the PubAck

@@ -71,6 +71,12 @@ type Dispatcher struct {
 	stateKV   natsjs.KeyValue
 	shared    *sharedSeen   // nil with the embedded server: one process, the local ledger suffices
 	global    chan struct{} // worker.concurrency: requests in flight
+	share     *poolShare    // divides global between the endpoints using it
+	waitingN  atomic.Int32  // fan-out deliveries waiting for an endpoint's slot
+	jobs      *jobs         // background NATS work (tasks, dead letters)
+	guards    guards        // fan-out deliveries in flight (guard.go)
+	tasksUsed atomic.Int64  // HOOKJET_TASKS bytes, as last read plus stored since
+	tasksMax  int64         // streams.tasks_max_bytes
 	unsettled chan struct{} // fan-out events not yet settled in this process
 	// unsettledBytes bounds their payload bytes.
 	unsettledBytes *byteBudget
@@ -110,6 +116,8 @@ type Dispatcher struct {
 	shareMu     sync.Mutex                 // guards published and unshare
 	published   map[string]config.Endpoint // config endpoints last stored in the bucket
 	unshare     map[string]bool            // removed config endpoints not yet deleted from the bucket
+	applied     appliedRevs                // API endpoint revisions in force (issue 24, dispatch/apply.go)
+	resets      resets                     // breaker resets from other processes (issue 24, dispatch/reset.go)
 	rec         recorded                   // the delivery log's last test per endpoint (dispatch/record.go)
 
 }
@@ -128,6 +136,9 @@ type endpoint struct {
 	// take them, and an id created again would).
 	deleted atomic.Bool
 	last    atomic.Pointer[attempt.LastDelivery] // this process's last 2xx
+	// backlog counts the tasks this process stored for the endpoint and
+	// not yet consumed (see bounds.go): max_backlog applies to it.
+	backlog atomic.Int64
 }
 
 type settings struct {
@@ -153,6 +164,10 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 		unshare:        map[string]bool{},
 		states:         map[string]endpointState{},
 		global:         make(chan struct{}, cfg.Worker.Concurrency),
+		share:          &poolShare{total: cfg.Worker.Concurrency},
+		jobs:           newJobs(),
+		guards:         guards{in: map[*guard]struct{}{}},
+		tasksMax:       cfg.Streams.TasksMaxBytes,
 		unsettled:      make(chan struct{}, 2*cfg.Worker.Concurrency),
 		unsettledBytes: newByteBudget(unsettledBytes),
 		maxPayload:     cfg.Security.MaxPayloadBytes,
@@ -213,10 +228,18 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if err := d.runSafetyNet(ctx); err != nil {
 		return err
 	}
-	d.loops.Add(2)
+	d.loops.Add(4)
+	go func() {
+		defer d.loops.Done()
+		d.runGuards(d.loopCtx)
+	}()
 	go func() {
 		defer d.loops.Done()
 		d.runFanout(d.loopCtx, d.fanoutCons)
+	}()
+	go func() {
+		defer d.loops.Done()
+		d.runHousekeeping(d.loopCtx)
 	}()
 	go func() {
 		defer d.loops.Done()
@@ -340,6 +363,7 @@ func (d *Dispatcher) put(ep config.Endpoint) (bool, error) {
 	}
 	if e == nil {
 		e = &endpoint{id: ep.ID}
+		e.slots.share = d.share
 		e.set.Store(s)
 		e.slots.setLimit(ep.MaxInFlight)
 		d.mu.Lock()
@@ -493,6 +517,7 @@ func (d *Dispatcher) Stop(grace time.Duration) {
 	d.inflight.Wait()
 	over.Stop()
 	d.stopSends()
+	d.jobs.close()
 	d.background.Wait()
 }
 

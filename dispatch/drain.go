@@ -3,8 +3,11 @@ package dispatch
 import (
 	"context"
 	"errors"
-	"github.com/hookjet/hookjet/jetstream"
+	"log/slog"
+	"strconv"
 	"strings"
+
+	"github.com/hookjet/hookjet/jetstream"
 	"sync"
 	"time"
 
@@ -77,7 +80,7 @@ func (r *drainer) poke() {
 // before a restart).
 func (r *drainer) run(ctx context.Context) {
 	defer r.wg.Wait()
-	tick := time.NewTicker(500 * time.Millisecond)
+	tick := time.NewTicker(drainPoll)
 	defer tick.Stop()
 	rescan := time.NewTicker(10 * time.Second)
 	defer rescan.Stop()
@@ -110,9 +113,17 @@ func (r *drainer) rescan(ctx context.Context) {
 		return
 	}
 	for subj, n := range info.State.Subjects {
-		if id := strings.TrimPrefix(subj, jetstream.TasksPrefix); n > 0 && d.endpoint(id) != nil {
-			r.note(id, time.Time{})
+		id := strings.TrimPrefix(subj, jetstream.TasksPrefix)
+		e := d.endpoint(id)
+		if n == 0 || e == nil {
+			continue
 		}
+		// Tasks stored before a restart or by another process count
+		// toward max_backlog too.
+		if cur := e.backlog.Load(); int64(n) > cur {
+			e.backlog.CompareAndSwap(cur, int64(n))
+		}
+		r.note(id, time.Time{})
 	}
 }
 
@@ -180,8 +191,20 @@ func (r *drainer) startDue(ctx context.Context) {
 // deliveries of one endpoint start from one round trip.
 const maxDrainFetch = 64
 
-// drain delivers e's due tasks while e can take them. It returns when to look
-// again, or empty when e has no tasks left.
+// drainSlice bounds one drain's turn: then it ends and the endpoint is due
+// again at once, behind the other due endpoints, so a large backlog never
+// keeps the others' drains waiting. drainPoll is when an endpoint whose
+// in-flight cap (or share of the workers) is full is looked at again.
+const (
+	drainSlice = 2 * time.Second
+	drainPoll  = 250 * time.Millisecond
+)
+
+// drain delivers e's due tasks while e can take them, for at most
+// drainSlice. It never waits for e: when e cannot take a delivery now (its
+// in-flight cap, a rate-limit token, its breaker), the drain ends and says
+// when to look again. It returns that time, or empty when e has no task
+// left (its consumer is then deleted).
 func (r *drainer) drain(ctx context.Context, e *endpoint) (next time.Time, empty bool) {
 	d := r.d
 	s := d.current(e)
@@ -191,11 +214,14 @@ func (r *drainer) drain(ctx context.Context, e *endpoint) (next time.Time, empty
 		return d.now().Add(5 * time.Second), false
 	}
 	var mine sync.WaitGroup
-	defer mine.Wait()
 	adms := make([]*admission, 0, maxDrainFetch)
+	end := d.now().Add(drainSlice)
 	for ctx.Err() == nil {
+		if d.now().After(end) {
+			return d.now(), false
+		}
 		s = d.current(e)
-		adm, wait := d.admitWait(ctx, e, s)
+		adm, wait := d.admitNow(ctx, e, s)
 		if adm == nil {
 			return wait, false
 		}
@@ -231,7 +257,6 @@ func (r *drainer) drain(ctx context.Context, e *endpoint) (next time.Time, empty
 			d.log.Warn("drain", "endpoint", e.id, "err", err)
 			return d.now().Add(5 * time.Second), false
 		}
-		mine.Wait()
 		return time.Time{}, d.dropIfEmpty(ctx, e.id)
 	}
 	return time.Time{}, false
@@ -245,7 +270,7 @@ func (r *drainer) fetch(ctx context.Context, cons natsjs.Consumer, e *endpoint, 
 	if noWait {
 		batch, err = cons.FetchNoWait(len(adms))
 	} else {
-		batch, err = cons.Fetch(len(adms), natsjs.FetchMaxWait(time.Second))
+		batch, err = cons.Fetch(len(adms), natsjs.FetchMaxWait(300*time.Millisecond))
 	}
 	if err == nil {
 		for m := range batch.Messages() {
@@ -271,11 +296,12 @@ func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg 
 		return
 	}
 	ev, st := taskOf(msg.Headers(), meta.Timestamp)
-	dl := &delivery{e: e, s: s, ev: &ev, st: st, data: msg.Data(), hdr: msg.Headers()}
+	dl := &delivery{e: e, s: d.current(e), ev: &ev, st: st, data: msg.Data(), hdr: msg.Headers()} // issue 24: the settings in force now, not when a waiting fetch began
 	dl.done = func(ok bool) {
 		defer finished()
 		var err error
 		if ok {
+			e.consumed()
 			err = msg.Ack()
 		} else {
 			err = msg.NakWithDelay(2*time.Second + jitter(3*time.Second))
@@ -284,6 +310,12 @@ func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg 
 			dl.log(d.log, -4, "settle task", "err", err)
 		}
 	}
+	if staleTask(msg.Headers(), s.ep.CreatedAt) {
+		adm.release()
+		dl.log(d.log, slog.LevelInfo, "task of an earlier endpoint with this id discarded")
+		dl.done(true)
+		return
+	}
 	// A redelivery asked for through the API goes again although the
 	// ledger knows the endpoint had the event: that is its point.
 	if !strings.HasPrefix(ev.key, redeliverKey) && d.alreadyDelivered(dl) {
@@ -291,9 +323,11 @@ func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg 
 		return
 	}
 	if meta.NumDelivered >= uint64(jetstream.TasksMaxDeliver-1) {
+		// The server is about to give up on the task after as many
+		// deliveries: NATS failures and shutdowns, which are not attempts
+		// (those travel in its headers). Store it afresh.
 		adm.release()
-		dl.st.Error = "JetStream MaxDeliver of the drain consumer reached"
-		d.goDeadLetter(dl, "exhausted")
+		d.goJob(func() { d.requeue(dl) })
 		return
 	}
 	size := int64(len(msg.Data()))
@@ -307,7 +341,21 @@ func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg 
 		d.unsettledBytes.release(size)
 		settle(ok)
 	}
-	d.launch(ctx, dl, adm)
+	d.launch(ctx, dl, adm, true)
+}
+
+// requeue stores dl's task again as a new message, with the same attempt
+// state, and settles the old one.
+func (d *Dispatcher) requeue(dl *delivery) {
+	msg := taskFor(dl, time.Time{})
+	msg.Header.Set(jetstream.HdrMsgID, msg.Header.Get(jetstream.HdrMsgID)+"-q"+strconv.FormatInt(d.now().UnixNano(), 36))
+	if err := d.publish(msg); err != nil {
+		dl.log(d.log, slog.LevelWarn, "task not stored again; it comes back", "err", err)
+		dl.done(false)
+		return
+	}
+	dl.e.backlog.Add(1) // the copy; settling the old one counts it consumed
+	dl.done(true)
 }
 
 // expiryCheck is how often a disabled endpoint's tasks are checked for
@@ -354,52 +402,45 @@ func (r *drainer) expire(ctx context.Context, e *endpoint) (empty bool) {
 			d.log.Warn("remove expired task", "endpoint", e.id, "err", err)
 			return false
 		}
+		e.consumed()
 		seq = raw.Sequence + 1
 	}
 	return false
 }
 
-// admitWait waits until e can take a delivery: an in-flight slot, a
-// rate-limit token and the breaker's permission. It returns nil and when to
-// look again when e cannot take one for a while (held, disabled, breaker).
-func (d *Dispatcher) admitWait(ctx context.Context, e *endpoint, s *settings) (*admission, time.Time) {
-	for {
-		now := d.now()
-		if cause, until := d.blocked(e.id, now); cause != "" {
-			return nil, until
-		}
-		if !e.slots.tryAcquire() {
-			d.countDeferral(e, "in_flight")
-			if !e.slots.acquire(ctx, 0) {
-				return nil, time.Time{}
-			}
-		}
-		var token *rate.Reservation
-		if s.limiter != nil {
-			token = s.limiter.Reserve()
-			if wait := token.Delay(); wait > 0 {
-				d.countDeferral(e, "rate_limit")
-				sleep(ctx, wait)
-				if ctx.Err() != nil {
-					token.Cancel()
-					e.slots.release()
-					return nil, time.Time{}
-				}
-			}
-		}
-		adm, wait := d.admitBreaker(e, token)
-		if adm != nil {
-			return adm, time.Time{}
-		}
-		d.countDeferral(e, "breaker")
-		if wait >= time.Second {
-			return nil, now.Add(wait)
-		}
-		sleep(ctx, wait)
-		if ctx.Err() != nil {
-			return nil, time.Time{}
+// admitNow admits a delivery to e: an in-flight slot (within e's share of
+// the workers), a rate-limit token and the breaker's permission. It waits
+// only for a slot, at most drainPoll: the endpoint's own deliveries free
+// them as they finish. When e cannot take one it returns nil and when to
+// look again: a drain never sleeps on a rate limit or a breaker while it
+// holds one of the process's drains.
+func (d *Dispatcher) admitNow(ctx context.Context, e *endpoint, s *settings) (*admission, time.Time) {
+	now := d.now()
+	if cause, until := d.blocked(e.id, now); cause != "" {
+		return nil, until
+	}
+	if !e.slots.tryAcquire() {
+		d.countDeferral(e, "in_flight")
+		if !e.slots.acquire(ctx, drainPoll) {
+			return nil, d.now()
 		}
 	}
+	var token *rate.Reservation
+	if s.limiter != nil {
+		token = s.limiter.Reserve()
+		if wait := token.Delay(); wait > 0 {
+			token.Cancel()
+			e.slots.release()
+			d.countDeferral(e, "rate_limit")
+			return nil, now.Add(wait)
+		}
+	}
+	adm, wait := d.admitBreaker(e, token)
+	if adm != nil {
+		return adm, time.Time{}
+	}
+	d.countDeferral(e, "breaker")
+	return nil, now.Add(max(wait, drainPoll))
 }
 
 // dropIfEmpty deletes e's drain consumer when its subject holds no task at
@@ -413,7 +454,9 @@ func (d *Dispatcher) dropIfEmpty(ctx context.Context, id string) bool {
 		return false
 	}
 	info, err := st.Info(ctx, natsjs.WithSubjectFilter(jetstream.TasksPrefix+id))
-	if err != nil || info.State.Msgs > 0 {
+	// With a subject filter, State.Msgs is still the whole stream's count:
+	// the subject's own is in State.Subjects.
+	if err != nil || info.State.Subjects[jetstream.TasksPrefix+id] > 0 {
 		return false
 	}
 	if err := d.o.JS.DeleteConsumer(ctx, jetstream.TasksStream, jetstream.DrainConsumerName(id)); err != nil && !errors.Is(err, natsjs.ErrConsumerNotFound) {

@@ -94,7 +94,24 @@ func (d *Dispatcher) consumeFanout(ctx context.Context, cons natsjs.Consumer) er
 		default:
 		}
 	}
-	var handlers sync.WaitGroup
+	var handlers, workers sync.WaitGroup
+	// The handler only takes an unsettled slot and hands the event to a
+	// fan-out worker: a slow dedupe lookup (HOOKJET_SEEN over the network)
+	// delays one worker, not the consumer.
+	queue := make(chan natsjs.Msg, cap(d.unsettled))
+	workers.Add(d.fanoutWorkers())
+	for range d.fanoutWorkers() {
+		go func() {
+			defer workers.Done()
+			for msg := range queue {
+				d.fanOut(ctx, msg)
+			}
+		}()
+	}
+	defer func() {
+		close(queue)
+		workers.Wait()
+	}()
 	cc, err := cons.Consume(func(msg natsjs.Msg) {
 		handlers.Add(1)
 		defer handlers.Done()
@@ -102,7 +119,7 @@ func (d *Dispatcher) consumeFanout(ctx context.Context, cons natsjs.Consumer) er
 			select {
 			case d.unsettled <- struct{}{}:
 				if ctx.Err() == nil {
-					d.fanOut(ctx, msg)
+					queue <- msg // never blocks: as large as d.unsettled
 					return
 				}
 				<-d.unsettled
@@ -114,7 +131,7 @@ func (d *Dispatcher) consumeFanout(ctx context.Context, cons natsjs.Consumer) er
 		if err := msg.Nak(); err != nil {
 			d.log.Debug("nak buffered event", "err", err)
 		}
-	}, natsjs.PullMaxMessagesWithBytesLimit(cap(d.unsettled), fanoutBytes), natsjs.ConsumeErrHandler(func(_ natsjs.ConsumeContext, err error) {
+	}, natsjs.PullMaxMessagesWithBytesLimit(min(cap(d.unsettled), fanoutPull), fanoutBytes), natsjs.ConsumeErrHandler(func(_ natsjs.ConsumeContext, err error) {
 		switch {
 		case errors.Is(err, natsjs.ErrConsumerDeleted) || errors.Is(err, natsjs.ErrConsumerNotFound):
 			signal(err)
@@ -154,6 +171,22 @@ func (d *Dispatcher) consumeFanout(ctx context.Context, cons natsjs.Consumer) er
 	}
 	handlers.Wait()
 	return err
+}
+
+// fanoutPull bounds the events buffered in the client ahead of the
+// handler: a process paused past AckWait (SIGSTOP, a long GC, a VM
+// migration) delivers what it buffered although JetStream has handed it to
+// another process meanwhile, so the buffer is what such a pause can
+// duplicate, on top of what was in flight.
+const fanoutPull = 64
+
+// fanoutWorkers is how many events this process fans out at once: more with
+// nats.url, where the shared dedupe lookup is a network round trip.
+func (d *Dispatcher) fanoutWorkers() int {
+	if d.shared != nil {
+		return 64
+	}
+	return 4
 }
 
 // fanEvent settles one event of the fan-out: it is acked once every delivery
@@ -247,13 +280,16 @@ func (d *Dispatcher) fanOut(ctx context.Context, msg natsjs.Msg) {
 			continue
 		}
 		dl := &delivery{e: e, s: d.current(e), ev: &ev, data: msg.Data(), hdr: msg.Headers(), done: f.settle}
+		d.guarded(dl)
 		if d.alreadyDelivered(dl) {
 			continue
 		}
 		if exhausted {
-			// The safety net, before the server gives up on the event.
-			dl.st.Error = "JetStream MaxDeliver of the fan-out consumer reached"
-			d.goDeadLetter(dl, "exhausted")
+			// The server is about to give up on the event after as many
+			// deliveries: NATS failures, shutdowns and crashes, never
+			// attempts (those are a task's). Hand every delivery on as a
+			// task, which carries its own attempt count.
+			d.park(dl, "redelivered")
 			continue
 		}
 		d.route(ctx, dl)
@@ -300,12 +336,18 @@ func (d *Dispatcher) route(ctx context.Context, dl *delivery) {
 	adm, cause := d.admit(dl.e, dl.s)
 	switch cause {
 	case "":
-		d.launch(ctx, dl, adm)
+		d.launch(ctx, dl, adm, false)
 	case "in_flight":
+		if !d.startWaiting(dl.e, dl.s) {
+			d.park(dl, "in_flight")
+			return
+		}
 		d.inflight.Add(1)
 		go func() {
 			defer d.inflight.Done()
-			if !dl.e.slots.acquire(ctx, inFlightWait) {
+			ok := dl.e.slots.acquire(ctx, inFlightWait)
+			d.stopWaiting(dl.e)
+			if !ok {
 				d.park(dl, "in_flight")
 				return
 			}
@@ -314,11 +356,29 @@ func (d *Dispatcher) route(ctx context.Context, dl *delivery) {
 				d.park(dl, cause)
 				return
 			}
-			d.launch(ctx, dl, adm)
+			d.launch(ctx, dl, adm, false)
 		}()
 	default:
 		d.park(dl, cause)
 	}
+}
+
+// startWaiting reports whether a fan-out delivery may wait for one of e's
+// in-flight slots: at most max_in_flight deliveries per endpoint and
+// worker.concurrency in the process wait, each holding its event unsettled,
+// so a saturated endpoint parks the rest at once instead of filling the
+// fan-out's unsettled events.
+func (d *Dispatcher) startWaiting(e *endpoint, s *settings) bool {
+	if int(e.slots.waiting.Add(1)) > s.ep.MaxInFlight || int(d.waitingN.Add(1)) > cap(d.global) {
+		d.stopWaiting(e)
+		return false
+	}
+	return true
+}
+
+func (d *Dispatcher) stopWaiting(e *endpoint) {
+	e.slots.waiting.Add(-1)
+	d.waitingN.Add(-1)
 }
 
 // admission is what a delivery holds once admitted: a slot of its
@@ -329,6 +389,7 @@ type admission struct {
 	d       *Dispatcher
 	e       *endpoint
 	breaker bool
+	probe   bool // the breaker's permission is its half-open probe
 	// token is the rate-limit reservation until a request spends it;
 	// release hands an unspent one back.
 	token *rate.Reservation
@@ -343,7 +404,7 @@ func (a *admission) release() {
 		a.token = nil
 	}
 	if a.breaker {
-		a.d.o.Breakers.Release(a.e.id)
+		a.d.o.Breakers.ReleaseProbe(a.e.id, a.probe)
 		a.breaker = false
 	}
 	a.e.slots.release()
@@ -389,9 +450,9 @@ func (d *Dispatcher) admitHolding(e *endpoint, s *settings) (*admission, string)
 // its rate-limit token (nil without a limit) with the breaker's permission,
 // or gives both back and says how long until the breaker may allow one.
 func (d *Dispatcher) admitBreaker(e *endpoint, token *rate.Reservation) (*admission, time.Duration) {
-	ok, wait := d.o.Breakers.Acquire(e.id)
+	ok, probe, wait := d.o.Breakers.AcquireProbe(e.id)
 	if ok {
-		return &admission{d: d, e: e, breaker: true, token: token}, 0
+		return &admission{d: d, e: e, breaker: true, probe: probe, token: token}, 0
 	}
 	if token != nil {
 		token.Cancel()
@@ -401,18 +462,29 @@ func (d *Dispatcher) admitBreaker(e *endpoint, token *rate.Reservation) (*admiss
 }
 
 // launch takes a slot of the global concurrency and attempts dl on a worker
-// goroutine.
-func (d *Dispatcher) launch(ctx context.Context, dl *delivery, adm *admission) {
+// goroutine. When every worker is busy, a fan-out delivery (wait false) is
+// parked at once, so the fan-out never waits for the pool; a drain's waits.
+func (d *Dispatcher) launch(ctx context.Context, dl *delivery, adm *admission, wait bool) {
 	select {
 	case d.global <- struct{}{}:
-	case <-ctx.Done():
-		adm.release()
-		dl.done(false)
-		return
+	default:
+		if !wait {
+			adm.release()
+			d.park(dl, "concurrency")
+			return
+		}
+		select {
+		case d.global <- struct{}{}:
+		case <-ctx.Done():
+			adm.release()
+			dl.done(false)
+			return
+		}
 	}
 	m := d.o.Metrics
 	d.inflight.Add(1)
 	m.InFlight.Set(float64(d.inFlightN.Add(1)))
+	d.watch(dl)
 	go func() {
 		defer d.inflight.Done()
 		d.attempt(dl, adm)

@@ -21,6 +21,7 @@ type Metrics struct {
 	InFlight        prometheus.Gauge
 	Endpoints       *prometheus.GaugeVec // state: enabled, disabled, breaker_open
 	SafetyNetErrors prometheus.Counter
+	Trimmed         prometheus.Counter
 }
 
 // NewMetrics creates hookjet's metrics and registers them with reg.
@@ -76,8 +77,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		SafetyNetErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hookjet_safety_net_errors_total", Help: "MaxDeliver advisories whose message was already gone: a delivery that may have been lost.",
 		}),
+		Trimmed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hookjet_events_trimmed_total", Help: "Delivered events removed from HOOKJET_EVENTS because it passed 90% of streams.max_bytes.",
+		}),
 	}
-	reg.MustRegister(m.Endpoints, m.SafetyNetErrors, m.Attempts, m.AttemptDuration, m.FirstAttempts, m.DeadLetters, m.Deferrals,
+	reg.MustRegister(m.Trimmed, m.Endpoints, m.SafetyNetErrors, m.Attempts, m.AttemptDuration, m.FirstAttempts, m.DeadLetters, m.Deferrals,
 		m.BreakerState, m.Pending, m.OldestPending, m.Duplicates, m.Published, m.MissingID,
 		m.DLQMessages, m.LatencyP95, m.InFlight)
 	return m

@@ -89,7 +89,7 @@ func (d *Dispatcher) Replay(ctx context.Context, r admin.ReplayRequest) (admin.R
 			sendErr = fmt.Errorf("remove replayed dead letter %d: %w", e.Seq, err)
 			return false
 		}
-		res.Replayed++
+		res.ReplayedTo(e.Endpoint) // issue 24: the endpoints replayed to, for the answer's waiting
 		return true
 	})
 	if err == nil {

@@ -33,6 +33,9 @@ type sharedSeen struct {
 
 const seenCacheSize = 1 << 16
 
+// seenTimeout bounds one shared dedupe lookup.
+const seenTimeout = time.Second
+
 func newSharedSeen(kv natsjs.KeyValue) *sharedSeen {
 	return &sharedSeen{kv: kv, cache: make(map[string]uint64, seenCacheSize), order: make([]string, seenCacheSize)}
 }
@@ -65,7 +68,10 @@ func (s *sharedSeen) duplicate(ctx context.Context, id string, seq uint64) (bool
 	if ok {
 		return first != seq, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// A slow lookup holds one fan-out worker, never the consumer; past
+	// seenTimeout the event is delivered (a possible duplicate beats a
+	// stall).
+	ctx, cancel := context.WithTimeout(ctx, seenTimeout)
 	defer cancel()
 	key := seenKey(id)
 	_, err := s.kv.Create(ctx, key, strconv.AppendUint(nil, seq, 10))

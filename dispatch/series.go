@@ -51,6 +51,18 @@ func (s *series) label(id string) string {
 	return l
 }
 
+// owned calls fn with the label of every endpoint that has series of its
+// own (at most metrics.max_endpoint_series), without giving any new ones.
+func (s *series) owned(fn func(label string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.labels {
+		if l != otherSeries {
+			fn(l)
+		}
+	}
+}
+
 // forget deletes the series of a removed endpoint and frees its place.
 func (s *series) forget(id string) {
 	s.mu.Lock()

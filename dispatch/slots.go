@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,6 +16,45 @@ type slots struct {
 	n     int
 	limit int
 	freed chan struct{} // closed and replaced on every release; nil until someone waits
+	// share is the process's worker pool, divided between the endpoints
+	// with requests in flight; nil: no share applies (tests).
+	share *poolShare
+	// waiting counts fan-out deliveries waiting for a slot (bounded).
+	waiting atomic.Int32
+}
+
+// poolShare divides worker.concurrency between the endpoints that have
+// requests in flight, so that slow endpoints cannot take every worker: an
+// endpoint holding n requests may take another while n < total/(active+1),
+// where active counts the endpoints holding at least one. The "+1" keeps
+// room for an endpoint that holds none, which may always take its first.
+type poolShare struct {
+	total  int
+	active atomic.Int64
+}
+
+// allows reports whether an endpoint that holds n slots may take one more.
+func (p *poolShare) allows(n int) bool {
+	if p == nil || n == 0 {
+		return true
+	}
+	return n < max(1, p.total/int(p.active.Load()+1))
+}
+
+// took and gave keep active up to date as an endpoint's count leaves or
+// reaches zero; called with s.mu held.
+func (s *slots) took() {
+	s.n++
+	if s.n == 1 && s.share != nil {
+		s.share.active.Add(1)
+	}
+}
+
+func (s *slots) gave() {
+	s.n--
+	if s.n == 0 && s.share != nil {
+		s.share.active.Add(-1)
+	}
 }
 
 func (s *slots) setLimit(n int) {
@@ -26,10 +66,10 @@ func (s *slots) setLimit(n int) {
 func (s *slots) tryAcquire() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.n >= s.limit {
+	if s.n >= s.limit || !s.share.allows(s.n) {
 		return false
 	}
-	s.n++
+	s.took()
 	return true
 }
 
@@ -43,8 +83,8 @@ func (s *slots) acquire(ctx context.Context, wait time.Duration) bool {
 	}
 	for {
 		s.mu.Lock()
-		if s.n < s.limit {
-			s.n++
+		if s.n < s.limit && s.share.allows(s.n) {
+			s.took()
 			s.mu.Unlock()
 			return true
 		}
@@ -65,7 +105,7 @@ func (s *slots) acquire(ctx context.Context, wait time.Duration) bool {
 
 func (s *slots) release() {
 	s.mu.Lock()
-	s.n--
+	s.gave()
 	if s.freed != nil {
 		close(s.freed)
 		s.freed = nil

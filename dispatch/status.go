@@ -119,6 +119,7 @@ func (d *Dispatcher) status(e *endpoint, w waitingCount, deadLetters uint64) adm
 	} else {
 		s.Breaker.State = "closed"
 	}
+	s.Waiting = d.waits(e, d.now()) // issue 24: why deliveries wait (dispatch/reset.go)
 	return s
 }
 
@@ -146,11 +147,22 @@ func (d *Dispatcher) waiting(ctx context.Context, id string) (map[string]waiting
 		w.due += n
 		out[ep] = w
 	}
-	filter := jetstream.SchedPrefix + id + ".*"
 	if id == "*" {
-		filter = jetstream.SchedPrefix + ">"
+		// Listing every scheduled retry's subject costs the server one
+		// entry per waiting retry: across endpoints, take this process's
+		// count of the tasks it stored instead (see bounds.go).
+		d.mu.RLock()
+		for ep, e := range d.eps {
+			w := out[ep]
+			if b := uint64(max(0, e.backlog.Load())); b > w.due {
+				w.scheduled = b - w.due
+				out[ep] = w
+			}
+		}
+		d.mu.RUnlock()
+		return out, nil
 	}
-	sched, err := st.Info(ctx, natsjs.WithSubjectFilter(filter))
+	sched, err := st.Info(ctx, natsjs.WithSubjectFilter(jetstream.SchedPrefix+id+".*"))
 	if err != nil {
 		return nil, fmt.Errorf("stream info %s: %w", jetstream.TasksStream, err)
 	}
@@ -215,10 +227,14 @@ func (d *Dispatcher) Summary(ctx context.Context) (admin.Summary, error) {
 		errs = append(errs, fmt.Errorf("stream info %s: %w", jetstream.TasksStream, err))
 	} else {
 		s.Pending += info.State.Msgs
-		if sched, err := st.Info(ctx, natsjs.WithSubjectFilter(jetstream.SchedPrefix+">")); err == nil {
-			for _, n := range sched.State.Subjects {
-				s.AwaitingRetry += n
+		// Scheduled retries are the tasks that are not yet due: one
+		// subject per endpoint is listed, not one per retry.
+		if due, err := st.Info(ctx, natsjs.WithSubjectFilter(jetstream.TasksPrefix+"*")); err == nil {
+			var n uint64
+			for _, c := range due.State.Subjects {
+				n += c
 			}
+			s.AwaitingRetry = info.State.Msgs - min(n, info.State.Msgs)
 		}
 		if info.State.Msgs > 0 {
 			if t, ok := d.firstTime(ctx, jetstream.TasksStream, info.State.FirstSeq); ok && (oldest.IsZero() || t.Before(oldest)) {
@@ -237,7 +253,11 @@ func (d *Dispatcher) Summary(ctx context.Context) (admin.Summary, error) {
 	if st, err := d.o.JS.Stream(ctx, jetstream.EventsStream); err != nil {
 		errs = append(errs, fmt.Errorf("stream %s: %w", jetstream.EventsStream, err))
 	} else {
-		s.EventsStored, s.EventsBytes = st.CachedInfo().State.Msgs, st.CachedInfo().State.Bytes
+		state := st.CachedInfo().State
+		s.EventsStored, s.EventsBytes = state.Msgs, state.Bytes
+		if state.Msgs > 0 && !state.FirstTime.IsZero() {
+			s.LogOldest = timePtr(state.FirstTime)
+		}
 	}
 	s.DeliveredLastHour, s.FailedLastHour = d.hour.sum(d.now())
 	if len(errs) == len([]string{"fanout", "tasks", "dlq", "events"}) {
@@ -291,7 +311,9 @@ func (d *Dispatcher) refreshGauges(ctx context.Context) {
 	m.DLQMessages.Set(float64(s.DeadLetter))
 	w, err := d.waiting(ctx, "*")
 	if err == nil {
+		// Every labelled endpoint has a series, 0 when nothing waits.
 		m.Pending.Reset()
+		d.series.owned(func(l string) { m.Pending.WithLabelValues(l).Set(0) })
 		other := 0.0
 		for id, c := range w {
 			if d.endpoint(id) == nil {

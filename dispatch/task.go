@@ -42,7 +42,29 @@ const (
 	hdrEventSeq  = "Hookjet-Event-Seq"
 	hdrSchedule  = "Nats-Schedule"
 	hdrTarget    = "Nats-Schedule-Target"
+	hdrRollup    = "Nats-Rollup"
+	// hdrIncarnation is the created_at (Unix nanoseconds) of the API
+	// endpoint a task was stored for: an endpoint deleted and created again
+	// with the same id never receives the old one's tasks.
+	hdrIncarnation = "Hookjet-Endpoint-Created"
 )
+
+// taskFor builds dl's task (see taskMsg), marked with its endpoint's
+// incarnation.
+func taskFor(dl *delivery, at time.Time) *nats.Msg {
+	msg := taskMsg(dl.e.id, dl.ev, dl.st, dl.data, dl.hdr, at)
+	if c := dl.s.ep.CreatedAt; !c.IsZero() {
+		msg.Header.Set(hdrIncarnation, strconv.FormatInt(c.UnixNano(), 10))
+	}
+	return msg
+}
+
+// staleTask reports whether a task was stored for an earlier endpoint of
+// the same id (deleted through the API and created again).
+func staleTask(h nats.Header, ep time.Time) bool {
+	v := h.Get(hdrIncarnation)
+	return v != "" && !ep.IsZero() && v != strconv.FormatInt(ep.UnixNano(), 10)
+}
 
 // traceHeaders are copied from an event to its tasks, so a trace continues
 // across retries.
@@ -62,6 +84,9 @@ func taskMsg(endpoint string, ev *event, st attemptState, data []byte, src nats.
 		out = nats.NewMsg(jetstream.SchedPrefix + endpoint + "." + ev.key)
 		out.Header.Set(hdrSchedule, "@at "+at.UTC().Format(time.RFC3339Nano))
 		out.Header.Set(hdrTarget, jetstream.TasksPrefix+endpoint)
+		// One schedule per delivery: a retry replaces the delivery's guard
+		// (guard.go) on the same subject, message and all.
+		out.Header.Set(hdrRollup, "sub")
 	}
 	out.Data = data
 	h := out.Header

@@ -28,6 +28,12 @@
 // so that failing endpoints reach the dead-letter stream within a test;
 // [WithSettings] and [WithRetry] change that, [WithConfig] any other key.
 //
+// The embedded server syncs lazily (nats.sync: 2m) for speed: unlike
+// `hookjet serve`, whose default nats.sync: always fsyncs every event before
+// its PubAck, a test's events would not survive a power cut, which a test
+// does not need. WithConfig(func(c *config.Config) { c.NATS.Sync = "always" })
+// restores the production policy.
+//
 // A Start costs about 35-80ms on a quiet 2-core machine once the test binary
 // is warm, up to ~100ms on a busy one, ~25ms with TMPDIR on a tmpfs such as
 // /dev/shm (BenchmarkStart); every Hookjet is independent, so tests may run

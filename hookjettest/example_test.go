@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"sync/atomic"
 
 	"github.com/hookjet/hookjet/hookjettest"
 	"github.com/hookjet/hookjet/webhook"
@@ -20,25 +19,20 @@ func Example() {
 
 	hj := hookjettest.Start(t)
 
-	// The customer's endpoint verifies the signature as a receiver would.
-	var verifier atomic.Pointer[webhook.Verifier]
-	got := make(chan string, 1)
-	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if err := verifier.Load().Verify(r.Header, body); err != nil {
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		got <- r.Header.Get("webhook-id") + " " + string(body)
-	}))
-	defer rcv.Close()
-
-	ep, secret := hj.AddEndpoint(rcv.URL, "order.*")
+	// The customer's endpoint verifies every request as a receiver would,
+	// with the secret the endpoint will sign with, chosen first.
+	secret := hookjettest.NewSecret()
 	v, err := webhook.NewVerifier([]string{secret})
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	verifier.Store(v)
+	got := make(chan string, 1)
+	rcv := httptest.NewServer(webhook.Handler(v, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got <- r.Header.Get("webhook-id") + " " + string(body)
+	})))
+	defer rcv.Close()
+	ep := hj.AddEndpointWithSecret(rcv.URL, secret, "order.*")
 
 	hj.Publish("order.created", "evt_42", []byte(`{"order":42}`))
 	hj.WaitDelivered(ep, "evt_42")

@@ -95,7 +95,12 @@ func testConfig(dir string) config.Config {
 	// (75% of what is free): production sizes would not fit a CI runner or
 	// a tmpfs TMPDIR.
 	c.Streams.MaxBytes = 256 << 20
+	c.Streams.TasksMaxBytes = 256 << 20
 	c.Streams.DLQMaxBytes = 64 << 20
+	// A test's temporary directory need not survive a power cut: the
+	// embedded server syncs lazily (JetStream's own default) instead of
+	// fsyncing every event before its PubAck as hookjet does by default.
+	c.NATS.Sync = "2m"
 	c.Log.MaxBytes = 64 << 20 // the delivery log, HOOKJET_LOG
 	c.Worker.ShutdownGrace = 5 * time.Second
 	c.Defaults.Timeout = 5 * time.Second
@@ -131,18 +136,27 @@ func (h *Hookjet) AdminURL() string { return "http://" + h.srv.AdminAddr() }
 // endpoint is applied: events published from then on reach it.
 func (h *Hookjet) AddEndpoint(url string, events ...string) (id, secret string) {
 	h.t.Helper()
+	secret = NewSecret()
+	return h.AddEndpointWithSecret(url, secret, events...), secret
+}
+
+// AddEndpointWithSecret is [Hookjet.AddEndpoint] with the signing secret
+// given (for example from [NewSecret]), so that a verifying receiver can be
+// built with it before the endpoint exists: no receiver sees a request it
+// cannot verify. It returns the endpoint's id once it is applied.
+func (h *Hookjet) AddEndpointWithSecret(url, secret string, events ...string) (id string) {
+	h.t.Helper()
 	h.mu.Lock()
 	h.n++
 	id = fmt.Sprintf("ep%d", h.n)
 	h.mu.Unlock()
-	secret = NewSecret()
 	if len(events) == 0 {
 		events = []string{">"}
 	}
 	if err := h.addEndpoint(id, url, secret, events); err != nil {
 		h.t.Fatalf("hookjettest: add endpoint %s: %v", url, err)
 	}
-	return id, secret
+	return id
 }
 
 // addEndpoint makes hookjet deliver to a new endpoint through the admin

@@ -35,11 +35,10 @@ type DeadLetter struct {
 
 // deadLetterOf converts the admin API's dead letter.
 func deadLetterOf(e jetstream.DLQEntry) DeadLetter {
-	status, _ := strconv.Atoi(e.LastStatus)
 	first, _ := time.Parse(time.RFC3339, e.FirstAttempt)
 	last, _ := time.Parse(time.RFC3339, e.LastAttempt)
 	return DeadLetter{Seq: e.Seq, EventID: e.EventID, EventType: e.EventType, Endpoint: e.Endpoint,
-		Reason: e.Reason, Attempts: e.Attempts, LastStatus: status, LastError: e.LastError,
+		Reason: e.Reason, Attempts: e.Attempts, LastStatus: e.LastStatus, LastError: e.LastError,
 		FirstAttempt: first, LastAttempt: last}
 }
 

@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,7 +22,7 @@ type DLQEntry struct {
 	Endpoint     string `json:"endpoint"`
 	Reason       string `json:"reason"`
 	Attempts     int    `json:"attempts"`
-	LastStatus   string `json:"last_status"`
+	LastStatus   int    `json:"last_status"` // the last HTTP status; 0 when there was no response
 	LastError    string `json:"last_error"`
 	FirstAttempt string `json:"first_attempt"`
 	LastAttempt  string `json:"last_attempt"`
@@ -47,7 +48,7 @@ type DLQStat struct {
 	Count            int     `json:"count"`
 	MostCommonReason string  `json:"most_common_reason"`
 	MostCommonError  string  `json:"most_common_error"`
-	MostCommonStatus string  `json:"most_common_status"`
+	MostCommonStatus int     `json:"most_common_status"` // an HTTP status; 0: no response
 	First            string  `json:"first"`
 	Last             string  `json:"last"`
 	AverageAttempts  float64 `json:"average_attempts"`
@@ -148,6 +149,7 @@ func ScanDLQ(ctx context.Context, js natsjs.JetStream, f DLQFilter, fn func(DLQM
 func entryOf(m natsjs.Msg, meta *natsjs.MsgMetadata) DLQEntry {
 	h := m.Headers()
 	attempts, _ := strconv.Atoi(h.Get(HdrAttempts))
+	status, _ := strconv.Atoi(h.Get(HdrLastStatus)) // empty: no response, 0
 	return DLQEntry{
 		Seq:          meta.Sequence.Stream,
 		EventID:      h.Get(HdrEventID),
@@ -155,7 +157,7 @@ func entryOf(m natsjs.Msg, meta *natsjs.MsgMetadata) DLQEntry {
 		Endpoint:     h.Get(HdrEndpoint),
 		Reason:       h.Get(HdrReason),
 		Attempts:     attempts,
-		LastStatus:   h.Get(HdrLastStatus),
+		LastStatus:   status,
 		LastError:    h.Get(HdrLastError),
 		FirstAttempt: h.Get(HdrFirstTry),
 		LastAttempt:  h.Get(HdrLastTry),
@@ -178,15 +180,16 @@ func DeadLetters(ctx context.Context, js natsjs.JetStream, f DLQFilter) ([]DLQEn
 func DeadLetterStats(ctx context.Context, js natsjs.JetStream) ([]DLQStat, error) {
 	type acc struct {
 		DLQStat
-		attempts                int
-		reasons, errs, statuses map[string]int
+		attempts      int
+		reasons, errs map[string]int
+		statuses      map[int]int
 	}
 	by := map[string]*acc{}
 	err := ScanDLQ(ctx, js, DLQFilter{}, func(m DLQMsg) bool {
 		e := m.Entry
 		a := by[e.Endpoint]
 		if a == nil {
-			a = &acc{DLQStat: DLQStat{Endpoint: e.Endpoint, First: e.StoredAt}, reasons: map[string]int{}, errs: map[string]int{}, statuses: map[string]int{}}
+			a = &acc{DLQStat: DLQStat{Endpoint: e.Endpoint, First: e.StoredAt}, reasons: map[string]int{}, errs: map[string]int{}, statuses: map[int]int{}}
 			by[e.Endpoint] = a
 		}
 		a.Count++
@@ -212,8 +215,9 @@ func DeadLetterStats(ctx context.Context, js natsjs.JetStream) ([]DLQStat, error
 	return out, nil
 }
 
-func mostCommon(m map[string]int) string {
-	best, n := "", 0
+func mostCommon[K cmp.Ordered](m map[K]int) K {
+	var best K
+	n := 0
 	for k, c := range m {
 		if c > n || (c == n && k < best) {
 			best, n = k, c

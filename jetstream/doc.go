@@ -6,8 +6,10 @@
 //
 // Throughout the repository the nats.go client package
 // github.com/nats-io/nats.go/jetstream is imported as natsjs, so that this
-// package's name stays free. Only this package, dispatch and cmd/hookjet
-// import NATS; deliver, dedupe, breaker, signature and webhook never do.
+// package's name stays free. Only this package, dispatch, cmd/hookjet and
+// the consumer-side helpers webhook/kvdedupe and examples/inboundconsumer
+// import NATS; deliver, dedupe, breaker, signature, webhook and inbound
+// never do (inbound stores through this package).
 //
 // # Streams, consumers and buckets
 //
@@ -22,11 +24,14 @@
 //   - HOOKJET_ADVISORIES: MAX_DELIVERIES advisories of the fan-out and drain
 //     consumers, the safety net's input.
 //   - HOOKJET_OPS (hookjet.ops.>): operational events such as
-//     hookjet.ops.endpoint.opened|closed|disabled|enabled and hookjet.ops.dead_letter.
+//     hookjet.ops.endpoint.opened|closed|disabled|enabled|reset and hookjet.ops.dead_letter.
 //   - KV HOOKJET_ENDPOINTS: endpoints created through the admin API, by id
 //     ([EndpointStore]; secrets and header values sealed).
 //   - KV HOOKJET_CONFIG_ENDPOINTS: every process's config-file endpoints,
 //     so a process never acks an event for an endpoint only another knows.
 //   - KV HOOKJET_ENDPOINT_STATE: disabled and held endpoints.
 //   - KV HOOKJET_SEEN: event ids already accepted, shared by all processes.
+//   - HOOKJET_INBOUND (hookjet.inbound.<source>.<type>): webhooks the inbound
+//     gateway verified, limits retention; KV HOOKJET_INBOUND_SEEN: the
+//     provider ids stored, for dedupe.ttl ([InboundStore], inbound.go).
 package jetstream

@@ -16,6 +16,11 @@ import (
 // under dataDir/nats, listening on cfg.Listen (port 0: any free port). It returns once the server
 // accepts connections; the caller owns it and stops it with Shutdown and
 // WaitForShutdown.
+//
+// cfg.Sync sets the server's sync policy: "always" (SyncAlways: every stored
+// message is fsynced before its PubAck) or a duration (SyncInterval: fsync
+// every interval; a power cut loses what was acknowledged since the last
+// one). The caller logs the warning a lazy interval deserves.
 func StartEmbedded(cfg config.NATS, dataDir string) (*server.Server, error) {
 	host, portStr, err := net.SplitHostPort(cfg.Listen)
 	if err != nil {
@@ -48,6 +53,11 @@ func StartEmbedded(cfg config.NATS, dataDir string) (*server.Server, error) {
 		NoSigs:     true,
 		NoLog:      true,
 		MaxPayload: 8 << 20,
+	}
+	if d, lazy := cfg.SyncInterval(); lazy {
+		opts.SyncInterval = d
+	} else {
+		opts.SyncAlways = true
 	}
 	if cfg.Token.Reveal() != "" {
 		opts.Authorization = cfg.Token.Reveal()

@@ -18,13 +18,17 @@ import (
 const outboxPubTimeout = 10 * time.Second
 
 // OutboxPublisher is the [outbox.Publisher] hookjet uses: it publishes a
-// batch of outbox rows asynchronously to hookjet.events.<event_type> (or, for
-// rejected rows, to hookjet.dlq._outbox with reason "rejected") and waits for
-// every PubAck.
+// batch of outbox rows to hookjet.events.<event_type> (or, for rejected
+// rows, to hookjet.dlq._outbox with reason "rejected") and waits for every
+// PubAck. Events go in atomic batches (Nats-Batch-Id) when HOOKJET_EVENTS
+// allows them, so that a server that syncs always fsyncs once per batch; a
+// batch the server refuses (a row already stored, after a crash) and dead
+// letters are published one by one, asynchronously.
 type OutboxPublisher struct {
 	nc         *nats.Conn
 	js         natsjs.JetStream
 	maxMsgSize int
+	atomic     atomicState // outbox_atomic.go
 }
 
 // NewOutboxPublisher returns a publisher on nc that allows up to maxPending
@@ -51,10 +55,22 @@ func (p *OutboxPublisher) Publish(ctx context.Context, batch []outbox.Message) [
 	if p.maxMsgSize > 0 && (limit <= 0 || p.maxMsgSize < limit) {
 		limit = p.maxMsgSize
 	}
+	msgs := make([]*nats.Msg, len(batch))
 	for i := range batch {
 		m := p.natsMsg(batch[i], limit)
 		if size := msgSize(m); limit > 0 && size > limit {
 			acks[i].Err = fmt.Errorf("%w: %d bytes with headers exceed what the stream takes (%d)", outbox.ErrRefused, size, limit)
+			continue
+		}
+		msgs[i] = m
+	}
+	// Events go in atomic batches when the stream allows them: one fsync
+	// per batch instead of one per row on a server that syncs always.
+	if len(batch) > 1 && p.atomicAllowed(ctx) {
+		p.publishAtomic(ctx, batch, msgs, acks)
+	}
+	for i, m := range msgs {
+		if m == nil {
 			continue
 		}
 		f, err := p.js.PublishMsgAsync(m)

@@ -111,6 +111,8 @@ func streamConfigs(cfg *config.Config) []natsjs.StreamConfig {
 		MaxBytes:    s.MaxBytes,
 		MaxMsgSize:  MaxMsgSize(cfg),
 		Discard:     natsjs.DiscardNew,
+		// Atomic batches are fsynced once per batch (the outbox relay's).
+		AllowAtomicPublish: true,
 	}, {
 		// Deliveries that could not be settled at once, per endpoint
 		// (hookjet.tasks.<endpoint>), and retries waiting for their time as
@@ -125,7 +127,7 @@ func streamConfigs(cfg *config.Config) []natsjs.StreamConfig {
 		Replicas:          s.Replicas,
 		Duplicates:        s.DuplicateWindow,
 		MaxAge:            s.MaxAge,
-		MaxBytes:          s.MaxBytes,
+		MaxBytes:          TasksStreamBytes(s.TasksMaxBytes),
 		MaxMsgSize:        MaxMsgSize(cfg),
 		Discard:           natsjs.DiscardOld,
 		AllowMsgSchedules: true,
@@ -168,6 +170,30 @@ func streamConfigs(cfg *config.Config) []natsjs.StreamConfig {
 	}}
 }
 
+// TasksStreamBytes is HOOKJET_TASKS' own MaxBytes: a quarter (at least
+// 64 MiB) above streams.tasks_max_bytes, the bound hookjet enforces by
+// dead-lettering (reason overflow), so that the server, which drops the
+// oldest messages of a stream that allows schedules, never drops a task.
+func TasksStreamBytes(tasksMax int64) int64 {
+	return tasksMax + max(tasksMax/4, 64<<20)
+}
+
+// SeenDesignRate is the event rate HOOKJET_SEEN is sized for, per second:
+// 10 million events a day, with room for twice as many.
+const SeenDesignRate = 2 * 10_000_000.0 / 86400
+
+// seenBytesPerID is what one remembered event id costs the KV bucket on
+// disk (key, value, headers, record framing), measured generously.
+const seenBytesPerID = 256
+
+// SeenBytes sizes HOOKJET_SEEN for dedupe.ttl at the design rate, at least
+// 1 GiB. When a burst fills it, a lookup fails and the event is delivered
+// (a possible duplicate, counted; the fan-out never stalls on it).
+func SeenBytes(ttl time.Duration) int64 {
+	ids := SeenDesignRate * ttl.Seconds()
+	return max(1<<30, int64(ids*seenBytesPerID))
+}
+
 // bucketConfigs are the KV buckets hookjet creates at start (the endpoint
 // stores create their own).
 func bucketConfigs(cfg *config.Config) []natsjs.KeyValueConfig {
@@ -178,7 +204,7 @@ func bucketConfigs(cfg *config.Config) []natsjs.KeyValueConfig {
 		TTL:         cfg.Dedupe.TTL,
 		Storage:     natsjs.FileStorage,
 		Replicas:    s.Replicas,
-		MaxBytes:    1 << 30,
+		MaxBytes:    SeenBytes(cfg.Dedupe.TTL),
 	}, {
 		Bucket:      StateBucket,
 		Description: "hookjet endpoints disabled (410, operator) or held (Retry-After)",
@@ -211,7 +237,8 @@ func streamUpToDate(cur, want natsjs.StreamConfig) bool {
 	return cur.Description == want.Description && slices.Equal(cur.Subjects, want.Subjects) &&
 		cur.Retention == want.Retention && cur.Replicas == want.Replicas && cur.Duplicates == want.Duplicates &&
 		cur.MaxAge == want.MaxAge && cur.MaxBytes == want.MaxBytes && cur.MaxMsgSize == want.MaxMsgSize &&
-		cur.Discard == want.Discard && cur.AllowMsgSchedules == want.AllowMsgSchedules
+		cur.Discard == want.Discard && cur.AllowMsgSchedules == want.AllowMsgSchedules &&
+		cur.AllowAtomicPublish == want.AllowAtomicPublish
 }
 
 // retry runs fn with a short timeout until it succeeds or ctx ends, backing

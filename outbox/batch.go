@@ -31,21 +31,38 @@ func (r *Relay) relayBatch(ctx context.Context, conn *pgx.Conn) (int, error) {
 			r.log.Debug("outbox: rollback", "err", err)
 		}
 	}()
+	var due []string // held rows whose hold has passed: deleted now
+	if r.hold > 0 {
+		due = r.held.due(start, r.hold)
+	}
 	rows, err := r.claim(bctx, tx)
-	if err != nil || len(rows) == 0 {
+	if err != nil || (len(rows) == 0 && len(due) == 0) {
 		return 0, err
 	}
-	msgs := make([]Message, len(rows))
-	for i, row := range rows {
-		msgs[i] = message(row, r.maxPayload)
+	msgs := make([]Message, 0, len(rows))
+	for _, row := range rows {
+		if _, ok := r.held.acked[row.id]; ok {
+			continue // acknowledged already, waiting out its hold
+		}
+		msgs = append(msgs, message(row, r.maxPayload))
 	}
 	done, tally, pubErr := r.publish(bctx, msgs)
+	if r.hold > 0 {
+		ackAt := time.Now()
+		for _, id := range done {
+			r.held.acked[id] = ackAt
+		}
+		done = due
+	}
 	if len(done) > 0 {
 		if _, err := tx.Exec(bctx, r.deleteSQL, done); err != nil {
 			return 0, fmt.Errorf("%w: delete: %w", ErrPostgres, err)
 		}
 		if err := tx.Commit(bctx); err != nil {
 			return 0, fmt.Errorf("%w: commit: %w", ErrPostgres, err)
+		}
+		for _, id := range due {
+			delete(r.held.acked, id)
 		}
 	}
 	r.m.relayed.Add(float64(tally.relayed))
@@ -61,9 +78,16 @@ func (r *Relay) relayBatch(ctx context.Context, conn *pgx.Conn) (int, error) {
 	return len(rows), nil
 }
 
-// claim locks and reads up to a batch of rows that no other relay holds.
+// claim locks and reads up to a batch of rows that no other relay holds
+// (with a hold: after the cursor, which it advances).
 func (r *Relay) claim(ctx context.Context, tx pgx.Tx) ([]row, error) {
-	rs, err := tx.Query(ctx, r.claimSQL, r.batch)
+	var rs pgx.Rows
+	var err error
+	if r.hold > 0 {
+		rs, err = tx.Query(ctx, r.held.claimSQL, r.batch, r.held.cursor)
+	} else {
+		rs, err = tx.Query(ctx, r.claimSQL, r.batch)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: claim: %w", ErrPostgres, err)
 	}
@@ -76,6 +100,13 @@ func (r *Relay) claim(ctx context.Context, tx pgx.Tx) ([]row, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: claim: %w", ErrPostgres, err)
+	}
+	if r.hold > 0 {
+		last := ""
+		if len(out) > 0 {
+			last = out[len(out)-1].id
+		}
+		r.held.advance(len(out), r.batch, last, time.Now(), r.poll)
 	}
 	return out, nil
 }

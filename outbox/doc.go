@@ -19,6 +19,10 @@
 // malformed headers) is published as a dead letter with reason "rejected"
 // instead and deleted, so one bad row never blocks the rest.
 //
+// A row is deleted only once its event is on disk: at its PubAck when the
+// server fsyncs before acknowledging or replicas confirm the write, else
+// ([WithHold]) once the server's sync interval has passed since the PubAck.
+//
 // This package does not import NATS: package jetstream provides the
 // Publisher hookjet uses.
 package outbox

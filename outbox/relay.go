@@ -44,6 +44,9 @@ type Relay struct {
 
 	claimSQL, deleteSQL, lagSQL string
 
+	hold time.Duration // WithHold; 0: delete rows at their PubAck
+	held holdState
+
 	mu    sync.Mutex
 	down  map[error]*downState // ErrPostgres, ErrNATS -> why and since when
 	lag   time.Duration
@@ -93,6 +96,10 @@ func New(cfg config.Outbox, maxPayload int, pub Publisher, opts ...Option) (*Rel
 	}
 	for _, o := range opts {
 		o(r)
+	}
+	if r.hold > 0 {
+		r.held = holdState{acked: map[string]time.Time{},
+			claimSQL: "SELECT id, event_type, payload, headers, created_at FROM " + t.quoted + " WHERE id > $2 ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"}
 	}
 	if r.m, err = newMetrics(r.reg); err != nil {
 		return nil, fmt.Errorf("outbox metrics: %w", err)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/internal/durable"
 )
 
 // KeyFile is the file under data_dir that holds the generated key in
@@ -63,22 +64,16 @@ func readKeyFile(path string) ([]byte, error) {
 }
 
 // createKeyFile writes a new random key to path, mode 0600, refusing to
-// replace an existing file.
+// replace an existing file. The file and its directory are fsynced before
+// the key is used: API endpoints sealed with a key a power cut then took
+// away could never be opened again.
 func createKeyFile(path string) ([]byte, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("secret key: %w", err)
 	}
 	key := make([]byte, config.SecretKeySize)
 	_, _ = rand.Read(key) // crypto/rand.Read never fails
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("secret key: %w", err)
-	}
-	_, werr := f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n")
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		_ = os.Remove(path) // a torn key file would be read back as invalid
+	if err := durable.CreateFile(path, []byte(base64.StdEncoding.EncodeToString(key)+"\n"), 0o600); err != nil {
 		return nil, fmt.Errorf("secret key %s: %w", path, err)
 	}
 	return key, nil

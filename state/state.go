@@ -3,12 +3,16 @@ package state
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/hookjet/hookjet/internal/durable"
 )
 
 const (
@@ -25,7 +29,8 @@ const (
 )
 
 // Open opens the bbolt file at path, creating it with mode 0600 when it does
-// not exist, and checks it.
+// not exist (bbolt fsyncs the new file; Open then fsyncs its directory), and
+// checks it.
 //
 // A zero or negative timeout means DefaultTimeout. When another process holds
 // the file lock for longer than timeout, the error wraps ErrLocked. When the
@@ -40,12 +45,22 @@ func Open(path string, timeout time.Duration) (*bolt.DB, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	if info, err := os.Stat(path); err == nil && info.Size() > 0 && info.Size() <= MaxCheckSize {
+	info, err := os.Stat(path)
+	if err == nil && info.Size() > 0 && info.Size() <= MaxCheckSize {
 		if err := precheck(path, timeout); err != nil {
 			return nil, err
 		}
 	}
-	return open(path, &bolt.Options{Timeout: timeout})
+	db, oerr := open(path, &bolt.Options{Timeout: timeout})
+	if oerr == nil && errors.Is(err, fs.ErrNotExist) {
+		// bbolt fsyncs the new file; its name is durable once the
+		// directory is too.
+		if err := durable.SyncDir(filepath.Dir(path)); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("state file %s: %w", path, err)
+		}
+	}
+	return db, oerr
 }
 
 // precheck opens path read-only, runs the consistency check and closes it.

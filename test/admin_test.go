@@ -126,10 +126,10 @@ func TestAdminAPIAuthShapesAndSecrets(t *testing.T) {
 		Endpoints []struct {
 			Endpoint         string `json:"endpoint"`
 			Count            int    `json:"count"`
-			MostCommonStatus string `json:"most_common_status"`
+			MostCommonStatus int    `json:"most_common_status"`
 		} `json:"endpoints"`
 	}
-	if code := h.api("GET", "/api/v1/dlq/stats", token, nil, &stats); code != 200 || len(stats.Endpoints) != 1 || stats.Endpoints[0].Count != 1 || stats.Endpoints[0].MostCommonStatus != "400" {
+	if code := h.api("GET", "/api/v1/dlq/stats", token, nil, &stats); code != 200 || len(stats.Endpoints) != 1 || stats.Endpoints[0].Count != 1 || stats.Endpoints[0].MostCommonStatus != 400 {
 		t.Errorf("dlq stats: HTTP %d %+v", code, stats)
 	}
 

@@ -235,7 +235,7 @@ func TestDeadLetterCrashBetweenCopyAndRemoval(t *testing.T) {
 		}
 	}
 	dl := h.dlq("?endpoint=strict")
-	if len(dl) != 1 || dl[0].EventID != "evt_dead" || dl[0].Reason != "permanent" || dl[0].LastStatus != "422" {
+	if len(dl) != 1 || dl[0].EventID != "evt_dead" || dl[0].Reason != "permanent" || dl[0].LastStatus != 422 {
 		t.Errorf("dead letters: %+v", dl)
 	}
 	if got := r.count(); got > 2 {

@@ -174,7 +174,7 @@ func TestPermanentFailureDeadLetteredAfterOneAttempt(t *testing.T) {
 		return nil
 	})
 	e := dl[0]
-	if e.Reason != "permanent" || e.Attempts != 1 || e.LastStatus != "422" || e.EventID != "evt_422" || e.EventType != "order.created" || e.Endpoint != "strict" {
+	if e.Reason != "permanent" || e.Attempts != 1 || e.LastStatus != 422 || e.EventID != "evt_422" || e.EventType != "order.created" || e.Endpoint != "strict" {
 		t.Fatalf("dead letter %+v", e)
 	}
 	if e.LastError == "" || e.First == "" || e.Last == "" {
@@ -207,7 +207,7 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 	h := startHookjet(t, testConfig(t, t.TempDir(), "", endpointYAML{ID: "moved", URL: r.URL}), cli.Options{})
 	h.publish("order.created", "evt_302", []byte(`{}`))
 	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
-		if dl := h.dlq(""); len(dl) != 1 || dl[0].Reason != "permanent" || dl[0].LastStatus != "302" {
+		if dl := h.dlq(""); len(dl) != 1 || dl[0].Reason != "permanent" || dl[0].LastStatus != 302 {
 			return fmt.Errorf("dead letters: %+v", dl)
 		}
 		return nil
@@ -232,7 +232,7 @@ func TestAlways503ExhaustsExactlyMaxAttempts(t *testing.T) {
 		return nil
 	})
 	e := h.dlq("")[0]
-	if e.Reason != "exhausted" || e.Attempts != 4 || e.LastStatus != "503" {
+	if e.Reason != "exhausted" || e.Attempts != 4 || e.LastStatus != 503 {
 		t.Fatalf("dead letter %+v", e)
 	}
 	h.settle("order.created", r)

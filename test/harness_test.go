@@ -220,7 +220,7 @@ func testConfig(t testing.TB, dir string, extra string, eps ...endpointYAML) *co
 	}
 	// JetStream reserves every stream's max_bytes against the disk: keep
 	// the tests' reservations small.
-	cfg.Streams.MaxBytes, cfg.Streams.DLQMaxBytes = 256<<20, 64<<20
+	cfg.Streams.MaxBytes, cfg.Streams.DLQMaxBytes, cfg.Streams.TasksMaxBytes = 256<<20, 64<<20, 256<<20
 	cfg.Log.MaxBytes = 64 << 20
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -368,7 +368,7 @@ type dlqEntry struct {
 	Endpoint   string `json:"endpoint"`
 	Reason     string `json:"reason"`
 	Attempts   int    `json:"attempts"`
-	LastStatus string `json:"last_status"`
+	LastStatus int    `json:"last_status"`
 	LastError  string `json:"last_error"`
 	First      string `json:"first_attempt"`
 	Last       string `json:"last_attempt"`

@@ -64,7 +64,7 @@ type testRelay struct {
 	reg *prometheus.Registry
 }
 
-func startRelay(t testing.TB, pg *pgtest.Server, natsURL string, name string) *testRelay {
+func startRelay(t testing.TB, pg *pgtest.Server, natsURL string, name string, opts ...outbox.Option) *testRelay {
 	t.Helper()
 	nc, err := nats.Connect(natsURL, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 	if err != nil {
@@ -76,7 +76,7 @@ func startRelay(t testing.TB, pg *pgtest.Server, natsURL string, name string) *t
 	}
 	reg := prometheus.NewRegistry()
 	log := slog.New(slog.NewTextHandler(tLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("relay", name)
-	r, err := outbox.New(relayCfg(pg), 1<<20, pub, outbox.WithLogger(log), outbox.WithRegisterer(reg))
+	r, err := outbox.New(relayCfg(pg), 1<<20, pub, append([]outbox.Option{outbox.WithLogger(log), outbox.WithRegisterer(reg)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

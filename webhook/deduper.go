@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -182,4 +183,20 @@ func (d *Deduper) push(s slot) {
 	}
 	d.order[i] = s
 	d.n++
+}
+
+// Once implements [Store] in this process's memory: fn runs unless id was
+// processed within the TTL; a concurrent call for an id being processed
+// returns [ErrInProgress]; a failed fn forgets id so the retry is processed.
+func (d *Deduper) Once(ctx context.Context, id string, fn func(ctx context.Context) error) (bool, error) {
+	gen, st := d.claim(id, true)
+	switch st {
+	case claimDone:
+		return true, nil
+	case claimPending:
+		return false, ErrInProgress
+	}
+	err := fn(ctx)
+	d.settle(id, gen, err == nil)
+	return false, err
 }

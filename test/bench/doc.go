@@ -20,12 +20,17 @@
 //
 //	raw            the raw ceiling: N goroutines POST to the receiver for a fixed time
 //	healthy10      10 healthy endpoints, each event to exactly one endpoint
+//	               (every scenario runs with nats.sync: always, hookjet's
+//	               default: each event fsynced before its PubAck)
+//	healthy10fast  as healthy10 with nats.sync: 2m (acknowledged before fsync)
 //	slow10         as healthy10, but endpoint e0 answers after 2 s
 //	dead10         as healthy10, but endpoint e0 never answers (its timeout is 1 s)
 //	floor          the JetStream-only floor: the same publisher, payloads and
 //	               stream settings, one durable consumer that acks, no HTTP,
 //	               in-process connections; at full speed, then at 116 events/s
-//	               with the publisher in an outside process (floor116)
+//	               with the publisher in an outside process (floor116);
+//	               the server syncs always, as hookjet's embedded one
+//	floorfast      the floor at full speed with the server's 2m sync interval
 //	endpoints1000  1,000 endpoints (max_in_flight 4), events round-robin
 //	endpoints10000 10,000 endpoints configured, 1,000 of them get the events
 //	dead1000       1,000 endpoints, every 10th dead (half connection refused,
@@ -44,6 +49,13 @@
 //	healthy10nolog as healthy10 with the delivery log off (log.enabled: false);
 //	               every other scenario runs with it on, the default
 //	cost116nolog   as cost116 with the delivery log off
+//	cluster3       one hookjet (this process) on a real 3-node cluster of
+//	               nats-server processes (bin/nats-server, built if missing;
+//	               R3 streams, the server's default sync), 10 endpoints, then
+//	               the JetStream-only floor on the same cluster (cluster3floor);
+//	               target: >= 40% of healthy10fast's rate in the same run (the
+//	               same sync policy); its ratio to healthy10 is reported. CPU
+//	               is this process's only; "other processes" include the nodes
 //
 // Every figure is printed beside the baselines of the same run: the raw
 // ceiling, and the floor.

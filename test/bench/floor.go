@@ -30,7 +30,10 @@ const (
 // consumer that records each event in x and acks it. With tcp it also listens
 // on a loopback port for an outside publisher; the in-process publisher is
 // connected either way.
-func startFloor(ctx context.Context, x *tally, tcp bool, logOut io.Writer) (*instance, error) {
+//
+// sync is the server's policy as nats.sync spells it: "" or "always"
+// (SyncAlways, hookjet's default) or a lazy interval such as "2m".
+func startFloor(ctx context.Context, x *tally, tcp bool, logOut io.Writer, sync string) (*instance, error) {
 	dir, err := os.MkdirTemp("", "hookjet-floor-")
 	if err != nil {
 		return nil, err
@@ -47,6 +50,11 @@ func startFloor(ctx context.Context, x *tally, tcp bool, logOut io.Writer) (*ins
 		ServerName: "floor", Host: "127.0.0.1", Port: server.RANDOM_PORT, DontListen: !tcp,
 		JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true, MaxPayload: 8 << 20,
 	}
+	if iv, lazy := (config.NATS{Sync: sync}).SyncInterval(); lazy {
+		opts.SyncInterval = iv
+	} else {
+		opts.SyncAlways = true
+	}
 	if h.ns, err = server.NewServer(opts); err != nil {
 		return nil, fmt.Errorf("floor nats-server: %w", err)
 	}
@@ -57,7 +65,10 @@ func startFloor(ctx context.Context, x *tally, tcp bool, logOut io.Writer) (*ins
 	if err := h.connectPublisher(h.ns.ClientURL(), nats.InProcessServer(h.ns)); err != nil {
 		return nil, err
 	}
-	if err := h.consumeFloor(ctx, x); err != nil {
+	dial := func(name string) (*nats.Conn, error) {
+		return nats.Connect(h.ns.ClientURL(), nats.InProcessServer(h.ns), nats.Name(name))
+	}
+	if err := h.consumeFloor(ctx, x, 1, dial); err != nil {
 		return nil, err
 	}
 	h.startup = time.Since(start)
@@ -65,15 +76,15 @@ func startFloor(ctx context.Context, x *tally, tcp bool, logOut io.Writer) (*ins
 	return h, nil
 }
 
-// consumeFloor creates the floor's stream and consumer and starts consuming
-// on a connection of its own.
-func (h *instance) consumeFloor(ctx context.Context, x *tally) error {
+// consumeFloor creates the floor's stream (with replicas) and consumer and
+// starts consuming on a connection of its own, opened by dial.
+func (h *instance) consumeFloor(ctx context.Context, x *tally, replicas int, dial func(name string) (*nats.Conn, error)) error {
 	st := config.Default().Streams
 	js := h.js
 	if _, err := js.CreateStream(ctx, natsjs.StreamConfig{
 		Name: floorStream, Subjects: []string{"hookjet.events.>"}, Retention: natsjs.LimitsPolicy,
 		Storage: natsjs.FileStorage, Duplicates: st.DuplicateWindow, MaxAge: st.MaxAge, MaxBytes: st.MaxBytes,
-		Discard: natsjs.DiscardNew,
+		Discard: natsjs.DiscardNew, Replicas: replicas,
 	}); err != nil {
 		return fmt.Errorf("floor stream: %w", err)
 	}
@@ -84,7 +95,7 @@ func (h *instance) consumeFloor(ctx context.Context, x *tally) error {
 	}); err != nil {
 		return fmt.Errorf("floor consumer: %w", err)
 	}
-	nc, err := nats.Connect(h.ns.ClientURL(), nats.InProcessServer(h.ns), nats.Name("floor-consumer"))
+	nc, err := dial("floor-consumer")
 	if err != nil {
 		return fmt.Errorf("floor consumer connection: %w", err)
 	}

@@ -36,7 +36,11 @@ type hookjetSpec struct {
 	endpoints   []endpointSpec
 	maxInFlight int
 	concurrency int
-	logOff      bool // log.enabled: false (the delivery log off; test/bench/deliverylog.go)
+	// natsURL, when set, is an outside NATS cluster (R3 streams) instead of
+	// the embedded server.
+	natsURL string
+	sync    string // nats.sync; empty: the default (always)
+	logOff  bool   // log.enabled: false (the delivery log off; test/bench/deliverylog.go)
 }
 
 // instance is one in-process hookjet with its own data directory and a
@@ -60,13 +64,24 @@ type instance struct {
 func configYAML(dir string, natsPort int, s hookjetSpec) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "data_dir: %s\n", dir)
-	fmt.Fprintf(&b, "nats:\n  listen: 127.0.0.1:%d\n", natsPort)
+	if s.natsURL != "" {
+		fmt.Fprintf(&b, "nats:\n  url: %q\nstreams:\n  replicas: 3\n", s.natsURL)
+	} else {
+		fmt.Fprintf(&b, "nats:\n  listen: 127.0.0.1:%d\n", natsPort)
+		if s.sync != "" {
+			fmt.Fprintf(&b, "  sync: %s\n", s.sync)
+		}
+	}
 	b.WriteString("admin:\n  listen: 127.0.0.1:0\n")
 	b.WriteString("log:\n  level: warn\n")
 	if s.logOff {
 		b.WriteString("  enabled: false\n")
 	}
 	b.WriteString("security:\n  allow_private_networks: true\n")
+	if s.natsURL != "" {
+		// Required with nats.url: it seals API endpoints' secrets for every process.
+		b.WriteString("  secret_key: MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n")
+	}
 	fmt.Fprintf(&b, "worker:\n  concurrency: %d\n  shutdown_grace: 2s\n", s.concurrency)
 	fmt.Fprintf(&b, "defaults:\n  max_in_flight: %d\n", s.maxInFlight)
 	b.WriteString("endpoints:\n")
@@ -106,7 +121,11 @@ func startHookjet(ctx context.Context, spec hookjetSpec, logOut io.Writer) (*ins
 		return nil, fmt.Errorf("start hookjet: %w", err)
 	}
 	h.startup = time.Since(start)
-	if err := h.connectPublisher(fmt.Sprintf("nats://127.0.0.1:%d", port)); err != nil {
+	pubURL := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	if spec.natsURL != "" {
+		pubURL = spec.natsURL
+	}
+	if err := h.connectPublisher(pubURL); err != nil {
 		return nil, err
 	}
 	ok = true

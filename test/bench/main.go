@@ -22,9 +22,11 @@ import (
 
 // scenarioNames in the order they run.
 var scenarioNames = []string{
-	"raw", "healthy10", "slow10", "dead10", "floor", "endpoints1000", "endpoints10000", "dead1000",
+	"raw", "healthy10", "healthy10fast", "slow10", "dead10", "floor", "floorfast", "endpoints1000", "endpoints10000", "dead1000",
 	"endpoints100000", "latency", "cost", "cost116", "apicreate10000", "backlog20000",
 	"healthy10nolog", "cost116nolog",
+	"inbound", // test/bench/inbound.go
+	"cluster3",
 }
 
 func main() {
@@ -203,7 +205,7 @@ func (b *bench) runAll(rep *report, runs map[string][]runFunc, order []string, w
 // repeated are the scenarios whose ratios to each other are targets; -repeat
 // runs them several times, interleaved, so that a burst of load from other
 // processes does not decide a ratio.
-var repeated = []string{"raw", "healthy10", "slow10", "dead10", "healthy10nolog"}
+var repeated = []string{"raw", "healthy10", "healthy10fast", "slow10", "dead10", "healthy10nolog"}
 
 // schedule is the order scenarios run in: the repeated ones round by round,
 // then the others once.
@@ -372,7 +374,9 @@ func evaluate(rs []*result) []target {
 	} else {
 		ts = append(ts, na(costName, costGoal, "% core", "cost"))
 	}
-	return append(ts, scaleTargets(get)...)
+	ts = append(ts, scaleTargets(get)...)
+	ts = append(ts, inboundTargets(get)...) // test/bench/inbound.go
+	return append(ts, clusterTargets(get)...)
 }
 
 func printReport(w io.Writer, rep *report) {

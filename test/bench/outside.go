@@ -168,7 +168,7 @@ func (c *child) wait() error {
 // listener handed to the outside process) or the floor for s.
 func (b *bench) startOutsideTarget(ctx context.Context, s outsideSpec, x *tally) (h *instance, url string, ln *os.File, err error) {
 	if s.floor {
-		h, err = startFloor(ctx, x, true, b.logOut)
+		h, err = startFloor(ctx, x, true, b.logOut, "")
 		if err != nil {
 			return nil, "", nil, err
 		}

@@ -15,9 +15,16 @@ func (b *bench) scenarios(ctx context.Context) map[string][]runFunc {
 	for name, fn := range b.scaleScenarios(ctx) {
 		runs[name] = fn
 	}
+	for name, fn := range b.syncScenarios(ctx) { // sync.go
+		runs[name] = fn
+	}
 	for name, fn := range b.logScenarios(ctx) { // test/bench/deliverylog.go
 		runs[name] = fn
 	}
+	for name, fn := range b.inboundScenarios(ctx) { // test/bench/inbound.go
+		runs[name] = fn
+	}
+	runs["cluster3"] = b.cluster3(ctx)
 	return runs
 }
 
@@ -57,7 +64,7 @@ func (b *bench) tenEndpointScenarios(ctx context.Context) map[string][]runFunc {
 		"floor": {
 			func() (*result, error) {
 				return b.throughput(ctx, throughputSpec{name: "floor", floor: true,
-					description: fmt.Sprintf("JetStream-only floor: %d events over 10 subjects, one durable consumer, ack; in-process connections, no HTTP", p.events),
+					description: fmt.Sprintf("JetStream-only floor (sync always): %d events over 10 subjects, one durable consumer, ack; in-process connections, no HTTP", p.events),
 					behave:      allHealthy(10), events: p.events, bound: p.bound})
 			},
 			func() (*result, error) {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hookjet/hookjet/internal/natscluster"
 )
 
 // result is what one scenario measured. Fields that do not apply are left
@@ -342,6 +344,10 @@ type throughputSpec struct {
 	configured int
 	// floor runs the JetStream-only floor instead of hookjet.
 	floor bool
+	// cluster runs hookjet, or the floor, on this outside cluster (R3).
+	cluster *natscluster.Cluster
+	// sync is nats.sync (the floor's server policy too); empty: always.
+	sync string
 	// logOff turns the delivery log off (test/bench/deliverylog.go).
 	logOff bool
 }
@@ -349,7 +355,7 @@ type throughputSpec struct {
 // hookjetSpec renders s's endpoints for rec: endpoint i gets event type
 // bench.e<i> and path /e/<i>; a refused endpoint a closed port.
 func (s throughputSpec) hookjetSpec(b *bench, rec *receiver) (hookjetSpec, error) {
-	spec := hookjetSpec{maxInFlight: s.maxInFlight, concurrency: b.p.concurrency, logOff: s.logOff}
+	spec := hookjetSpec{maxInFlight: s.maxInFlight, concurrency: b.p.concurrency, sync: s.sync, logOff: s.logOff}
 	closed := ""
 	if slices.Contains(s.behave, refused) {
 		port, err := freePort()
@@ -375,9 +381,12 @@ func (s throughputSpec) hookjetSpec(b *bench, rec *receiver) (hookjetSpec, error
 // start starts hookjet for s, or the floor, and notes the time the config
 // took to parse.
 func (b *bench) start(ctx context.Context, s throughputSpec, x *tally, rec *receiver, r *result) (*instance, error) {
+	if s.cluster != nil {
+		return b.startOnCluster(ctx, s, x, rec, r)
+	}
 	if s.floor {
 		b.say("%s: starting the JetStream-only floor", s.name)
-		return startFloor(ctx, x, false, b.logOut)
+		return startFloor(ctx, x, false, b.logOut, s.sync)
 	}
 	spec, err := s.hookjetSpec(b, rec)
 	if err != nil {

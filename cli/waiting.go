@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/hookjet/hookjet/admin"
+)
+
+// runEndpointReset is `hookjet endpoints reset ID`.
+func runEndpointReset(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
+	f := newEndpointFlags("reset", getenv, stdout)
+	id, err := f.parseWithID(args, true)
+	if err != nil {
+		return err
+	}
+	var e admin.EndpointStatus
+	if printed, err := f.callFor(ctx, http.MethodPost, "/api/v1/endpoints/"+url.PathEscape(id)+"/breaker/reset", nil, &e, stdout); printed || err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "breaker of %s closed in every hookjet process; its waiting deliveries go now\n", id)
+	printWaits(stdout, e.Waiting, "still waiting:")
+	return nil
+}
+
+// printWaits prints why deliveries wait, one reason a line, under title.
+func printWaits(w io.Writer, waits []admin.Wait, title string) {
+	if len(waits) == 0 {
+		return
+	}
+	fmt.Fprintln(w, title)
+	now := time.Now()
+	for _, wt := range waits {
+		fmt.Fprintln(w, "  "+admin.Describe(wt, now))
+	}
+}
+
+// waitColumn is the WAITING column of the endpoints table: each reason and
+// until when ("breaker_open until 2026-12-01T08:40:00Z"), "-" for none.
+func waitColumn(waits []admin.Wait) string {
+	if len(waits) == 0 {
+		return "-"
+	}
+	parts := make([]string, 0, len(waits))
+	for _, w := range waits {
+		p := w.Reason
+		if w.Until != nil {
+			p += " until " + w.Until.UTC().Format(time.RFC3339)
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ",")
+}

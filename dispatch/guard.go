@@ -1,0 +1,174 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookjet/hookjet/jetstream"
+)
+
+// A fan-out event is acked once all its deliveries are settled, so one slow
+// request would keep the event unsettled, and a crash would then resend it,
+// from any process, to every endpoint that already had it: duplicates
+// bounded by the unsettled events, not by what was in flight. A guard
+// bounds them: once a fan-out delivery has been in flight for guardAfter,
+// its retry is stored ahead of time as a schedule (due after the request's
+// timeout, on the subject its real retry would use) and the delivery counts
+// as settled, so the event can be acked. When the request ends the guard is
+// replaced by the real retry, or deleted after a success or a dead letter;
+// a crash lets it fire, and only the deliveries that were in flight come
+// again: at most max_in_flight per endpoint.
+const (
+	guardAfter = time.Second
+	guardTick  = 500 * time.Millisecond
+)
+
+const (
+	guardIdle    = iota // in flight, not guarded: done settles the event
+	guardClaimed        // the attempt ended first: it is never guarded
+	guardStored         // the guard is stored and the event settled
+	guardDone           // settled
+)
+
+// guard is the settling of one fan-out delivery.
+type guard struct {
+	d      *Dispatcher
+	dl     *delivery
+	settle func(ok bool) // the event's
+	since  time.Time     // when its attempt began; zero before
+
+	mu    sync.Mutex
+	state int
+	seq   uint64 // the guard schedule's sequence in HOOKJET_TASKS
+}
+
+// guarded gives dl a guard in front of its event's settle.
+func (d *Dispatcher) guarded(dl *delivery) {
+	g := &guard{d: d, dl: dl, settle: dl.done}
+	dl.g = g
+	dl.done = g.done
+}
+
+// done settles the delivery: the event, or, once guarded, the guard.
+func (g *guard) done(ok bool) {
+	g.d.unwatch(g)
+	g.mu.Lock()
+	state := g.state
+	g.state = guardDone
+	g.mu.Unlock()
+	switch state {
+	case guardIdle, guardClaimed:
+		g.settle(ok)
+	case guardStored:
+		if !ok {
+			return // not settled (NATS failed, shutdown): the guard fires later
+		}
+		// Delivered, dead-lettered or handed on. A retry stored on the
+		// guard's subject has already replaced it: then this finds nothing.
+		seq := g.seq
+		g.d.goJob(func() {
+			ctx, cancel := context.WithTimeout(g.d.sendCtx, 5*time.Second)
+			defer cancel()
+			st, err := g.d.o.JS.Stream(ctx, jetstream.TasksStream)
+			if err == nil {
+				err = st.DeleteMsg(ctx, seq)
+			}
+			if err != nil && !errors.Is(err, natsjs.ErrMsgNotFound) {
+				g.dl.log(g.d.log, slog.LevelDebug, "remove a delivery's guard; it will be found delivered", "err", err)
+			}
+		})
+	}
+}
+
+// claim is called when the attempt's result is in, before anything is
+// stored for it: a guard being stored is waited for (so the real retry is
+// stored after it, on its subject, and replaces it), and none is stored
+// afterwards.
+func (g *guard) claim() {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	if g.state == guardIdle {
+		g.state = guardClaimed
+	}
+	g.mu.Unlock()
+}
+
+// store stores g's guard and settles the event, unless the delivery ended
+// meanwhile.
+func (g *guard) store() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.state != guardIdle {
+		return
+	}
+	dl := g.dl
+	at := g.d.now().Add(2*dl.s.ep.Timeout + 15*time.Second)
+	ctx, cancel := context.WithTimeout(g.d.sendCtx, 5*time.Second)
+	defer cancel()
+	ack, err := g.d.o.JS.PublishMsg(ctx, taskFor(dl, at))
+	if err != nil {
+		dl.log(g.d.log, slog.LevelDebug, "guard not stored; the event stays unsettled", "err", err)
+		return
+	}
+	g.seq = ack.Sequence
+	g.state = guardStored
+	g.settle(true)
+}
+
+// guards holds the fan-out deliveries in flight, for the sweeper.
+type guards struct {
+	mu sync.Mutex
+	in map[*guard]struct{}
+}
+
+// watch notes that dl's attempt begins.
+func (d *Dispatcher) watch(dl *delivery) {
+	if dl.g == nil {
+		return
+	}
+	dl.g.since = d.now()
+	d.guards.mu.Lock()
+	d.guards.in[dl.g] = struct{}{}
+	d.guards.mu.Unlock()
+}
+
+func (d *Dispatcher) unwatch(g *guard) {
+	d.guards.mu.Lock()
+	delete(d.guards.in, g)
+	d.guards.mu.Unlock()
+}
+
+// runGuards stores the guards of deliveries in flight for longer than
+// guardAfter, every guardTick until ctx ends.
+func (d *Dispatcher) runGuards(ctx context.Context) {
+	t := time.NewTicker(guardTick)
+	defer t.Stop()
+	var due []*guard
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cutoff := d.now().Add(-guardAfter)
+		due = due[:0]
+		d.guards.mu.Lock()
+		for g := range d.guards.in {
+			if g.since.Before(cutoff) {
+				due = append(due, g)
+				delete(d.guards.in, g)
+			}
+		}
+		d.guards.mu.Unlock()
+		for _, g := range due {
+			d.goJob(g.store)
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookjet/hookjet/internal/natscluster"
+)
+
+// clusterBinary is the nats-server the cluster3 scenario runs, built from
+// go.mod's module when missing (make bin/nats-server does the same).
+const clusterBinary = "bin/nats-server"
+
+// cluster3 is issue 19's cluster target: one hookjet (in this process) on a
+// real 3-node JetStream cluster of separate nats-server processes on this
+// machine, R3 streams, 10 healthy endpoints; then, on the same cluster, the
+// JetStream-only floor (the same publisher, an R3 stream and one consumer
+// that acks). The nodes keep the server's default sync interval. CPU figures
+// cover this process only, not the three nats-server processes.
+func (b *bench) cluster3(ctx context.Context) []runFunc {
+	p := b.p
+	events := p.events / 3
+	var c *natscluster.Cluster
+	var dir string
+	closeCluster := func() {
+		if c != nil {
+			c.Close()
+			c = nil
+			_ = os.RemoveAll(dir)
+		}
+	}
+	return []runFunc{
+		func() (*result, error) {
+			var err error
+			if c, dir, err = b.startCluster(ctx); err != nil {
+				return nil, err
+			}
+			r, err := b.throughput(ctx, throughputSpec{name: "cluster3", cluster: c,
+				description: fmt.Sprintf("one hookjet on a 3-node cluster of nats-server processes (R3), 10 healthy endpoints, %d events, max_in_flight %d", events, p.maxInFlight),
+				behave:      allHealthy(10), events: events, maxInFlight: p.maxInFlight, bound: 2 * p.bound})
+			if err != nil {
+				closeCluster()
+			}
+			return r, err
+		},
+		func() (*result, error) {
+			defer closeCluster()
+			if c == nil {
+				return nil, fmt.Errorf("cluster3floor: no cluster")
+			}
+			if err := deleteStreams(ctx, c.URL()); err != nil {
+				return nil, err
+			}
+			return b.throughput(ctx, throughputSpec{name: "cluster3floor", floor: true, cluster: c,
+				description: fmt.Sprintf("JetStream-only floor on the same cluster: %d events, R3 stream, one durable consumer, ack; TCP connections, no HTTP", events),
+				behave:      allHealthy(10), events: events, bound: 2 * p.bound})
+		},
+	}
+}
+
+// startCluster starts the three nodes in a new temporary directory.
+func (b *bench) startCluster(ctx context.Context) (*natscluster.Cluster, string, error) {
+	if err := natscluster.EnsureBinary(ctx, ".", clusterBinary, b.progress); err != nil {
+		return nil, "", err
+	}
+	dir, err := os.MkdirTemp("", "hookjet-cluster3-")
+	if err != nil {
+		return nil, "", err
+	}
+	b.say("cluster3: starting 3 nats-server processes")
+	c, err := natscluster.Start(ctx, natscluster.Options{Binary: clusterBinary, Dir: filepath.Join(dir, "nats"), Name: "bench"})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, "", err
+	}
+	return c, dir, nil
+}
+
+// startOnCluster starts hookjet, or the floor, for s on s.cluster.
+func (b *bench) startOnCluster(ctx context.Context, s throughputSpec, x *tally, rec *receiver, r *result) (*instance, error) {
+	url := s.cluster.URL()
+	if s.floor {
+		b.say("%s: starting the JetStream-only floor on the cluster", s.name)
+		return startClusterFloor(ctx, x, url, b.logOut)
+	}
+	spec, err := s.hookjetSpec(b, rec)
+	if err != nil {
+		return nil, err
+	}
+	spec.natsURL = url
+	b.say("%s: starting hookjet with %d endpoints on the cluster", s.name, len(spec.endpoints))
+	h, err := startHookjet(ctx, spec, b.logOut)
+	if h != nil {
+		r.ConfigSeconds = round(h.parse.Seconds(), 3)
+	}
+	return h, err
+}
+
+// startClusterFloor creates the floor's R3 stream and consumer on the
+// cluster at url and connects the publisher, both over TCP.
+func startClusterFloor(ctx context.Context, x *tally, url string, logOut io.Writer) (*instance, error) {
+	dir, err := os.MkdirTemp("", "hookjet-floor-")
+	if err != nil {
+		return nil, err
+	}
+	h := &instance{dir: dir, logs: newLogCounter(logOut, slog.LevelWarn)}
+	start := time.Now()
+	if err := h.connectPublisher(url); err != nil {
+		h.stop()
+		return nil, err
+	}
+	dial := func(name string) (*nats.Conn, error) { return nats.Connect(url, nats.Name(name)) }
+	if err := h.consumeFloor(ctx, x, 3, dial); err != nil {
+		h.stop()
+		return nil, err
+	}
+	h.startup = time.Since(start)
+	return h, nil
+}
+
+// deleteStreams deletes every stream on the cluster (hookjet's, before the
+// floor creates one on the same subjects).
+func deleteStreams(ctx context.Context, url string) error {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := natsjs.New(nc)
+	if err != nil {
+		return err
+	}
+	names := js.StreamNames(ctx)
+	var all []string
+	for n := range names.Name() {
+		all = append(all, n)
+	}
+	if err := names.Err(); err != nil {
+		return err
+	}
+	for _, n := range all {
+		if err := js.DeleteStream(ctx, n); err != nil {
+			return fmt.Errorf("delete stream %s: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// clusterTargets are issue 19's cluster target: one hookjet on the 3-node
+// cluster keeps at least 40% of the embedded rate of the same run, with the
+// same sync policy (the nodes keep the server's default interval, as
+// healthy10fast's embedded server does); its ratios to embedded hookjet with
+// nats.sync always (healthy10) and to the floor on the same cluster are
+// reported beside it.
+func clusterTargets(get func(string) *result) []target {
+	c3 := get("cluster3")
+	rate := func(r *result) float64 { return r.PerSecond }
+	cs := []check{
+		ratioCheck("one hookjet on a 3-node cluster (R3, separate processes, sync 2m) vs embedded with nats.sync 2m, 10 endpoints", ">= 40%", 40, c3, get("healthy10fast"), "cluster3 and healthy10fast", rate),
+		ratioCheck("one hookjet on a 3-node cluster vs embedded with nats.sync always", "reported", 0, c3, get("healthy10"), "cluster3 and healthy10", rate),
+		ratioCheck("one hookjet on a 3-node cluster vs the JetStream-only floor on it", "reported", 0, c3, get("cluster3floor"), "cluster3", rate),
+	}
+	ts := make([]target, len(cs))
+	for i, c := range cs {
+		ts[i] = c.target()
+	}
+	return ts
+}
