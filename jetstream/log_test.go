@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -257,9 +258,24 @@ func BenchmarkLogLookups(b *testing.B) {
 	runtime.ReadMemStats(&ms)
 	b.Logf("%d records: event lookup p50 %.2f ms p99 %.2f ms; page of 100 p50 %.2f ms p99 %.2f ms; export %.0f records/s; heap in use (server and client) %d MB",
 		info.State.Msgs, p50ms(lookups), p99ms(lookups), p50ms(pages), p99ms(pages), rate, ms.HeapInuse>>20)
+	b.Logf("slowest lookups (iteration: ms): %s; slowest pages: %s", slowest(lookups), slowest(pages))
 	if uint64(n) != info.State.Msgs {
 		b.Errorf("export: %d records, want %d", n, info.State.Msgs)
 	}
+}
+
+// slowest lists the five slowest of d with their iteration.
+func slowest(d []time.Duration) string {
+	idx := make([]int, len(d))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return int(d[b] - d[a]) })
+	var out []string
+	for _, i := range idx[:min(5, len(idx))] {
+		out = append(out, fmt.Sprintf("%d: %.1f", i, float64(d[i])/float64(time.Millisecond)))
+	}
+	return strings.Join(out, ", ")
 }
 
 func p50ms(d []time.Duration) float64 {

@@ -409,47 +409,76 @@ func (r *LogReader) Export(ctx context.Context, q LogQuery, fn func(*attempt.Rec
 	if err != nil {
 		return fmt.Errorf("read %s: %w", LogStream, err)
 	}
-	for {
-		batch, err := cons.FetchNoWait(1000)
+	x := exporter{last: last, match: q.Match, fn: fn, want: 1000}
+	for empty := 0; ; {
+		var batch natsjs.MessageBatch
+		if x.seen == 0 && empty == 0 {
+			batch, err = cons.FetchNoWait(x.want) // how many are pending is not known yet
+		} else {
+			batch, err = cons.Fetch(x.want, natsjs.FetchMaxWait(5*time.Second))
+		}
 		if err != nil {
 			return fmt.Errorf("read %s: %w", LogStream, err)
 		}
-		n, done := 0, false
-		var ferr error
-		for m := range batch.Messages() {
-			n++
-			if done {
-				continue
-			}
-			meta, err := m.Metadata()
-			if err != nil {
-				continue
-			}
-			if meta.Sequence.Stream > last {
-				done = true
-				continue
-			}
-			var rec attempt.Record
-			if json.Unmarshal(m.Data(), &rec) == nil {
-				rec.Seq = meta.Sequence.Stream
-				if q.Match == nil || q.Match(&rec) {
-					if ferr = fn(&rec); ferr != nil {
-						done = true
-					}
-				}
-			}
-			if meta.Sequence.Stream >= last || meta.NumPending == 0 {
-				done = true
-			}
-		}
+		n, done, ferr := x.take(batch)
 		if ferr != nil {
 			return ferr
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, natsjs.ErrNoMessages) && !errors.Is(err, nats.ErrTimeout) {
 			return fmt.Errorf("read %s: %w", LogStream, err)
 		}
-		if done || n == 0 {
+		if done {
 			return nil
 		}
+		if n == 0 {
+			x.want = 1
+			if empty++; empty == 3 {
+				return fmt.Errorf("read %s: no record came after sequence %d (of %d)", LogStream, x.seen, last)
+			}
+		}
 	}
+}
+
+// exporter takes the batches of an export.
+type exporter struct {
+	last  uint64
+	match func(*attempt.Record) bool
+	fn    func(*attempt.Record) error
+	seen  uint64 // the last stream sequence read
+	want  int    // the next fetch's size: no more than are pending, so it never waits
+}
+
+// take hands batch's records to fn; done is true once the export's last
+// sequence (or the stream's end) is reached or fn failed. Each batch is
+// read to its end, so no fetch is left waiting behind.
+func (x *exporter) take(batch natsjs.MessageBatch) (n int, done bool, ferr error) {
+	for m := range batch.Messages() {
+		n++
+		if done {
+			continue
+		}
+		meta, err := m.Metadata()
+		if err != nil {
+			continue
+		}
+		x.seen = meta.Sequence.Stream
+		if x.seen > x.last {
+			done = true
+			continue
+		}
+		var rec attempt.Record
+		if json.Unmarshal(m.Data(), &rec) == nil {
+			rec.Seq = x.seen
+			if x.match == nil || x.match(&rec) {
+				if ferr = x.fn(&rec); ferr != nil {
+					done = true
+				}
+			}
+		}
+		if x.seen >= x.last || meta.NumPending == 0 {
+			done = true
+		}
+		x.want = int(min(1000, max(1, meta.NumPending)))
+	}
+	return n, done, ferr
 }

@@ -5,8 +5,9 @@ import (
 	"fmt"
 )
 
-// logScenarios measure the delivery log's cost: healthy10 and cost116 run
-// with the log on (the default); these are the same with log.enabled: false.
+// logScenarios measure the delivery log's cost: healthy10, healthy10fast
+// and cost116 run with the log on (the default); these are the same with
+// log.enabled: false.
 // The targets: log-on throughput >= 90% of log-off at 10 endpoints,
 // and log-on CPU <= 1.15x log-off at 116 events/s.
 func (b *bench) logScenarios(ctx context.Context) map[string][]runFunc {
@@ -15,6 +16,11 @@ func (b *bench) logScenarios(ctx context.Context) map[string][]runFunc {
 		"healthy10nolog": {func() (*result, error) {
 			return b.throughput(ctx, throughputSpec{name: "healthy10nolog", logOff: true,
 				description: fmt.Sprintf("as healthy10 with the delivery log off (log.enabled: false): %d events, 10 healthy endpoints", p.events),
+				behave:      allHealthy(10), events: p.events, maxInFlight: p.maxInFlight, bound: p.bound})
+		}},
+		"healthy10fastnolog": {func() (*result, error) {
+			return b.throughput(ctx, throughputSpec{name: "healthy10fastnolog", logOff: true, sync: fastSync,
+				description: fmt.Sprintf("as healthy10fast (nats.sync %s) with the delivery log off: %d events, 10 healthy endpoints", fastSync, p.events),
 				behave:      allHealthy(10), events: p.events, maxInFlight: p.maxInFlight, bound: p.bound})
 		}},
 		"cost116nolog": {func() (*result, error) {

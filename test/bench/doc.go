@@ -48,6 +48,7 @@
 //	               tasks, then enabled: the rate its drain delivers them at
 //	healthy10nolog as healthy10 with the delivery log off (log.enabled: false);
 //	               every other scenario runs with it on, the default
+//	healthy10fastnolog as healthy10fast with the delivery log off
 //	cost116nolog   as cost116 with the delivery log off
 //	cluster3       one hookjet (this process) on a real 3-node cluster of
 //	               nats-server processes (bin/nats-server, built if missing;

@@ -24,7 +24,7 @@ import (
 var scenarioNames = []string{
 	"raw", "healthy10", "healthy10fast", "slow10", "dead10", "floor", "floorfast", "endpoints1000", "endpoints10000", "dead1000",
 	"endpoints100000", "latency", "cost", "cost116", "apicreate10000", "backlog20000",
-	"healthy10nolog", "cost116nolog",
+	"healthy10nolog", "healthy10fastnolog", "cost116nolog",
 	"inbound", // test/bench/inbound.go
 	"cluster3",
 	"slow16", "slow1at2500", "ratelimited70", "dead10pct", "logfull", "consumers1100",
@@ -206,7 +206,7 @@ func (b *bench) runAll(rep *report, runs map[string][]runFunc, order []string, w
 // repeated are the scenarios whose ratios to each other are targets; -repeat
 // runs them several times, interleaved, so that a burst of load from other
 // processes does not decide a ratio.
-var repeated = []string{"raw", "healthy10", "healthy10fast", "slow10", "dead10", "healthy10nolog"}
+var repeated = []string{"raw", "healthy10", "healthy10fast", "slow10", "dead10", "healthy10nolog", "healthy10fastnolog"}
 
 // schedule is the order scenarios run in: the repeated ones round by round,
 // then the others once.
