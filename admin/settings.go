@@ -44,6 +44,9 @@ type EndpointSettings struct {
 		MaxCooldown      string `json:"max_cooldown"`
 		SlowP95          string `json:"slow_p95"`
 	} `json:"breaker"`
+	// MaxBacklog caps the endpoint's waiting deliveries; past it a
+	// delivery is dead-lettered as overflow.
+	MaxBacklog int `json:"max_backlog"`
 	// SecretsExpire lists when each rotated-out secret still in its grace
 	// stops signing; empty when none is.
 	SecretsExpire []time.Time `json:"secrets_expire,omitempty"`
@@ -53,7 +56,7 @@ type EndpointSettings struct {
 func SettingsOf(ep config.Endpoint, now time.Time) *EndpointSettings {
 	s := ep.Settings
 	var out EndpointSettings
-	out.Timeout, out.MaxInFlight = s.Timeout.String(), s.MaxInFlight
+	out.Timeout, out.MaxInFlight, out.MaxBacklog = s.Timeout.String(), s.MaxInFlight, s.MaxBacklog
 	out.RateLimit.RPS, out.RateLimit.Burst = s.RateLimit.RPS, s.RateLimit.Burst
 	out.Retry.Base, out.Retry.Cap, out.Retry.MaxAttempts, out.Retry.MaxAge = s.Retry.Base.String(), s.Retry.Cap.String(), s.Retry.MaxAttempts, s.Retry.MaxAge.String()
 	out.Breaker.FailureThreshold, out.Breaker.Cooldown = s.Breaker.FailureThreshold, s.Breaker.Cooldown.String()

@@ -340,8 +340,9 @@ func TestEndpointOwnerSettingsLastTest(t *testing.T) {
 			Status  int    `json:"status"`
 		} `json:"last_test"`
 		Settings *struct {
-			Timeout string `json:"timeout"`
-			Retry   struct {
+			Timeout    string `json:"timeout"`
+			MaxBacklog int    `json:"max_backlog"`
+			Retry      struct {
 				MaxAttempts int    `json:"max_attempts"`
 				Base        string `json:"base"`
 			} `json:"retry"`
@@ -349,7 +350,7 @@ func TestEndpointOwnerSettingsLastTest(t *testing.T) {
 	}
 	var o object
 	h.api("GET", "/api/v1/endpoints/file", token, nil, &o)
-	if o.Owner != "payments-team" || o.Settings == nil || o.Settings.Retry.MaxAttempts != 3 || o.Settings.Retry.Base != "50ms" || o.Settings.Timeout != "2s" || o.LastTest != nil {
+	if o.Owner != "payments-team" || o.Settings == nil || o.Settings.Retry.MaxAttempts != 3 || o.Settings.Retry.Base != "50ms" || o.Settings.Timeout != "2s" || o.Settings.MaxBacklog != 100000 || o.LastTest != nil {
 		t.Errorf("file endpoint: %+v settings %+v", o, o.Settings)
 	}
 	var sent struct {
