@@ -229,6 +229,9 @@ func ensureStream(ctx context.Context, js natsjs.JetStream, sc natsjs.StreamConf
 	if streamUpToDate(cur, sc) {
 		return nil
 	}
+	if sc.Metadata == nil {
+		sc.Metadata = cur.Metadata // keeps hookjet.sync (durability.go) and the operator's keys
+	}
 	_, err = js.UpdateStream(ctx, sc)
 	return err
 }

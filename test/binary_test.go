@@ -36,12 +36,25 @@ func TestMain(m *testing.M) {
 	if code == 0 {
 		// Every hookjet, nats-server and receiver a test started has been
 		// stopped by its cleanup: nothing may be left running.
-		if err := goleak.Find(baseline); err != nil {
+		if err := goleak.Find(append(natsBatchStoreLeak, baseline)...); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}
 	}
 	os.Exit(code)
+}
+
+// natsBatchStoreLeak ignores the goroutines of an atomic batch's staging
+// store that nats-server 2.15.2 leaves behind when a stream stops while the
+// batch is being staged (TestOutboxNATSRestart shuts the server down under
+// the outbox relay's atomic batches: processJetStreamAtomicBatchMsg creates
+// the store without checking that the stream is closing, after
+// deleteAtomicBatches has run). Only the store's own goroutines: a server
+// left running still shows its others.
+var natsBatchStoreLeak = []goleak.Option{
+	goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server.(*msgBlock).flushLoop"),
+	goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server.(*fileStore).flushStreamStateLoop"),
+	goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server/ats.Register.func1"),
 }
 
 // hookjetBinary builds cmd/hookjet once per test run; TestMain removes it.

@@ -186,3 +186,45 @@ func TestOutboxPublisherAtomicBatches(t *testing.T) {
 		t.Errorf("%d events stored, want 51", info.State.Msgs)
 	}
 }
+
+// An operator whose servers sync always records it in HOOKJET_EVENTS's
+// metadata; hookjet keeps the key when it updates the stream's config and
+// then counts no stream at risk.
+func TestExternalNATSOperatorRecordedSync(t *testing.T) {
+	ns := startNATSNode(t, "ext", standaloneNATS(t))
+	r := newReceiver(t, []string{secretA, secretB}, nil)
+	cfg := testConfig(t, t.TempDir(), "", endpointYAML{ID: "sink", URL: r.URL})
+	cfg.NATS.URL = ns.url()
+	h := startHookjet(t, cfg, cli.Options{})
+	st, err := h.js.Stream(t.Context(), hjs.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := st.CachedInfo().Config
+	sc.Metadata[hjs.SyncMetadata] = config.SyncAlways
+	if _, err := h.js.UpdateStream(t.Context(), sc); err != nil {
+		t.Fatal(err)
+	}
+	h.stop()
+
+	cfg2 := testConfig(t, t.TempDir(), "", endpointYAML{ID: "sink", URL: r.URL})
+	cfg2.NATS.URL = ns.url()
+	cfg2.Streams.MaxAge = cfg.Streams.MaxAge / 2 // the stream's config is updated at start
+	h2 := startHookjet(t, cfg2, cli.Options{})
+	var ready struct {
+		Durability hjs.Durability `json:"durability"`
+	}
+	if code := h2.api("GET", "/readyz", "", nil, &ready); code != http.StatusOK {
+		t.Fatalf("readyz: HTTP %d", code)
+	}
+	if d := ready.Durability; d.Sync != config.SyncAlways || len(d.AtRisk) != 0 || d.EventsHold() != 0 {
+		t.Errorf("durability = %+v (hold %v), want sync always from the metadata, nothing at risk", d, d.EventsHold())
+	}
+	st2, err := h2.js.Stream(t.Context(), hjs.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st2.CachedInfo().Config.MaxAge; got != cfg2.Streams.MaxAge {
+		t.Errorf("max_age = %v, want the updated %v", got, cfg2.Streams.MaxAge)
+	}
+}

@@ -24,7 +24,13 @@
 //
 // The model is deliberately hard on its users and simpler than a disk in
 // one way: it never keeps part of an unsynced write (no torn writes), and
-// it does not reorder writes between syncs. Mounting needs root and
+// it does not reorder writes between syncs.
+//
+// The filesystem is served by goroutines of the process that mounted it:
+// that process must not mmap files of the mount (bbolt does), since a page
+// fault on them blocks the thread, and with it the scheduler slot, that
+// might be needed to answer it. Read such files from the backing directory
+// once the processes writing them are dead. Mounting needs root and
 // /dev/fuse ([Available]); the filesystem mounts with mount(2) directly,
 // without the fusermount binary.
 package powercut
