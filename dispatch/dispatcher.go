@@ -181,6 +181,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	if d.now == nil {
 		d.now = time.Now
 	}
+	d.share.inUse = func() int { return len(d.global) }
 	d.drains = newDrainer(d)
 	var err error
 	if d.stateKV, err = o.JS.KeyValue(ctx, jetstream.StateBucket); err != nil {

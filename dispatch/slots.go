@@ -32,14 +32,22 @@ type slots struct {
 // endpoint holding n requests may take another while n < total/(active+1),
 // where active counts the endpoints holding at least one. The "+1" keeps
 // room for an endpoint that holds none, which may always take its first.
+//
+// The share applies only while the pool is at least half taken: below that
+// nobody waits for a worker, and holding an endpoint to its share would park
+// deliveries for nothing.
 type poolShare struct {
 	total  int
 	active atomic.Int64
+	inUse  func() int // workers taken; nil: always contended
 }
 
 // allows reports whether an endpoint that holds n slots may take one more.
 func (p *poolShare) allows(n int) bool {
 	if p == nil || n == 0 {
+		return true
+	}
+	if p.inUse != nil && 2*p.inUse() < p.total {
 		return true
 	}
 	return n < max(1, p.total/int(p.active.Load()+1))
