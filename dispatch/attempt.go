@@ -157,7 +157,7 @@ func (d *Dispatcher) retry(dl *delivery, wait time.Duration) {
 		return
 	}
 	at := d.now().Add(wait)
-	if err := d.publishSettling(taskFor(dl, at)); err != nil {
+	if err := d.publish(taskFor(dl, at)); err != nil {
 		d.unreserve(dl)
 		dl.log(d.log, slog.LevelWarn, "retry not stored; the source comes back", "err", err)
 		dl.done(false)
@@ -179,7 +179,7 @@ func (d *Dispatcher) park(dl *delivery, cause string) {
 		if !d.reserve(dl) {
 			return
 		}
-		if err := d.publishSettling(taskFor(dl, time.Time{})); err != nil {
+		if err := d.publish(taskFor(dl, time.Time{})); err != nil {
 			d.unreserve(dl)
 			dl.log(d.log, slog.LevelWarn, "task not stored; the event comes back", "err", err)
 			dl.done(false)
@@ -200,30 +200,6 @@ func (d *Dispatcher) publish(msg *nats.Msg) error {
 	return err
 }
 
-// settlePatience is how long storing what settles a delivery (its task,
-// retry or dead letter) is tried again before its source is handed back.
-// Handing back a fan-out event makes it come again, possibly in another
-// process whose ledger does not know the deliveries already made: a short
-// NATS outage must not turn into a resend to every endpoint. It stays well
-// inside the fan-out's AckWait (at least 30 s).
-const settlePatience = 10 * time.Second
-
-// publishSettling is publish for what settles a delivery: tried again
-// with backoff for settlePatience, unless hookjet is stopping. The message
-// ids are deterministic, so a publish that succeeded unseen is stored once.
-func (d *Dispatcher) publishSettling(msg *nats.Msg) error {
-	end := time.Now().Add(settlePatience)
-	wait := 100 * time.Millisecond
-	for {
-		err := d.publish(msg)
-		if err == nil || d.loopCtx.Err() != nil || time.Now().Add(wait).After(end) {
-			return err
-		}
-		sleep(d.loopCtx, wait)
-		wait = min(2*wait, 2*time.Second)
-	}
-}
-
 // deadLetter copies dl to HOOKJET_DLQ and settles the source once the PubAck
 // is in. The copy's Nats-Msg-Id depends only on the endpoint and the event,
 // so a crash between the two steps neither loses nor duplicates it.
@@ -233,7 +209,7 @@ func (d *Dispatcher) deadLetter(dl *delivery, reason string) {
 	// tracing (issue 16): a span for the move; the dead letter carries its traceparent.
 	span := d.o.Tracer.StartDeadLetter(d.sendCtx, tracing.Header(dl.hdr), tracing.DeadLetter{Endpoint: id, EventType: dl.ev.typ, EventID: dl.ev.id, Reason: reason, Attempts: dl.st.Attempts})
 	span.Inject(tracing.Header(out.Header))
-	err := d.publishSettling(out)
+	err := d.publish(out)
 	span.End(err) // tracing (issue 16)
 	if err != nil {
 		d.countDeferral(dl.e, "infrastructure")
