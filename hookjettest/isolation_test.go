@@ -131,6 +131,16 @@ func eventually(d time.Duration, f func() bool) bool {
 	return f()
 }
 
+// subjectCount is how many messages st holds on subj.
+func subjectCount(t *testing.T, st natsjs.Stream, subj string) uint64 {
+	t.Helper()
+	info, err := st.Info(context.Background(), natsjs.WithSubjectFilter(subj))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Subjects[subj]
+}
+
 func jsOf(t *testing.T, h *hookjettest.Hookjet) natsjs.JetStream {
 	t.Helper()
 	nc, err := nats.Connect(h.NATSURL())
@@ -375,13 +385,7 @@ func TestFullTaskStreamDeadLettersOverflowAndDropsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	count := func(subj string) uint64 {
-		info, err := tasks.Info(ctx, natsjs.WithSubjectFilter(subj))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info.State.Subjects[subj]
-	}
+	count := func(subj string) uint64 { return subjectCount(t, tasks, subj) }
 	if !eventually(5*time.Second, func() bool { return count("hookjet.tasks.victim") == 1 }) {
 		t.Fatal("the victim's task was not parked")
 	}
@@ -645,13 +649,7 @@ func TestOneEndpointTakesAtMostHalfTheTaskStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	count := func(subj string) uint64 {
-		info, err := tasks.Info(ctx, natsjs.WithSubjectFilter(subj))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info.State.Subjects[subj]
-	}
+	count := func(subj string) uint64 { return subjectCount(t, tasks, subj) }
 	if !eventually(15*time.Second, func() bool { return int(count("hookjet.tasks.hog"))+len(h.DeadLetters("hog")) == bulk }) {
 		t.Fatalf("hog: %d tasks + %d dead letters, want %d", count("hookjet.tasks.hog"), len(h.DeadLetters("hog")), bulk)
 	}
