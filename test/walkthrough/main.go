@@ -76,14 +76,15 @@ func main() {
 		names = pages{"README.md"}
 	}
 	files, err := expandPages(names)
+	var checked []string
 	if err == nil {
-		err = run(files, *makefile, *wait)
+		checked, err = run(files, *makefile, *wait)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "walkthrough:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("walkthrough: every command printed what %s shows\n", strings.Join(files, ", "))
+	fmt.Printf("walkthrough: every command printed what %s shows\n", strings.Join(checked, ", "))
 }
 
 // expandPages resolves the -readme values to files, globs in order (each
@@ -122,16 +123,23 @@ type step struct {
 
 // walk is the walkthrough of one or more pages.
 type walk struct {
-	server   string // terminal 1's command
-	receiver step   // terminal 2's command and what it prints
-	steps    []step // terminal 3's, of every page in order
+	pages    []string // those with walkthrough blocks
+	server   string   // terminal 1's command
+	receiver step     // terminal 2's command and what it prints
+	steps    []step   // terminal 3's, of every page in order
 }
 
-func run(files []string, makefile string, wait time.Duration) error {
+// run runs the walkthrough of files and returns the pages it checked.
+func run(files []string, makefile string, wait time.Duration) ([]string, error) {
 	w, err := parsePages(files)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	return w.pages, w.run(makefile, wait)
+}
+
+func (w walk) run(makefile string, wait time.Duration) error {
+	var err error
 	if w.server, err = expandMake(w.server, makefile); err != nil {
 		return err
 	}
@@ -210,6 +218,9 @@ func parsePages(files []string) (walk, error) {
 			w.receiver, receiverAt = p.receiver, path
 		}
 		w.steps = append(w.steps, p.steps...)
+		if p.server != "" || p.receiver.cmd != "" || len(p.steps) > 0 {
+			w.pages = append(w.pages, path)
+		}
 	}
 	if w.server == "" || w.receiver.cmd == "" || len(w.steps) == 0 {
 		return walk{}, fmt.Errorf("%s: no walkthrough found (terminal 1, 2 and 3 blocks)", strings.Join(files, ", "))
