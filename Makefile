@@ -1,4 +1,4 @@
-# hookjet — see README.md. `make run` serves the example, `make test` tests.
+# hookjet — see README.md (reference in docs/). `make run` serves the example, `make test` tests.
 GO       ?= go
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/hookjet/hookjet/cli.Version=$(VERSION)
@@ -26,7 +26,7 @@ test:
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -run 'Alloc' ./signature ./deliver ./webhook ./dedupe ./breaker ./config ./tracing ./inbound
 
-## check: formatting, vet, lint, short fuzzing, alert rules, the README's walkthrough, tests
+## check: formatting, vet, lint, short fuzzing, alert rules, the walkthrough of README.md and docs/, tests
 check: fmt-check vet lint fuzz promtool walkthrough test
 
 fmt-check:
@@ -45,7 +45,7 @@ $(TOOLS)/promtool:
 	dir=$$(cd / && GOFLAGS= $(GO) mod download -json $(PROMETHEUS) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
 	cd "$$dir" && GOWORK=off GOFLAGS=-mod=mod $(GO) build -o $(TOOLS)/promtool ./cmd/promtool
 
-# The nats CLI the README's walkthrough uses, pinned.
+# The nats CLI the walkthrough uses, pinned.
 $(TOOLS)/nats:
 	GOBIN=$(TOOLS) GOFLAGS= $(GO) install $(NATSCLI)
 
@@ -63,12 +63,13 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseStripeSignature$$' -fuzztime 10s ./inbound
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeMAC$$' -fuzztime 10s ./inbound
 
-## walkthrough: run the commands of README.md's walkthrough against a
-## started server (the built binary, a temporary data_dir, embedded NATS and
-## the admin API on free ports) and fail when one of them no longer works or
-## prints something else than the README shows (test/walkthrough)
+## walkthrough: run the commands of README.md's walkthrough, then the checked
+## commands of docs/*.md, against a started server (the built binary, a
+## temporary data_dir, embedded NATS, the admin API and the inbound gateway on
+## free ports) and fail when one of them no longer works or prints something
+## else than the page shows (test/walkthrough)
 walkthrough: build $(TOOLS)/nats
-	$(GO) run ./test/walkthrough -readme README.md -makefile Makefile
+	$(GO) run ./test/walkthrough -readme README.md -readme 'docs/*.md' -makefile Makefile
 
 promtool: $(TOOLS)/promtool
 	$(TOOLS)/promtool check rules deploy/prometheus/alerts.yml
@@ -83,7 +84,7 @@ bench:
 bin/nats-server: go.mod
 	$(GO) build -o bin/nats-server github.com/nats-io/nats-server/v2
 
-## soak: the fault campaign (README, "Fault campaign"): a 3-node cluster, 3 hookjet
+## soak: the fault campaign (docs/operations.md, "Fault campaign"): a 3-node cluster, 3 hookjet
 ## processes, steady load and SOAK_FAULTS seeded faults over SOAK_DURATION;
 ## SOAK_FLAGS adds flags (e.g. -seed N to reproduce a run)
 SOAK_DURATION ?= 10m

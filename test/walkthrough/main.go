@@ -1,10 +1,16 @@
-// Command walkthrough runs the README's walkthrough against a started
-// hookjet and fails when a command no longer works or prints something else
-// than the README shows (`make walkthrough`, part of `make check`).
+// Command walkthrough runs the README's walkthrough, and the checked
+// commands of the docs, against a started hookjet and fails when a command
+// no longer works or prints something else than the page shows (`make
+// walkthrough`, part of `make check`).
 //
-// The commands and their output are read from README.md itself, from the
-// fenced blocks that follow a marker comment, so README and check cannot
-// drift:
+// The commands and their output are read from the pages themselves, from the
+// fenced blocks that follow a marker comment, so pages and check cannot
+// drift. -readme names a page and may be given several times; a name with
+// glob characters (docs/*.md) stands for every file it matches, and a page
+// without markers is skipped. Terminal 1 and 2 are set up once, by one page
+// (README.md); the terminal 3 blocks of every page run in one session, in
+// the order the pages are named, each page continuing where the one before
+// it left off:
 //
 //	<!-- walkthrough: terminal 1 -->   a sh block: the server, started in the
 //	                                   background ("make run" runs the Makefile's
@@ -24,9 +30,11 @@
 // settles after deliveries; every other command runs once.
 //
 // Everything runs on free loopback ports and in a temporary data_dir: the
-// README's 127.0.0.1:4222 (NATS), 127.0.0.1:8089 (admin API) and
-// 127.0.0.1:9000 (receiver) are replaced in commands, in expected output and
-// in a copy of examples/hookjet.yaml.
+// pages' 127.0.0.1:4222 (NATS), 127.0.0.1:8089 (admin API), 127.0.0.1:9000
+// (receiver) and 127.0.0.1:8090 (inbound gateway) are replaced in commands,
+// in expected output and in a copy of examples/hookjet.yaml. bin/ and
+// bin/tools are put first on PATH, so a page may say "hookjet" for
+// ./bin/hookjet.
 package main
 
 import (
@@ -48,38 +56,90 @@ import (
 	"time"
 )
 
+// pages is the repeatable -readme flag.
+type pages []string
+
+func (p *pages) String() string { return strings.Join(*p, ",") }
+
+func (p *pages) Set(v string) error {
+	*p = append(*p, v)
+	return nil
+}
+
 func main() {
-	readme := flag.String("readme", "README.md", "the README whose walkthrough to run")
+	var names pages
+	flag.Var(&names, "readme", "a page whose walkthrough blocks to run (repeatable; globs allowed; default README.md)")
 	makefile := flag.String("makefile", "Makefile", "the Makefile whose run recipe \"make run\" stands for")
 	wait := flag.Duration("wait", 20*time.Second, "how long read-only commands are repeated until their output matches")
 	flag.Parse()
-	if err := run(*readme, *makefile, *wait); err != nil {
+	if len(names) == 0 {
+		names = pages{"README.md"}
+	}
+	files, err := expandPages(names)
+	var checked []string
+	if err == nil {
+		checked, err = run(files, *makefile, *wait)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "walkthrough:", err)
 		os.Exit(1)
 	}
-	fmt.Println("walkthrough: every command printed what README.md shows")
+	fmt.Printf("walkthrough: every command printed what %s shows\n", strings.Join(checked, ", "))
+}
+
+// expandPages resolves the -readme values to files, globs in order (each
+// file once), and fails on a name that matches nothing.
+func expandPages(names []string) ([]string, error) {
+	var files []string
+	seen := map[string]bool{}
+	for _, n := range names {
+		matches := []string{n}
+		if strings.ContainsAny(n, "*?[") {
+			var err error
+			if matches, err = filepath.Glob(n); err != nil {
+				return nil, fmt.Errorf("-readme %s: %w", n, err)
+			}
+			if len(matches) == 0 {
+				return nil, fmt.Errorf("-readme %s: no file matches", n)
+			}
+		}
+		for _, m := range matches {
+			if !seen[m] {
+				seen[m] = true
+				files = append(files, m)
+			}
+		}
+	}
+	return files, nil
 }
 
 // step is one "$ command" and the lines it must print.
 type step struct {
 	cmd  string
 	want []string
-	line int // in the README
+	path string // the page
+	line int    // in the page
 }
 
-// walk is the README's walkthrough.
+// walk is the walkthrough of one or more pages.
 type walk struct {
-	path     string // the README
-	server   string // terminal 1's command
-	receiver step   // terminal 2's command and what it prints
-	steps    []step // terminal 3's
+	pages    []string // those with walkthrough blocks
+	server   string   // terminal 1's command
+	receiver step     // terminal 2's command and what it prints
+	steps    []step   // terminal 3's, of every page in order
 }
 
-func run(readme, makefile string, wait time.Duration) error {
-	w, err := parseReadme(readme)
+// run runs the walkthrough of files and returns the pages it checked.
+func run(files []string, makefile string, wait time.Duration) ([]string, error) {
+	w, err := parsePages(files)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	return w.pages, w.run(makefile, wait)
+}
+
+func (w walk) run(makefile string, wait time.Duration) error {
+	var err error
 	if w.server, err = expandMake(w.server, makefile); err != nil {
 		return err
 	}
@@ -111,7 +171,7 @@ func run(readme, makefile string, wait time.Duration) error {
 			receiver.stop()
 			if !checked {
 				if err := compare(env.substAll(w.receiver.want), receiver.output()); err != nil {
-					return fmt.Errorf("%s:%d: terminal 2 (%s) printed something else: %w", w.path, w.receiver.line, w.receiver.cmd, err)
+					return fmt.Errorf("%s:%d: terminal 2 (%s) printed something else: %w", w.receiver.path, w.receiver.line, w.receiver.cmd, err)
 				}
 				checked = true
 			}
@@ -125,7 +185,7 @@ func run(readme, makefile string, wait time.Duration) error {
 		case strings.HasPrefix(s.cmd, "#"):
 		default:
 			if err := env.check(s, wait); err != nil {
-				return fmt.Errorf("%s:%d: %w\n(terminal 1 log:\n%s)", w.path, s.line, err, server.output())
+				return fmt.Errorf("%s:%d: %w\n(terminal 1 log:\n%s)", s.path, s.line, err, server.output())
 			}
 		}
 	}
@@ -135,14 +195,48 @@ func run(readme, makefile string, wait time.Duration) error {
 // marker introduces a block of the walkthrough.
 var marker = regexp.MustCompile(`^<!-- walkthrough: terminal ([123]) -->$`)
 
-// parseReadme reads the walkthrough's blocks from the README at path.
-func parseReadme(path string) (walk, error) {
+// parsePages reads the walkthrough's blocks from every page in order:
+// terminal 1 and 2 from exactly one of them, terminal 3 from all.
+func parsePages(files []string) (walk, error) {
+	var w walk
+	var serverAt, receiverAt string
+	for _, path := range files {
+		p, err := parsePage(path)
+		if err != nil {
+			return walk{}, err
+		}
+		if p.server != "" {
+			if serverAt != "" {
+				return walk{}, fmt.Errorf("%s: a second terminal 1 block (the first is in %s)", path, serverAt)
+			}
+			w.server, serverAt = p.server, path
+		}
+		if p.receiver.cmd != "" {
+			if receiverAt != "" {
+				return walk{}, fmt.Errorf("%s: a second terminal 2 block (the first is in %s)", path, receiverAt)
+			}
+			w.receiver, receiverAt = p.receiver, path
+		}
+		w.steps = append(w.steps, p.steps...)
+		if p.server != "" || p.receiver.cmd != "" || len(p.steps) > 0 {
+			w.pages = append(w.pages, path)
+		}
+	}
+	if w.server == "" || w.receiver.cmd == "" || len(w.steps) == 0 {
+		return walk{}, fmt.Errorf("%s: no walkthrough found (terminal 1, 2 and 3 blocks)", strings.Join(files, ", "))
+	}
+	return w, nil
+}
+
+// parsePage reads the walkthrough's blocks from the page at path; a page
+// without any has none.
+func parsePage(path string) (walk, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return walk{}, err
 	}
 	lines := strings.Split(string(data), "\n")
-	w := walk{path: path}
+	var w walk
 	for i := 0; i < len(lines); i++ {
 		m := marker.FindStringSubmatch(strings.TrimSpace(lines[i]))
 		if m == nil {
@@ -156,7 +250,7 @@ func parseReadme(path string) (walk, error) {
 		for end < len(lines) && !strings.HasPrefix(lines[end], "```") {
 			end++
 		}
-		steps := parseBlock(lines[start:end], start+1)
+		steps := parseBlock(lines[start:end], path, start+1)
 		switch m[1] {
 		case "1":
 			for _, l := range lines[start:end] {
@@ -174,18 +268,15 @@ func parseReadme(path string) (walk, error) {
 		}
 		i = end
 	}
-	if w.server == "" || w.receiver.cmd == "" || len(w.steps) == 0 {
-		return walk{}, fmt.Errorf("%s: no walkthrough found (terminal 1, 2 and 3 blocks)", path)
-	}
 	return w, nil
 }
 
 // parseBlock splits a console block into "$ command" steps and their output.
-func parseBlock(lines []string, first int) []step {
+func parseBlock(lines []string, path string, first int) []step {
 	var steps []step
 	for i, l := range lines {
 		if cmd, ok := strings.CutPrefix(l, "$ "); ok {
-			steps = append(steps, step{cmd: strings.TrimSpace(cmd), line: first + i})
+			steps = append(steps, step{cmd: strings.TrimSpace(cmd), path: path, line: first + i})
 			continue
 		}
 		if len(steps) > 0 {
@@ -217,6 +308,7 @@ func expandMake(cmd, makefile string) (string, error) {
 type env struct {
 	dir               string
 	nats, admin, recv string // free loopback addresses
+	inbound           string
 	config            string // the copy of examples/hookjet.yaml
 	vars              []string
 	replacer          *strings.Replacer
@@ -229,14 +321,14 @@ func newEnv() (*env, func(), error) {
 	}
 	cleanup := func() { _ = os.RemoveAll(dir) }
 	e := &env{dir: dir, config: filepath.Join(dir, "hookjet.yaml")}
-	for _, p := range []*string{&e.nats, &e.admin, &e.recv} {
+	for _, p := range []*string{&e.nats, &e.admin, &e.recv, &e.inbound} {
 		if *p, err = freeAddr(); err != nil {
 			cleanup()
 			return nil, nil, err
 		}
 	}
 	e.replacer = strings.NewReplacer("127.0.0.1:4222", e.nats, "127.0.0.1:8089", e.admin, "127.0.0.1:9000", e.recv,
-		"examples/hookjet.yaml", e.config)
+		"127.0.0.1:8090", e.inbound, "examples/hookjet.yaml", e.config)
 	example, err := os.ReadFile("examples/hookjet.yaml")
 	if err != nil {
 		cleanup()
@@ -246,10 +338,11 @@ func newEnv() (*env, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	tools, _ := filepath.Abs("bin/tools")
+	bin, _ := filepath.Abs("bin")
+	sep := string(os.PathListSeparator)
 	e.vars = append(os.Environ(), "NATS_URL=nats://"+e.nats, "HOOKJET_DATA_DIR="+filepath.Join(dir, "data"),
 		"HOOKJET_NATS_LISTEN="+e.nats, "HOOKJET_ADMIN_LISTEN="+e.admin,
-		"PATH="+tools+string(os.PathListSeparator)+os.Getenv("PATH"))
+		"PATH="+bin+sep+filepath.Join(bin, "tools")+sep+os.Getenv("PATH"))
 	return e, cleanup, nil
 }
 
@@ -362,8 +455,10 @@ func waitListening(addr string, p *proc) error {
 	return fmt.Errorf("%s does not listen on %s after 30 s:\n%s", p.name, addr, p.output())
 }
 
-// readOnly matches the commands that may be repeated until they match.
-var readOnly = regexp.MustCompile(`hookjet (status|endpoints( show \S+)?|dlq (list|stats))( |$)`)
+// readOnly matches the commands that may be repeated until they match: a
+// command that only reads, with flags at most ("hookjet endpoints" lists,
+// "hookjet endpoints add ..." does not).
+var readOnly = regexp.MustCompile(`hookjet (status|endpoints|endpoints (show|attempts) \S+|dlq (list|stats)|events show \S+)( -.*)?$`)
 
 // check runs s and compares what it prints, repeating read-only commands.
 func (e *env) check(s step, wait time.Duration) error {
