@@ -376,6 +376,10 @@ func (a *api) exportDLQ(w http.ResponseWriter, r *http.Request) {
 		writeFieldError(w, http.StatusBadRequest, "until", "until: "+err.Error())
 		return
 	}
+	if f.Deleted, err = deletedParam(q.Get("deleted")); err != nil {
+		writeFieldError(w, http.StatusBadRequest, "deleted", err.Error())
+		return
+	}
 	ctx, cancel := timeout(r)
 	defer cancel()
 	entries, err := a.b.DeadLetters(ctx, f)
