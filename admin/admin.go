@@ -264,6 +264,10 @@ func (a *api) dlqList(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("ids"); v != "" {
 		f.IDs = strings.Split(v, ",")
 	}
+	if f.Deleted, err = deletedParam(q.Get("deleted")); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	ctx, cancel := timeout(r)
 	defer cancel()
 	entries, err := a.b.DeadLetters(ctx, f)
@@ -273,6 +277,19 @@ func (a *api) dlqList(w http.ResponseWriter, r *http.Request) {
 	}
 	a.addResponses(ctx, entries) // the delivery log's response excerpts: admin/log.go
 	writeJSON(w, http.StatusOK, map[string]any{"entries": entries})
+}
+
+// deletedParam reads ?deleted=: true lists the dead letters of deleted
+// endpoints (an earlier endpoint with the id, or none in force) instead of
+// those of the endpoints in force.
+func deletedParam(v string) (bool, error) {
+	switch v {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	}
+	return false, errors.New("deleted: must be true or false")
 }
 
 func (a *api) dlqStats(w http.ResponseWriter, r *http.Request) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -207,7 +208,19 @@ func (a *api) endpointAttempts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lq.Endpoint = r.PathValue("id")
-	a.page(w, r, lq)
+	a.pageOf(w, r, lq, true)
+}
+
+// ownRecord reports whether rec is of the endpoint created at created (nil:
+// a config-file endpoint): the same incarnation, or, for records that do
+// not name theirs (stored before hookjet kept it), an attempt made after
+// that endpoint was created. An earlier endpoint with the id (deleted since)
+// keeps its records to itself.
+func ownRecord(rec *attempt.Record, created *time.Time) bool {
+	if rec.EndpointCreatedAt != "" {
+		return created != nil && rec.EndpointCreatedAt == created.UTC().Format(time.RFC3339Nano)
+	}
+	return created == nil || !rec.StartedAt.Before(*created)
 }
 
 func (a *api) attempts(w http.ResponseWriter, r *http.Request) {
@@ -223,6 +236,12 @@ func (a *api) attempts(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) page(w http.ResponseWriter, r *http.Request, lq jetstream.LogQuery) {
+	a.pageOf(w, r, lq, false)
+}
+
+// pageOf answers a page of attempts; with own, only those of the endpoint
+// in force with id lq.Endpoint (a page may then hold fewer than its limit).
+func (a *api) pageOf(w http.ResponseWriter, r *http.Request, lq jetstream.LogQuery, own bool) {
 	if lq.Endpoint != "" && !jetstream.ValidToken(lq.Endpoint) {
 		writeFieldError(w, http.StatusBadRequest, "endpoint", fmt.Sprintf("endpoint: %q is not an endpoint id", lq.Endpoint))
 		return
@@ -233,6 +252,11 @@ func (a *api) page(w http.ResponseWriter, r *http.Request, lq jetstream.LogQuery
 	if err != nil {
 		a.fail(w, r, err)
 		return
+	}
+	if own {
+		if ep, err := a.b.Endpoint(ctx, lq.Endpoint); err == nil {
+			recs = slices.DeleteFunc(recs, func(rec attempt.Record) bool { return !ownRecord(&rec, ep.CreatedAt) })
+		}
 	}
 	p := AttemptPage{Attempts: recs}
 	if p.Attempts == nil {
@@ -374,6 +398,10 @@ func (a *api) exportDLQ(w http.ResponseWriter, r *http.Request) {
 	}
 	if f.Until, err = jetstream.ParseTime(q.Get("until"), now); err != nil {
 		writeFieldError(w, http.StatusBadRequest, "until", "until: "+err.Error())
+		return
+	}
+	if f.Deleted, err = deletedParam(q.Get("deleted")); err != nil {
+		writeFieldError(w, http.StatusBadRequest, "deleted", err.Error())
 		return
 	}
 	ctx, cancel := timeout(r)

@@ -54,6 +54,10 @@ type Record struct {
 	EventType string `json:"event_type"`
 	Endpoint  string `json:"endpoint"`
 	Tenant    string `json:"tenant"`
+	// EndpointCreatedAt is the incarnation of the endpoint: its created_at
+	// (RFC 3339 UTC, nanoseconds); empty for a config-file endpoint. An
+	// endpoint deleted and created again with the same id has another.
+	EndpointCreatedAt string `json:"endpoint_created_at,omitempty"`
 	// Attempt is the attempt's number, from 1; for a dead_letter, parked or
 	// expired record the number of attempts made so far.
 	Attempt int    `json:"attempt"`

@@ -370,6 +370,7 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, o Options) error {
 	}
 	s.client = deliver.NewClient(deliver.ClientOptions{
 		Guard:        deliver.NewGuard(cfg.Security.AllowPrivateNetworks, cfg.Security.Prefixes()),
+		StrictGuard:  tenantGuard(cfg),
 		HTTPSOnly:    cfg.Security.HTTPSOnly,
 		UserAgent:    UserAgent(),
 		Resolver:     o.Resolver,
@@ -695,4 +696,14 @@ func (s *Server) abort() {
 		}
 	}
 	s.node.Shutdown()
+}
+
+// tenantGuard is the SSRF guard of endpoints with a tenant: the default one,
+// which security.allow_private_networks and allow_cidrs do not open, unless
+// portal.allow_private_networks opens it.
+func tenantGuard(cfg *config.Config) *deliver.Guard {
+	if cfg.Portal.AllowPrivateNetworks {
+		return deliver.NewGuard(true, nil)
+	}
+	return deliver.NewGuard(false, nil).Because("the endpoint belongs to a tenant: portal.allow_private_networks is off")
 }

@@ -292,7 +292,11 @@ type Endpoint struct {
 	Headers map[string]Secret `yaml:"headers"`
 	// InsecureSkipVerify turns off TLS certificate verification. Default false.
 	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
-	// Tenant groups endpoints of one customer for listing; empty means none.
+	// Tenant is the customer the endpoint belongs to ([a-z0-9_-]): it
+	// receives only events that name this tenant (Hookjet-Tenant), and its
+	// deliveries obey the strict SSRF guard unless
+	// portal.allow_private_networks. Empty means none: an operator's
+	// endpoint, which receives by pattern whatever the event's tenant.
 	Tenant string `yaml:"tenant"`
 	// Description is free text for operators; empty means none.
 	Description string `yaml:"description"`

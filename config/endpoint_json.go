@@ -528,9 +528,6 @@ func ResolveEndpoint(defaults Settings, spec EndpointSpec) (Endpoint, error) {
 	if err := checkID(ep.ID); err != nil {
 		p.add("id", "%w", err)
 	}
-	if len(ep.Tenant) > maxTextLen {
-		p.add("tenant", "must be at most %d bytes, got %d", maxTextLen, len(ep.Tenant))
-	}
 	if len(ep.Description) > maxTextLen {
 		p.add("description", "must be at most %d bytes, got %d", maxTextLen, len(ep.Description))
 	}

@@ -19,6 +19,13 @@ type Portal struct {
 	// "https://*.example.com" or "'self'". Empty (the default) means
 	// 'none': no page may frame it.
 	FrameAncestors []string `yaml:"frame_ancestors"`
+	// AllowPrivateNetworks lets the deliveries of endpoints with a tenant
+	// (whoever created them: the portal, the API or the config file) reach
+	// loopback, private, link-local and the other addresses the SSRF guard
+	// refuses by default. False (the default) keeps the strict guard for
+	// them whatever security.allow_private_networks and
+	// security.allow_cidrs open for the operator's own endpoints.
+	AllowPrivateNetworks bool `yaml:"allow_private_networks"`
 }
 
 // validatePortal checks the portal section.

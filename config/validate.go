@@ -313,6 +313,11 @@ func validateEndpointFields(p *problems, prefix string, e *Endpoint, httpsOnly b
 			p.add(fmt.Sprintf("%s[%d]", key("secrets"), j), "%w", err)
 		}
 	}
+	if e.Tenant != "" {
+		if err := CheckTenant(e.Tenant); err != nil {
+			p.add(key("tenant"), "%w", err)
+		}
+	}
 	validateEvents(p, key("events"), e.Events)
 	validateHeaders(p, key("headers"), e.Headers)
 }

@@ -54,6 +54,10 @@ type ClientOptions struct {
 	// means no SSRF protection. Requests never go through a proxy, whatever
 	// the environment says, so the guard sees every address dialed.
 	Guard *Guard
+	// StrictGuard replaces Guard for requests with [Request.Strict]: the
+	// guard of endpoints that belong to a tenant, which the operator's
+	// opening of private ranges does not reach. Nil means Guard.
+	StrictGuard *Guard
 	// HTTPSOnly refuses http:// URLs with [ErrInsecureURL] ([Rejected]).
 	HTTPSOnly bool
 	// UserAgent is the User-Agent header, e.g. "hookjet/0.1.0"; empty means
@@ -112,6 +116,10 @@ type Request struct {
 	// InsecureSkipVerify turns TLS certificate verification off for this
 	// request. Such requests use a separate connection pool.
 	InsecureSkipVerify bool
+	// Strict dials through [ClientOptions.StrictGuard] instead of
+	// [ClientOptions.Guard]. Such requests use a separate connection pool,
+	// so no connection the operator's guard allowed is reused for them.
+	Strict bool
 }
 
 // Result is the outcome of one attempt made by [Client.Do].
@@ -140,9 +148,9 @@ type Client struct {
 	excerpt   int
 	userAgent []string
 	opts      ClientOptions
-	// variants holds one transport per value of InsecureSkipVerify
-	// (false, true), created on first use.
-	variants [2]variant
+	// variants holds one transport per combination of InsecureSkipVerify
+	// and Strict (index insecure + 2*strict), created on first use.
+	variants [4]variant
 }
 
 // variant is a lazily built transport.
@@ -177,7 +185,7 @@ func NewClient(opts ClientOptions) *Client {
 		userAgent: []string{opts.UserAgent},
 		opts:      opts,
 	}
-	c.roundTripper(false) // the common case is built eagerly
+	c.roundTripper(false, false) // the common case is built eagerly
 	return c
 }
 
@@ -196,27 +204,34 @@ func (c *Client) CloseIdleConnections() {
 // http.Client: a RoundTripper never follows redirects (so a 3xx reaches
 // [Classify] as it is), and it skips http.Client's per-request work meant
 // for redirects and cookies (a copy of every header map, among others).
-func (c *Client) roundTripper(insecure bool) http.RoundTripper {
+func (c *Client) roundTripper(insecure, strict bool) http.RoundTripper {
 	i := 0
 	if insecure {
 		i = 1
 	}
+	if strict {
+		i += 2
+	}
 	v := &c.variants[i]
 	v.once.Do(func() {
-		v.tr.Store(c.newTransport(insecure))
+		v.tr.Store(c.newTransport(insecure, strict))
 	})
 	return v.tr.Load()
 }
 
 // newTransport returns a transport tuned for many keep-alive deliveries.
-func (c *Client) newTransport(insecure bool) *http.Transport {
+func (c *Client) newTransport(insecure, strict bool) *http.Transport {
 	d := &net.Dialer{
 		Timeout:   c.opts.DialTimeout,
 		KeepAlive: tcpKeepAlive,
 		Resolver:  c.opts.Resolver,
 	}
-	if c.guard != nil {
-		d.ControlContext = c.guard.control
+	g := c.guard
+	if strict && c.opts.StrictGuard != nil {
+		g = c.opts.StrictGuard
+	}
+	if g != nil {
+		d.ControlContext = g.control
 	}
 	tr := &http.Transport{
 		DialContext:       d.DialContext,
@@ -302,7 +317,7 @@ func (c *Client) do(ctx context.Context, r *Request, sent time.Time) (*http.Resp
 	if err != nil {
 		return nil, err
 	}
-	return c.roundTripper(r.InsecureSkipVerify).RoundTrip(req)
+	return c.roundTripper(r.InsecureSkipVerify, r.Strict).RoundTrip(req)
 }
 
 // newRequest builds the POST request with few allocations.

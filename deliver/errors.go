@@ -29,14 +29,21 @@ type RefusedError struct {
 	// Kind describes the range Addr falls in, with its article,
 	// e.g. "a private address".
 	Kind string
+	// Why, when not empty, says which rule refused it, e.g. "the
+	// endpoint belongs to a tenant: portal.allow_private_networks is off".
+	Why string
 }
 
 // Error returns, for example, "refused: 10.0.0.5 is a private address".
 func (e *RefusedError) Error() string {
-	if !e.Addr.IsValid() {
-		return "refused: " + e.Kind
+	msg := "refused: " + e.Kind
+	if e.Addr.IsValid() {
+		msg = fmt.Sprintf("refused: %s is %s", e.Addr, e.Kind)
 	}
-	return fmt.Sprintf("refused: %s is %s", e.Addr, e.Kind)
+	if e.Why != "" {
+		msg += " (" + e.Why + ")"
+	}
+	return msg
 }
 
 // Unwrap returns [ErrRefused].

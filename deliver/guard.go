@@ -22,6 +22,7 @@ import (
 type Guard struct {
 	allowPrivate bool
 	allow        []netip.Prefix
+	why          string // appended to refusals; see Because
 }
 
 // NewGuard returns a Guard. With allowPrivate it allows every address except
@@ -37,6 +38,15 @@ func NewGuard(allowPrivate bool, allow []netip.Prefix) *Guard {
 		}
 	}
 	return g
+}
+
+// Because returns a copy of g whose refusals also say why they apply, e.g.
+// "refused: 127.0.0.1 is a loopback address (the endpoint belongs to a
+// tenant: portal.allow_private_networks is off)".
+func (g *Guard) Because(why string) *Guard {
+	c := *g
+	c.why = why
+	return &c
 }
 
 // rangeRule is one refused range.
@@ -123,7 +133,7 @@ func (g *Guard) Check(ip netip.Addr) error {
 	if kind == "" {
 		return nil
 	}
-	return &RefusedError{Addr: ip, Kind: kind}
+	return &RefusedError{Addr: ip, Kind: kind, Why: g.why}
 }
 
 // refusal returns the kind of the refused range ip falls in, or "" when ip

@@ -108,7 +108,8 @@ func (d *Dispatcher) moveExhausted(data []byte) error {
 		if ev.id == "" {
 			ev.id = "seq_" + ev.key
 		}
-		for _, id := range d.idx.match(ev.typ, nil) {
+		ev.tenant, ev.badTenant = eventTenant(raw.Header)
+		for _, id := range d.idx.match(ev.tenant, ev.typ, nil) { // a bad tenant matches "": the operator's endpoints
 			if done, _ := d.o.Ledger.Delivered(id, ev.id); done {
 				continue
 			}

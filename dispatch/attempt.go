@@ -61,6 +61,7 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
 		Signer:             dl.s.signer,
 		Timeout:            ep.Timeout,
 		InsecureSkipVerify: ep.InsecureSkipVerify,
+		Strict:             ep.Tenant != "", // a tenant's endpoint: the strict SSRF guard (portal.allow_private_networks)
 	}
 	// tracing (issue 16): a span per attempt, child of the event's traceparent.
 	span := d.o.Tracer.StartAttempt(d.sendCtx, tracing.Header(dl.hdr), tracing.Attempt{Endpoint: dl.e.id, EventType: dl.ev.typ, EventID: dl.ev.id, Number: dl.st.Attempts + 1, Replay: strings.HasPrefix(dl.ev.key, "r")})
@@ -206,6 +207,9 @@ func (d *Dispatcher) publish(msg *nats.Msg) error {
 func (d *Dispatcher) deadLetter(dl *delivery, reason string) {
 	id := dl.e.id
 	out := deadLetterMsg(id, dl.ev, dl.st, reason, dl.data, dl.hdr)
+	if inc := d.incarnationOf(dl); inc != "" {
+		out.Header.Set(hdrIncarnation, inc) // whose dead letter it is: dispatch/deadletters.go
+	}
 	// tracing (issue 16): a span for the move; the dead letter carries its traceparent.
 	span := d.o.Tracer.StartDeadLetter(d.sendCtx, tracing.Header(dl.hdr), tracing.DeadLetter{Endpoint: id, EventType: dl.ev.typ, EventID: dl.ev.id, Reason: reason, Attempts: dl.st.Attempts})
 	span.Inject(tracing.Header(out.Header))

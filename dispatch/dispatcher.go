@@ -378,7 +378,7 @@ func (d *Dispatcher) put(ep config.Endpoint) (bool, error) {
 		e.set.Store(s)
 		e.slots.setLimit(ep.MaxInFlight)
 	}
-	d.idx.set(ep.ID, ep.Events)
+	d.idx.set(ep.ID, ep.Tenant, ep.Events)
 	return true, nil
 }
 

@@ -239,6 +239,7 @@ func eventOf(msg natsjs.Msg, meta *natsjs.MsgMetadata) (ev event, noID bool) {
 	subj := msg.Subject()
 	ev.typ = subj[min(len(jetstream.EventsPrefix), len(subj)):]
 	ev.id = msg.Headers().Get(jetstream.HdrMsgID)
+	ev.tenant, ev.badTenant = eventTenant(msg.Headers())
 	if ev.id == "" {
 		ev.id = "seq_" + ev.key
 		noID = true
@@ -267,7 +268,12 @@ func (d *Dispatcher) fanOut(ctx context.Context, msg natsjs.Msg) {
 		return
 	}
 	var buf [8]string
-	targets := d.idx.match(ev.typ, buf[:0])
+	targets := d.idx.match(ev.tenant, ev.typ, buf[:0])
+	if ev.badTenant != "" {
+		d.rejectBadTenant(msg, &ev, targets) // dispatch/tenant.go
+		<-d.unsettled
+		return
+	}
 	if len(targets) == 0 {
 		if err := msg.Ack(); err != nil {
 			d.log.Warn("ack event", "err", err)

@@ -126,17 +126,21 @@ const TestEventType = "hookjet.test"
 // its normal delivery path (a task its drain delivers), and returns the
 // event id.
 func (d *Dispatcher) SendTest(ctx context.Context, id string) (string, error) {
-	if d.endpoint(id) == nil {
+	e := d.endpoint(id)
+	if e == nil {
 		return "", fmt.Errorf("%w: %q", jetstream.ErrUnknownEndpoint, id)
 	}
+	ep := e.set.Load().ep
 	now := d.now().UTC()
 	n := nuid.Next()
-	ev := event{id: "test_" + n, typ: TestEventType, key: "t" + n, at: now}
+	ev := event{id: "test_" + n, typ: TestEventType, key: "t" + n, at: now, tenant: ep.Tenant}
 	body, err := json.Marshal(map[string]string{"type": TestEventType, "endpoint": id, "sent_at": now.Format(time.RFC3339)})
 	if err != nil {
 		return "", err
 	}
-	if err := d.publishCtx(ctx, taskMsg(id, &ev, attemptState{}, body, nil, time.Time{})); err != nil {
+	msg := taskMsg(id, &ev, attemptState{}, body, nil, time.Time{})
+	markIncarnation(msg.Header, ep.CreatedAt)
+	if err := d.publishCtx(ctx, msg); err != nil {
 		return "", fmt.Errorf("test event: %w", err)
 	}
 	d.o.Metrics.Published.Inc()
@@ -168,8 +172,9 @@ func (d *Dispatcher) Redeliver(ctx context.Context, id string, since, until time
 	if st.CachedInfo().State.Msgs == 0 {
 		return 0, 0, nil
 	}
+	ep := e.set.Load().ep
 	var filters []string
-	for _, p := range e.set.Load().ep.Events {
+	for _, p := range ep.Events {
 		filters = append(filters, jetstream.EventsPrefix+p)
 	}
 	start := since
@@ -197,17 +202,22 @@ func (d *Dispatcher) Redeliver(ctx context.Context, id string, since, until time
 				done = true
 				continue
 			}
-			matched++
 			if meta.NumPending == 0 || meta.Sequence.Stream >= last {
 				done = true
 			}
+			ev, _ := eventOf(m, meta)
+			if ev.badTenant != "" || !mayReceive(ep.Tenant, ev.tenant) {
+				continue // another tenant's event: never this endpoint's
+			}
+			matched++
 			if dryRun {
 				continue
 			}
-			ev, _ := eventOf(m, meta)
 			ev.key = redeliverKey + strconv.FormatUint(ev.seq, 10) + "x" + nonce
 			ev.at = d.now() // retry.max_age counts from the redelivery
-			if err := d.publishCtx(ctx, taskMsg(id, &ev, attemptState{}, m.Data(), m.Headers(), time.Time{})); err != nil {
+			task := taskMsg(id, &ev, attemptState{}, m.Data(), m.Headers(), time.Time{})
+			markIncarnation(task.Header, ep.CreatedAt)
+			if err := d.publishCtx(ctx, task); err != nil {
 				return matched, queued, fmt.Errorf("redeliver seq %d: %w", ev.seq, err)
 			}
 			queued++

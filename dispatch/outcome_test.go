@@ -70,10 +70,10 @@ func TestPrecheck(t *testing.T) {
 
 func TestIndexMatch(t *testing.T) {
 	x := newIndex()
-	x.set("a", []string{"order.*"})
-	x.set("b", []string{"order.created", "lead.>"})
-	x.set("c", []string{">"})
-	x.set("d", []string{"*.created"})
+	x.set("a", "", []string{"order.*"})
+	x.set("b", "", []string{"order.created", "lead.>"})
+	x.set("c", "", []string{">"})
+	x.set("d", "", []string{"*.created"})
 	for typ, want := range map[string]string{
 		"order.created":    "abcd",
 		"order.paid":       "ac",
@@ -82,7 +82,7 @@ func TestIndexMatch(t *testing.T) {
 		"lead":             "c",
 		"order.created.v2": "c",
 	} {
-		got := x.match(typ, nil)
+		got := x.match("", typ, nil)
 		seen := map[string]bool{}
 		for _, id := range got {
 			if seen[id] {
@@ -99,9 +99,9 @@ func TestIndexMatch(t *testing.T) {
 			}
 		}
 	}
-	x.set("b", []string{"user.*"})
+	x.set("b", "", []string{"user.*"})
 	x.remove("c")
-	if got := x.match("lead.x", nil); len(got) != 0 {
+	if got := x.match("", "lead.x", nil); len(got) != 0 {
 		t.Fatalf("after changes lead.x matched %v", got)
 	}
 }
@@ -109,12 +109,12 @@ func TestIndexMatch(t *testing.T) {
 func BenchmarkIndexMatch100k(b *testing.B) {
 	x := newIndex()
 	for i := range 100_000 {
-		x.set("ep"+itoa(i), []string{"tenant" + itoa(i) + ".>"})
+		x.set("ep"+itoa(i), "", []string{"tenant" + itoa(i) + ".>"})
 	}
-	x.set("all-orders", []string{"*.order.created"})
+	x.set("all-orders", "", []string{"*.order.created"})
 	buf := make([]string, 0, 8)
 	for b.Loop() {
-		buf = x.match("tenant4242.order.created", buf[:0])
+		buf = x.match("", "tenant4242.order.created", buf[:0])
 	}
 	if len(buf) != 2 {
 		b.Fatalf("matched %v", buf)

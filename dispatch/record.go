@@ -33,9 +33,14 @@ func (d *Dispatcher) LastTest(id string) (attempt.Record, bool) {
 	return r, ok
 }
 
-// tenantOf is the tenant of dl's endpoint. The safety net's deliveries
-// carry no settings: their endpoint's current ones say it, when it exists.
+// tenantOf is the tenant of dl's event, or when it names none (a test
+// event, a task stored before events named theirs) of its endpoint. The
+// safety net's deliveries carry no settings: their endpoint's current ones
+// say it, when it exists.
 func (d *Dispatcher) tenantOf(dl *delivery) string {
+	if dl.ev.tenant != "" {
+		return dl.ev.tenant
+	}
 	if dl.s != nil {
 		return dl.s.ep.Tenant
 	}
@@ -70,16 +75,17 @@ func (d *Dispatcher) recordAttempt(dl *delivery, res *deliver.Result) {
 		return
 	}
 	r := attempt.Record{
-		EventID:    dl.ev.id,
-		EventType:  dl.ev.typ,
-		Endpoint:   dl.e.id,
-		Tenant:     d.tenantOf(dl),
-		Attempt:    dl.st.Attempts,
-		Trigger:    trigger(dl, dl.st.Attempts),
-		StartedAt:  res.Sent.UTC(),
-		DurationMS: ms(res.Latency),
-		Status:     res.Status,
-		Class:      res.Class.String(),
+		EventID:           dl.ev.id,
+		EventType:         dl.ev.typ,
+		Endpoint:          dl.e.id,
+		Tenant:            d.tenantOf(dl),
+		EndpointCreatedAt: createdAtOf(d.incarnationOf(dl)),
+		Attempt:           dl.st.Attempts,
+		Trigger:           trigger(dl, dl.st.Attempts),
+		StartedAt:         res.Sent.UTC(),
+		DurationMS:        ms(res.Latency),
+		Status:            res.Status,
+		Class:             res.Class.String(),
 	}
 	if res.Class != deliver.Success {
 		r.Error = res.Reason()
@@ -106,16 +112,17 @@ func (d *Dispatcher) recordEnd(dl *delivery, class, reason string) {
 		class = attempt.ClassExpired
 	}
 	r := attempt.Record{
-		EventID:   dl.ev.id,
-		EventType: dl.ev.typ,
-		Endpoint:  dl.e.id,
-		Tenant:    d.tenantOf(dl),
-		Attempt:   dl.st.Attempts,
-		Trigger:   trigger(dl, dl.st.Attempts),
-		StartedAt: d.now().UTC(),
-		Status:    dl.st.Status,
-		Class:     class,
-		Reason:    reason,
+		EventID:           dl.ev.id,
+		EventType:         dl.ev.typ,
+		Endpoint:          dl.e.id,
+		Tenant:            d.tenantOf(dl),
+		EndpointCreatedAt: createdAtOf(d.incarnationOf(dl)),
+		Attempt:           dl.st.Attempts,
+		Trigger:           trigger(dl, dl.st.Attempts),
+		StartedAt:         d.now().UTC(),
+		Status:            dl.st.Status,
+		Class:             class,
+		Reason:            reason,
 	}
 	if class != attempt.ClassParked {
 		r.Error = dl.st.Error

@@ -14,16 +14,6 @@ import (
 	"github.com/hookjet/hookjet/tracing"
 )
 
-// DeadLetters lists dead letters matching f, oldest first.
-func (d *Dispatcher) DeadLetters(ctx context.Context, f jetstream.DLQFilter) ([]jetstream.DLQEntry, error) {
-	return jetstream.DeadLetters(ctx, d.o.JS, f)
-}
-
-// DeadLetterStats summarises the dead letters per endpoint.
-func (d *Dispatcher) DeadLetterStats(ctx context.Context) ([]jetstream.DLQStat, error) {
-	return jetstream.DeadLetterStats(ctx, d.o.JS)
-}
-
 // maxReplayErrors bounds the messages a replay's answer lists; Skipped
 // counts every one.
 const maxReplayErrors = 100
@@ -56,13 +46,16 @@ func (d *Dispatcher) Replay(ctx context.Context, r admin.ReplayRequest) (admin.R
 	}
 	var res admin.ReplayResult
 	var sendErr error
-	err = jetstream.ScanDLQ(ctx, d.o.JS, jetstream.DLQFilter{Endpoint: r.Endpoint, Since: since, Until: until, IDs: r.IDs}, func(m jetstream.DLQMsg) bool {
+	// Only the dead letters of the endpoints in force: a deleted endpoint's
+	// never go to a later one with its id (dispatch/deadletters.go).
+	err = jetstream.ScanDLQ(ctx, d.o.JS, jetstream.DLQFilter{Endpoint: r.Endpoint, Since: since, Until: until, IDs: r.IDs, Keep: d.ownsDeadLetter}, func(m jetstream.DLQMsg) bool {
 		res.Matched++
 		if r.DryRun {
 			return true
 		}
 		e := m.Entry
-		if d.endpoint(e.Endpoint) == nil {
+		cur := d.endpoint(e.Endpoint)
+		if cur == nil {
 			res.Skipped++
 			switch {
 			case len(res.Errors) < maxReplayErrors:
@@ -72,8 +65,9 @@ func (d *Dispatcher) Replay(ctx context.Context, r admin.ReplayRequest) (admin.R
 			}
 			return true
 		}
-		ev := event{id: e.EventID, typ: e.EventType, key: "r" + strconv.FormatUint(e.Seq, 10), at: d.now()}
+		ev := event{id: e.EventID, typ: e.EventType, key: "r" + strconv.FormatUint(e.Seq, 10), at: d.now(), tenant: e.Tenant}
 		out := taskMsg(e.Endpoint, &ev, attemptState{}, m.Msg.Data(), m.Msg.Headers(), time.Time{})
+		markIncarnation(out.Header, cur.set.Load().ep.CreatedAt) // the drain drops it if the endpoint is deleted meanwhile
 		// tracing (issue 16): a replay span, child of the dead letter's traceparent; the replay carries its own.
 		span := d.o.Tracer.StartReplay(ctx, tracing.Header(m.Msg.Headers()), tracing.Replay{Endpoint: e.Endpoint, EventType: e.EventType, EventID: e.EventID, Seq: e.Seq})
 		span.Inject(tracing.Header(out.Header))

@@ -61,6 +61,13 @@ func (d *Dispatcher) EndpointPage(ctx context.Context, tenant, after string, lim
 	if err != nil {
 		return nil, "", err
 	}
+	pageIDs := make([]string, len(page))
+	for i, e := range page {
+		pageIDs[i] = e.id
+	}
+	if err := d.ownCounts(ctx, pageIDs, dlq); err != nil { // dispatch/deadletters.go
+		return nil, "", err
+	}
 	out := make([]admin.EndpointStatus, 0, len(page))
 	for _, e := range page {
 		out = append(out, d.status(e, w[e.id], dlq[e.id]))
@@ -80,6 +87,9 @@ func (d *Dispatcher) Endpoint(ctx context.Context, id string) (admin.EndpointSta
 	}
 	dlq, err := d.dlqCounts(ctx, id)
 	if err != nil {
+		return admin.EndpointStatus{}, err
+	}
+	if err := d.ownCounts(ctx, []string{id}, dlq); err != nil {
 		return admin.EndpointStatus{}, err
 	}
 	return d.status(e, w[id], dlq[id]), nil

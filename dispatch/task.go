@@ -1,12 +1,15 @@
 package dispatch
 
 import (
-	"github.com/hookjet/hookjet/jetstream"
+	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/jetstream"
 	"github.com/hookjet/hookjet/tracing"
 )
 
@@ -20,6 +23,40 @@ type event struct {
 	key string
 	seq uint64    // HOOKJET_EVENTS sequence; 0 when the event never was one
 	at  time.Time // when it was published: retry.max_age counts from here
+	// tenant is the event's Hookjet-Tenant ("": none); badTenant, when
+	// not empty, says why the header it carries is not a tenant: such an
+	// event is delivered to no one (see rejectBadTenant).
+	tenant, badTenant string
+}
+
+// eventTenant reads an event's Hookjet-Tenant header (in any case): its
+// tenant, or why it is not one.
+func eventTenant(h nats.Header) (tenant, bad string) {
+	var vals []string
+	for k, v := range h {
+		if k == jetstream.HdrTenant || strings.EqualFold(k, jetstream.HdrTenant) {
+			vals = append(vals, v...)
+		}
+	}
+	if len(vals) == 0 {
+		return "", ""
+	}
+	for _, v := range vals[1:] {
+		if v != vals[0] {
+			return "", "header " + jetstream.HdrTenant + " names more than one tenant"
+		}
+	}
+	if err := config.CheckTenant(vals[0]); err != nil {
+		return "", fmt.Sprintf("header %s %v", jetstream.HdrTenant, err)
+	}
+	return vals[0], ""
+}
+
+// mayReceive reports whether an endpoint of tenant epTenant may receive an
+// event of tenant evTenant: an endpoint without a tenant receives every
+// event; one with a tenant only that tenant's.
+func mayReceive(epTenant, evTenant string) bool {
+	return epTenant == "" || epTenant == evTenant
 }
 
 // attemptState is what hookjet knows about the attempts of one event for one
@@ -43,27 +80,45 @@ const (
 	hdrSchedule  = "Nats-Schedule"
 	hdrTarget    = "Nats-Schedule-Target"
 	hdrRollup    = "Nats-Rollup"
-	// hdrIncarnation is the created_at (Unix nanoseconds) of the API
-	// endpoint a task was stored for: an endpoint deleted and created again
-	// with the same id never receives the old one's tasks.
-	hdrIncarnation = "Hookjet-Endpoint-Created"
+	// hdrIncarnation: see jetstream.HdrIncarnation.
+	hdrIncarnation = jetstream.HdrIncarnation
 )
 
 // taskFor builds dl's task (see taskMsg), marked with its endpoint's
 // incarnation.
 func taskFor(dl *delivery, at time.Time) *nats.Msg {
 	msg := taskMsg(dl.e.id, dl.ev, dl.st, dl.data, dl.hdr, at)
-	if c := dl.s.ep.CreatedAt; !c.IsZero() {
-		msg.Header.Set(hdrIncarnation, strconv.FormatInt(c.UnixNano(), 10))
-	}
+	markIncarnation(msg.Header, dl.s.ep.CreatedAt)
 	return msg
 }
 
-// staleTask reports whether a task was stored for an earlier endpoint of
-// the same id (deleted through the API and created again).
+// incarnation is the Hookjet-Endpoint-Created value of an endpoint created
+// at created: its Unix nanoseconds, "" for a config-file endpoint (zero).
+func incarnation(created time.Time) string {
+	if created.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(created.UnixNano(), 10)
+}
+
+// markIncarnation marks a task or dead letter with the incarnation of the
+// endpoint created at created (nothing for a config-file endpoint).
+func markIncarnation(h nats.Header, created time.Time) {
+	if v := incarnation(created); v != "" {
+		h.Set(hdrIncarnation, v)
+	} else {
+		h.Del(hdrIncarnation)
+	}
+}
+
+// staleTask reports whether a task was stored for another incarnation of
+// the endpoint id than the one created at ep (zero: the config file's): an
+// API endpoint deleted and created again, or an API endpoint whose id the
+// config file took over. A task without the mark (a config-file endpoint's,
+// or stored by a hookjet before the mark) is the endpoint's.
 func staleTask(h nats.Header, ep time.Time) bool {
 	v := h.Get(hdrIncarnation)
-	return v != "" && !ep.IsZero() && v != strconv.FormatInt(ep.UnixNano(), 10)
+	return v != "" && v != incarnation(ep)
 }
 
 // traceHeaders are copied from an event to its tasks, so a trace continues
@@ -99,6 +154,9 @@ func taskMsg(endpoint string, ev *event, st attemptState, data []byte, src nats.
 		h.Set(hdrEventSeq, strconv.FormatUint(ev.seq, 10))
 	}
 	h.Set(hdrPublished, ev.at.UTC().Format(time.RFC3339Nano))
+	if ev.tenant != "" {
+		h.Set(jetstream.HdrTenant, ev.tenant)
+	}
 	if st.Attempts > 0 {
 		setAttemptHeaders(h, st)
 	}
@@ -135,6 +193,7 @@ func setAttemptHeaders(h nats.Header, st attemptState) {
 func taskOf(h nats.Header, published time.Time) (event, attemptState) {
 	ev := event{id: h.Get(jetstream.HdrEventID), typ: h.Get(jetstream.HdrEventType), key: h.Get(hdrEventKey), at: published}
 	ev.seq, _ = strconv.ParseUint(h.Get(hdrEventSeq), 10, 64)
+	ev.tenant, ev.badTenant = eventTenant(h)
 	if t, err := time.Parse(time.RFC3339Nano, h.Get(hdrPublished)); err == nil {
 		ev.at = t
 	}
@@ -159,6 +218,9 @@ func deadLetterMsg(endpoint string, ev *event, st attemptState, reason string, d
 	h.Set(jetstream.HdrEventType, ev.typ)
 	h.Set(jetstream.HdrEndpoint, endpoint)
 	h.Set(jetstream.HdrReason, reason)
+	if ev.tenant != "" {
+		h.Set(jetstream.HdrTenant, ev.tenant)
+	}
 	setAttemptHeaders(h, st)
 	copyHeaders(h, src)
 	return out

@@ -91,6 +91,7 @@ func testConfig(dir string) config.Config {
 	c.NATS.Listen = "127.0.0.1:0"
 	c.Admin.Listen = "127.0.0.1:0"
 	c.Security.AllowPrivateNetworks = true
+	c.Portal.AllowPrivateNetworks = true // tenants' test receivers are on loopback too
 	// JetStream reserves every stream's max_bytes against the store's disk
 	// (75% of what is free): production sizes would not fit a CI runner or
 	// a tmpfs TMPDIR.
@@ -206,6 +207,20 @@ func (h *Hookjet) Publish(eventType, id string, payload []byte) {
 	if id != "" {
 		m.Header.Set(jetstream.HdrMsgID, id)
 	}
+	h.PublishMsg(m)
+}
+
+// PublishFor publishes one event of tenant (header Hookjet-Tenant) like
+// [Hookjet.Publish]: it reaches that tenant's endpoints and those without a
+// tenant (Publish's events reach only the latter).
+func (h *Hookjet) PublishFor(tenant, eventType, id string, payload []byte) {
+	h.t.Helper()
+	m := nats.NewMsg(jetstream.EventsPrefix + eventType)
+	m.Data = payload
+	if id != "" {
+		m.Header.Set(jetstream.HdrMsgID, id)
+	}
+	m.Header.Set(jetstream.HdrTenant, tenant)
 	h.PublishMsg(m)
 }
 

@@ -72,8 +72,9 @@ type Published struct {
 }
 
 // PublishEvent stores one event of type typ with Nats-Msg-Id id in
-// HOOKJET_EVENTS and waits for the stream's acknowledgement.
-func PublishEvent(ctx context.Context, nc *nats.Conn, typ, id string, body []byte, contentType string) (Published, error) {
+// HOOKJET_EVENTS and waits for the stream's acknowledgement. A tenant
+// (empty: none) goes in header Hookjet-Tenant.
+func PublishEvent(ctx context.Context, nc *nats.Conn, typ, id string, body []byte, contentType, tenant string) (Published, error) {
 	js, err := natsjs.New(nc)
 	if err != nil {
 		return Published{}, fmt.Errorf("jetstream: %w", err)
@@ -83,6 +84,9 @@ func PublishEvent(ctx context.Context, nc *nats.Conn, typ, id string, body []byt
 	msg.Header.Set(HdrMsgID, id)
 	if contentType != "" {
 		msg.Header.Set(HdrContentType, contentType)
+	}
+	if tenant != "" {
+		msg.Header.Set(HdrTenant, tenant)
 	}
 	ack, err := js.PublishMsg(ctx, msg)
 	if err != nil {

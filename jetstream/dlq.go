@@ -31,6 +31,19 @@ type DLQEntry struct {
 	// LastResponse is the start of the last non-2xx response body, from
 	// the delivery log (filled in by the admin API when the log holds it).
 	LastResponse string `json:"last_response,omitempty"`
+	// Tenant is the event's tenant (Hookjet-Tenant); empty when it named
+	// none.
+	Tenant string `json:"tenant,omitempty"`
+	// EndpointCreatedAt is the incarnation of the endpoint the dead letter
+	// was stored for (its created_at, RFC 3339 UTC); empty for a
+	// config-file endpoint and for dead letters stored before hookjet kept
+	// it.
+	EndpointCreatedAt string `json:"endpoint_created_at,omitempty"`
+	// Incarnation is EndpointCreatedAt as stored (Unix nanoseconds), for
+	// comparing with the endpoint in force; "" when absent.
+	Incarnation string `json:"-"`
+	// Stored is StoredAt as a time.
+	Stored time.Time `json:"-"`
 }
 
 // DLQFilter selects dead letters. Zero fields match everything.
@@ -40,6 +53,13 @@ type DLQFilter struct {
 	Until    time.Time // stored before
 	IDs      []string  // event ids
 	Limit    int       // 0: no limit
+	// Deleted asks for the dead letters of endpoints deleted since (of an
+	// earlier incarnation of the id, or of no endpoint in force) instead of
+	// those of the endpoints in force. The engine turns it into Keep.
+	Deleted bool
+	// Keep, when not nil, is a last test every listed or counted entry
+	// passes: the engine's "belongs to the endpoint in force".
+	Keep func(DLQEntry) bool
 }
 
 // DLQStat summarises one endpoint's dead letters.
@@ -129,7 +149,7 @@ func ScanDLQ(ctx context.Context, js natsjs.JetStream, f DLQFilter, fn func(DLQM
 				continue
 			}
 			e := entryOf(m, meta)
-			if (len(ids) == 0 || ids[e.EventID]) && !fn(DLQMsg{Entry: e, Msg: m}) {
+			if (len(ids) == 0 || ids[e.EventID]) && (f.Keep == nil || f.Keep(e)) && !fn(DLQMsg{Entry: e, Msg: m}) {
 				done = true
 			}
 			if meta.Sequence.Stream >= last || meta.NumPending == 0 {
@@ -150,7 +170,7 @@ func entryOf(m natsjs.Msg, meta *natsjs.MsgMetadata) DLQEntry {
 	h := m.Headers()
 	attempts, _ := strconv.Atoi(h.Get(HdrAttempts))
 	status, _ := strconv.Atoi(h.Get(HdrLastStatus)) // empty: no response, 0
-	return DLQEntry{
+	e := DLQEntry{
 		Seq:          meta.Sequence.Stream,
 		EventID:      h.Get(HdrEventID),
 		EventType:    h.Get(HdrEventType),
@@ -163,7 +183,14 @@ func entryOf(m natsjs.Msg, meta *natsjs.MsgMetadata) DLQEntry {
 		LastAttempt:  h.Get(HdrLastTry),
 		StoredAt:     meta.Timestamp.UTC().Format(time.RFC3339),
 		Bytes:        len(m.Data()),
+		Tenant:       h.Get(HdrTenant),
+		Incarnation:  h.Get(HdrIncarnation),
+		Stored:       meta.Timestamp,
 	}
+	if n, err := strconv.ParseInt(e.Incarnation, 10, 64); err == nil {
+		e.EndpointCreatedAt = time.Unix(0, n).UTC().Format(time.RFC3339Nano)
+	}
+	return e
 }
 
 // DeadLetters lists dead letters matching f, oldest first.
@@ -176,8 +203,9 @@ func DeadLetters(ctx context.Context, js natsjs.JetStream, f DLQFilter) ([]DLQEn
 	return out, err
 }
 
-// DeadLetterStats summarises the dead letters per endpoint.
-func DeadLetterStats(ctx context.Context, js natsjs.JetStream) ([]DLQStat, error) {
+// DeadLetterStats summarises the dead letters per endpoint, those keep
+// accepts (nil: all).
+func DeadLetterStats(ctx context.Context, js natsjs.JetStream, keep func(DLQEntry) bool) ([]DLQStat, error) {
 	type acc struct {
 		DLQStat
 		attempts      int
@@ -185,7 +213,7 @@ func DeadLetterStats(ctx context.Context, js natsjs.JetStream) ([]DLQStat, error
 		statuses      map[int]int
 	}
 	by := map[string]*acc{}
-	err := ScanDLQ(ctx, js, DLQFilter{}, func(m DLQMsg) bool {
+	err := ScanDLQ(ctx, js, DLQFilter{Keep: keep}, func(m DLQMsg) bool {
 		e := m.Entry
 		a := by[e.Endpoint]
 		if a == nil {

@@ -66,6 +66,16 @@ const (
 	HdrFirstTry    = "Hookjet-First-Attempt"
 	HdrLastTry     = "Hookjet-Last-Attempt"
 	HdrReplayOf    = "Hookjet-Replay-Of"
+	// HdrTenant names an event's tenant (config.CheckTenant): it reaches
+	// that tenant's endpoints and those without a tenant. Tasks and dead
+	// letters carry it on.
+	HdrTenant = "Hookjet-Tenant"
+	// HdrIncarnation is the created_at (Unix nanoseconds) of the API
+	// endpoint a task or dead letter was stored for; absent for config-file
+	// endpoints. An endpoint deleted and created again with the same id is
+	// another incarnation: it never sees the earlier one's tasks or dead
+	// letters.
+	HdrIncarnation = "Hookjet-Endpoint-Created"
 )
 
 // DrainConsumerName is the short-lived consumer of one endpoint's tasks.

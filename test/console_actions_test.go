@@ -124,7 +124,7 @@ func TestConsoleActionsOverHTTP(t *testing.T) {
 	}
 
 	// Redeliver: a dry run counts, the confirmation sends.
-	h.publish("order.created", "ord-1", []byte(`{}`))
+	h.publishFor("acme", "order.created", "ord-1", []byte(`{}`)) // shop is tenant acme's
 	r.waitFor(t, "ord-1")
 	code, body, _ := b.post(page, page+"/redeliver", url.Values{"since": {"1h"}})
 	if code != http.StatusOK || !strings.Contains(body, `<strong class="matched">1</strong>`) || r.requestsFor("ord-1") != 1 {
@@ -174,7 +174,7 @@ func portalActions(t *testing.T, h *hookjet, r *receiver, refuse *atomicString) 
 	event, _ := url.QueryUnescape(strings.TrimPrefix(loc, ep+"?done=test&event="))
 	r.waitFor(t, event)
 	refuse.set("ord-2")
-	h.publish("order.created", "ord-2", []byte(`{}`))
+	h.publishFor("acme", "order.created", "ord-2", []byte(`{}`))
 	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
 		if n := len(h.dlq("?endpoint=shop")); n != 1 {
 			return fmt.Errorf("%d dead letters", n)

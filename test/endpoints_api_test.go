@@ -128,7 +128,8 @@ func TestAPIEndpointLifecycle(t *testing.T) {
 	}
 	secret, _ := out["secret"].(string)
 	h.applied("shop", "order.*")
-	h.publish("order.created", "evt_1", []byte(`{"n":1}`))
+	// shop is tenant acme's: it receives acme's events.
+	h.publishFor("acme", "order.created", "evt_1", []byte(`{"n":1}`))
 	if err := verifies(t, shop.wait(t, "evt_1", 1)[0], secret); err != nil {
 		t.Fatalf("the returned secret does not verify: %v", err)
 	}
@@ -138,8 +139,8 @@ func TestAPIEndpointLifecycle(t *testing.T) {
 		t.Fatalf("patch: HTTP %d %v", code, out)
 	}
 	h.applied("shop", "lead.*")
-	h.publish("order.created", "evt_2", []byte(`{}`))
-	h.publish("lead.created", "evt_3", []byte(`{}`))
+	h.publishFor("acme", "order.created", "evt_2", []byte(`{}`))
+	h.publishFor("acme", "lead.created", "evt_3", []byte(`{}`))
 	shop.wait(t, "evt_3", 1)
 	witness.waitFor(t, "evt_3")
 	if n := len(shop.get("evt_2")); n != 0 {
@@ -155,7 +156,7 @@ func TestAPIEndpointLifecycle(t *testing.T) {
 	rotatedAt := time.Now()
 	checkFor(t, 5*time.Second, 20*time.Millisecond, func() error {
 		id := fmt.Sprintf("evt_rot_%d", time.Now().UnixNano())
-		h.publish("lead.created", id, []byte(`{}`))
+		h.publishFor("acme", "lead.created", id, []byte(`{}`))
 		d := shop.wait(t, id, 1)[0]
 		if len(strings.Fields(d.Header.Get("webhook-signature"))) != 2 {
 			return fmt.Errorf("rotation not applied yet")
@@ -169,7 +170,7 @@ func TestAPIEndpointLifecycle(t *testing.T) {
 		return nil
 	})
 	time.Sleep(time.Until(rotatedAt.Add(2100 * time.Millisecond)))
-	h.publish("lead.created", "evt_after_grace", []byte(`{}`))
+	h.publishFor("acme", "lead.created", "evt_after_grace", []byte(`{}`))
 	d := shop.wait(t, "evt_after_grace", 1)[0]
 	if sigs := strings.Fields(d.Header.Get("webhook-signature")); len(sigs) != 1 || verifies(t, d, rotated) != nil {
 		t.Fatalf("after the grace: %d signatures, want one by the new secret", len(sigs))
@@ -212,7 +213,7 @@ func TestAPIEndpointLifecycle(t *testing.T) {
 		}
 		return nil
 	})
-	h.publish("lead.created", "evt_deleted", []byte(`{}`))
+	h.publishFor("acme", "lead.created", "evt_deleted", []byte(`{}`))
 	witness.waitFor(t, "evt_deleted")
 	if n := len(shop.get("evt_deleted")); n != 0 {
 		t.Fatalf("a deleted endpoint got %d deliveries", n)

@@ -199,6 +199,10 @@ func testConfig(t testing.TB, dir string, extra string, eps ...endpointYAML) *co
 	var b strings.Builder
 	fmt.Fprintf(&b, "data_dir: %s\nnats:\n  listen: 127.0.0.1:%d\nadmin:\n  listen: 127.0.0.1:0\n", dir, freePort(t))
 	// A shared secret_key, as every process on one NATS needs (nats.url).
+	if !strings.Contains(extra, "portal:") {
+		// The receivers of tenants' endpoints are on loopback too.
+		b.WriteString("portal:\n  allow_private_networks: true\n")
+	}
 	b.WriteString("log:\n  level: debug\nsecurity:\n  allow_private_networks: true\n  secret_key: MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\nworker:\n  shutdown_grace: 5s\n")
 	b.WriteString("defaults:\n  timeout: 2s\n  retry: {base: 50ms, cap: 200ms, max_attempts: 5, max_age: 1h}\n")
 	b.WriteString(extra)
@@ -293,13 +297,24 @@ func (h *hookjet) stop() {
 	}
 }
 
-// publish publishes one event with Nats-Msg-Id id (none when empty).
+// publish publishes one event with Nats-Msg-Id id (none when empty) and no
+// tenant.
 func (h *hookjet) publish(typ, id string, body []byte) *natsjs.PubAck {
+	h.t.Helper()
+	return h.publishFor("", typ, id, body)
+}
+
+// publishFor publishes one event of tenant (header Hookjet-Tenant; none
+// when empty) with Nats-Msg-Id id (none when empty).
+func (h *hookjet) publishFor(tenant, typ, id string, body []byte) *natsjs.PubAck {
 	h.t.Helper()
 	m := nats.NewMsg("hookjet.events." + typ)
 	m.Data = body
 	if id != "" {
 		m.Header.Set("Nats-Msg-Id", id)
+	}
+	if tenant != "" {
+		m.Header.Set("Hookjet-Tenant", tenant)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
