@@ -17,7 +17,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/endpoints"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -46,7 +48,7 @@ type Deliveries interface {
 }
 
 // Option configures the admin API.
-type Option func(*api)
+type Option func(*handler)
 
 // WithEndpointStore turns on endpoint management (create, update, delete,
 // rotate, test, redeliver): s stores the API endpoints, d reaches the
@@ -54,16 +56,16 @@ type Option func(*api)
 // security settings), which a reload may change. Without it those routes
 // answer 501.
 func WithEndpointStore(s *jetstream.EndpointStore, d Deliveries, cfg func() *config.Config) Option {
-	return func(a *api) { a.store, a.deliveries, a.cfg = s, d, cfg }
+	return func(a *handler) { a.store, a.deliveries, a.cfg = s, d, cfg }
 }
 
 // WithConfigPath names the config file in the 409 answers for endpoints it
 // owns.
-func WithConfigPath(path string) Option { return func(a *api) { a.configPath = path } }
+func WithConfigPath(path string) Option { return func(a *handler) { a.configPath = path } }
 
 // WithClock sets the clock for timestamps, secret expiry and "ago"
 // durations; the default is time.Now.
-func WithClock(now func() time.Time) Option { return func(a *api) { a.now = now } }
+func WithClock(now func() time.Time) Option { return func(a *handler) { a.now = now } }
 
 // Limits of endpoint management.
 const (
@@ -78,7 +80,7 @@ const (
 )
 
 // routeEndpoints registers the endpoint management routes on mux.
-func (a *api) routeEndpoints(mux *http.ServeMux) {
+func (a *handler) routeEndpoints(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/endpoints", a.listEndpoints)
 	mux.HandleFunc("POST /api/v1/endpoints", a.managed(a.createEndpoint))
 	mux.HandleFunc("PATCH /api/v1/endpoints/{id}", a.managed(a.patchEndpoint))
@@ -89,7 +91,7 @@ func (a *api) routeEndpoints(mux *http.ServeMux) {
 }
 
 // managed answers 501 when endpoint management is not configured.
-func (a *api) managed(h http.HandlerFunc) http.HandlerFunc {
+func (a *handler) managed(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if a.store == nil {
 			writeError(w, http.StatusNotImplemented, "endpoint management is not enabled in this process")
@@ -182,7 +184,7 @@ func joinProblems(decoding, validation error) error {
 }
 
 // failEndpoint answers an error of endpoint management.
-func (a *api) failEndpoint(w http.ResponseWriter, r *http.Request, err error) {
+func (a *handler) failEndpoint(w http.ResponseWriter, r *http.Request, err error) {
 	switch fes := fieldErrors(err); {
 	case len(fes) > 0:
 		writeFieldErrors(w, fes)
@@ -238,7 +240,7 @@ func decodeStrict(w http.ResponseWriter, body []byte, v any) bool {
 }
 
 // refuseConfigEndpoint answers 409 when id is a config-file endpoint.
-func (a *api) refuseConfigEndpoint(w http.ResponseWriter, id, action string) bool {
+func (a *handler) refuseConfigEndpoint(w http.ResponseWriter, id, action string) bool {
 	if _, ok := a.deliveries.ConfigEndpoint(id); !ok {
 		return false
 	}
@@ -268,7 +270,7 @@ func newID() string {
 // where the endpoint comes from. Never a secret, except Secret in the
 // answers to create and rotate.
 type endpointObject struct {
-	EndpointStatus
+	api.EndpointStatus
 	Source      string     `json:"source"`
 	Tenant      string     `json:"tenant"`
 	Description string     `json:"description"`
@@ -279,16 +281,16 @@ type endpointObject struct {
 
 // objectOf builds the answer for an API endpoint from its resolved
 // definition, over the engine's status when it already runs it.
-func (a *api) objectOf(ctx context.Context, ep config.Endpoint) endpointObject {
+func (a *handler) objectOf(ctx context.Context, ep config.Endpoint) endpointObject {
 	st, err := a.b.Endpoint(ctx, ep.ID)
 	if err != nil {
 		// Not running yet (just created): a new breaker, closed, with
 		// the endpoint's first cooldown.
-		st = EndpointStatus{Breaker: BreakerStatus{State: "closed", CooldownSeconds: ep.Breaker.Cooldown.Seconds()}}
+		st = api.EndpointStatus{Breaker: api.BreakerStatus{State: "closed", CooldownSeconds: ep.Breaker.Cooldown.Seconds()}}
 	}
 	st.ID, st.URL, st.Events, st.Secrets = ep.ID, ep.URL, ep.Events, len(ep.Secrets)
 	st.HeaderNames = slices.Sorted(maps.Keys(ep.Headers))
-	st.Owner, st.Settings = ep.Owner, SettingsOf(ep, time.Now()) // admin/settings.go
+	st.Owner, st.Settings = ep.Owner, endpoints.SettingsOf(ep, time.Now()) // admin/settings.go
 	created, updated := ep.CreatedAt.UTC(), ep.UpdatedAt.UTC()
 	return endpointObject{
 		EndpointStatus: st,
@@ -302,7 +304,7 @@ func (a *api) objectOf(ctx context.Context, ep config.Endpoint) endpointObject {
 
 // resolve checks spec as the config file would, plus security.https_only,
 // and reports every problem at once.
-func (a *api) resolve(spec config.EndpointSpec) (config.Endpoint, error) {
+func (a *handler) resolve(spec config.EndpointSpec) (config.Endpoint, error) {
 	cfg := a.cfg()
 	ep, err := config.ResolveEndpoint(cfg.Defaults, spec)
 	badURL := false
@@ -320,7 +322,7 @@ func (a *api) resolve(spec config.EndpointSpec) (config.Endpoint, error) {
 	return ep, nil
 }
 
-func (a *api) createEndpoint(w http.ResponseWriter, r *http.Request) {
+func (a *handler) createEndpoint(w http.ResponseWriter, r *http.Request) {
 	body, ok := readBody(w, r)
 	if !ok {
 		return
@@ -372,7 +374,7 @@ func (a *api) createEndpoint(w http.ResponseWriter, r *http.Request) {
 
 // checkRoom refuses a new endpoint beyond security.max_endpoints. The cheap
 // count is an upper bound; the exact one is taken only near the limit.
-func (a *api) checkRoom(ctx context.Context) error {
+func (a *handler) checkRoom(ctx context.Context) error {
 	limit := a.cfg().Security.MaxEndpoints
 	n, err := a.store.Count(ctx, false)
 	if err == nil && n >= limit {
@@ -387,7 +389,7 @@ func (a *api) checkRoom(ctx context.Context) error {
 	return nil
 }
 
-func (a *api) patchEndpoint(w http.ResponseWriter, r *http.Request) {
+func (a *handler) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if a.refuseConfigEndpoint(w, id, "change") {
 		return
@@ -437,7 +439,7 @@ func (a *api) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 // apply puts the endpoint id just stored (rec, or what the bucket holds
 // when nil) in force in this process before the answer, answering an error
 // itself when it cannot.
-func (a *api) apply(ctx context.Context, w http.ResponseWriter, r *http.Request, id string, rec *jetstream.EndpointRecord) bool {
+func (a *handler) apply(ctx context.Context, w http.ResponseWriter, r *http.Request, id string, rec *jetstream.EndpointRecord) bool {
 	if rec == nil {
 		got, err := a.store.Get(ctx, id)
 		if err != nil {
@@ -453,7 +455,7 @@ func (a *api) apply(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	return true
 }
 
-func (a *api) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
+func (a *handler) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if a.refuseConfigEndpoint(w, id, "remove") {
 		return
@@ -479,7 +481,7 @@ func (a *api) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (a *api) rotateSecret(w http.ResponseWriter, r *http.Request) {
+func (a *handler) rotateSecret(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if a.refuseConfigEndpoint(w, id, "rotate its secrets") {
 		return
@@ -545,7 +547,7 @@ func rotate(spec config.EndpointSpec, secret config.Secret, until time.Time) con
 }
 
 // known answers 404 unless id is an API or a config endpoint.
-func (a *api) known(ctx context.Context, w http.ResponseWriter, r *http.Request, id string) bool {
+func (a *handler) known(ctx context.Context, w http.ResponseWriter, r *http.Request, id string) bool {
 	if _, ok := a.deliveries.ConfigEndpoint(id); ok {
 		return true
 	}
@@ -556,7 +558,7 @@ func (a *api) known(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	return true
 }
 
-func (a *api) testEndpoint(w http.ResponseWriter, r *http.Request) {
+func (a *handler) testEndpoint(w http.ResponseWriter, r *http.Request) {
 	body, ok := readBody(w, r)
 	if !ok || !decodeStrict(w, body, &struct{}{}) {
 		return
@@ -575,7 +577,7 @@ func (a *api) testEndpoint(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]string{"event_id": eventID})
 }
 
-func (a *api) redeliver(w http.ResponseWriter, r *http.Request) {
+func (a *handler) redeliver(w http.ResponseWriter, r *http.Request) {
 	body, ok := readBody(w, r)
 	if !ok {
 		return
@@ -617,7 +619,7 @@ func (a *api) redeliver(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]int{"matched": matched, "queued": queued})
 }
 
-func (a *api) listEndpoints(w http.ResponseWriter, r *http.Request) {
+func (a *handler) listEndpoints(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	limit := defaultPage
 	if v := q.Get("limit"); v != "" {
@@ -640,7 +642,7 @@ func (a *api) listEndpoints(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if eps == nil {
-		eps = []EndpointStatus{}
+		eps = []api.EndpointStatus{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"endpoints": eps, "next": next})
 }

@@ -36,7 +36,7 @@ type EventLookup func(ctx context.Context, id string) (info EventInfo, found boo
 // WithDeliveryLog serves the delivery log's routes from l, with events
 // looked up in the event log by events (nil: none are).
 func WithDeliveryLog(l DeliveryLog, events EventLookup) Option {
-	return func(a *api) { a.dlog, a.events = l, events }
+	return func(a *handler) { a.dlog, a.events = l, events }
 }
 
 // Event is the answer of GET /api/v1/events/{id}.
@@ -63,7 +63,7 @@ type AttemptPage struct {
 }
 
 // routeLog adds the delivery log's routes.
-func (a *api) routeLog(mux *http.ServeMux) {
+func (a *handler) routeLog(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/events/{id}", a.event)
 	mux.HandleFunc("GET /api/v1/endpoints/{id}/attempts", a.endpointAttempts)
 	mux.HandleFunc("GET /api/v1/attempts", a.attempts)
@@ -71,7 +71,7 @@ func (a *api) routeLog(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/export/dlq", a.exportDLQ)
 }
 
-func (a *api) logOff(w http.ResponseWriter) bool {
+func (a *handler) logOff(w http.ResponseWriter) bool {
 	if a.dlog == nil {
 		writeError(w, http.StatusNotFound, "the delivery log is off (log.enabled: false)")
 		return true
@@ -79,7 +79,7 @@ func (a *api) logOff(w http.ResponseWriter) bool {
 	return false
 }
 
-func (a *api) event(w http.ResponseWriter, r *http.Request) {
+func (a *handler) event(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	ctx, cancel := timeout(r)
 	defer cancel()
@@ -154,7 +154,7 @@ func stateOf(recs []attempt.Record) string {
 
 // logQuery reads the filters of the attempts routes; a bad one is answered
 // with 400 naming it.
-func (a *api) logQuery(w http.ResponseWriter, r *http.Request, paged bool) (jetstream.LogQuery, bool) {
+func (a *handler) logQuery(w http.ResponseWriter, r *http.Request, paged bool) (jetstream.LogQuery, bool) {
 	q := r.URL.Query()
 	now := a.now()
 	var lq jetstream.LogQuery
@@ -199,7 +199,7 @@ func (a *api) logQuery(w http.ResponseWriter, r *http.Request, paged bool) (jets
 	return lq, true
 }
 
-func (a *api) endpointAttempts(w http.ResponseWriter, r *http.Request) {
+func (a *handler) endpointAttempts(w http.ResponseWriter, r *http.Request) {
 	if a.logOff(w) {
 		return
 	}
@@ -223,7 +223,7 @@ func ownRecord(rec *attempt.Record, created *time.Time) bool {
 	return created == nil || !rec.StartedAt.Before(*created)
 }
 
-func (a *api) attempts(w http.ResponseWriter, r *http.Request) {
+func (a *handler) attempts(w http.ResponseWriter, r *http.Request) {
 	if a.logOff(w) {
 		return
 	}
@@ -235,13 +235,13 @@ func (a *api) attempts(w http.ResponseWriter, r *http.Request) {
 	a.page(w, r, lq)
 }
 
-func (a *api) page(w http.ResponseWriter, r *http.Request, lq jetstream.LogQuery) {
+func (a *handler) page(w http.ResponseWriter, r *http.Request, lq jetstream.LogQuery) {
 	a.pageOf(w, r, lq, false)
 }
 
 // pageOf answers a page of attempts; with own, only those of the endpoint
 // in force with id lq.Endpoint (a page may then hold fewer than its limit).
-func (a *api) pageOf(w http.ResponseWriter, r *http.Request, lq jetstream.LogQuery, own bool) {
+func (a *handler) pageOf(w http.ResponseWriter, r *http.Request, lq jetstream.LogQuery, own bool) {
 	if lq.Endpoint != "" && !jetstream.ValidToken(lq.Endpoint) {
 		writeFieldError(w, http.StatusBadRequest, "endpoint", fmt.Sprintf("endpoint: %q is not an endpoint id", lq.Endpoint))
 		return
@@ -343,7 +343,7 @@ func (e *exporter) end() error {
 	return nil
 }
 
-func (a *api) exportAttempts(w http.ResponseWriter, r *http.Request) {
+func (a *handler) exportAttempts(w http.ResponseWriter, r *http.Request) {
 	if a.logOff(w) {
 		return
 	}
@@ -383,7 +383,7 @@ type DLQExport struct {
 	AgeSeconds float64 `json:"age_seconds"`
 }
 
-func (a *api) exportDLQ(w http.ResponseWriter, r *http.Request) {
+func (a *handler) exportDLQ(w http.ResponseWriter, r *http.Request) {
 	format, ok := exportFormat(w, r)
 	if !ok {
 		return
@@ -434,7 +434,7 @@ const maxResponseLookups = 1000
 
 // addResponses fills in each dead letter's last response excerpt from the
 // delivery log, when it is on and holds the event's records.
-func (a *api) addResponses(ctx context.Context, entries []jetstream.DLQEntry) {
+func (a *handler) addResponses(ctx context.Context, entries []jetstream.DLQEntry) {
 	if a.dlog == nil {
 		return
 	}

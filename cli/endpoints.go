@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/attempt"
 	"github.com/hookjet/hookjet/jetstream"
 )
@@ -204,7 +204,7 @@ func runEndpointShow(ctx context.Context, args []string, getenv func(string) str
 		return err
 	}
 	var e struct {
-		admin.EndpointStatus
+		api.EndpointStatus
 		Source      string     `json:"source"`
 		Tenant      string     `json:"tenant"`
 		Description string     `json:"description"`

@@ -13,7 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -154,7 +154,7 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	if *asJSON {
 		return printJSON(stdout, raw)
 	}
-	var s admin.Summary
+	var s api.Summary
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return err
 	}
@@ -172,8 +172,8 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	title := "waiting:"
-	if s.WaitingEndpoints > admin.MaxWaiting {
-		title = fmt.Sprintf("waiting (the first %d of %d endpoints):", admin.MaxWaiting, s.WaitingEndpoints)
+	if s.WaitingEndpoints > api.MaxWaiting {
+		title = fmt.Sprintf("waiting (the first %d of %d endpoints):", api.MaxWaiting, s.WaitingEndpoints)
 	}
 	printWaits(stdout, s.Waiting, title)
 	return nil
@@ -241,15 +241,15 @@ func runEndpoints(ctx context.Context, args []string, getenv func(string) string
 		return printJSON(stdout, raw)
 	}
 	var list struct {
-		Endpoints []admin.EndpointStatus `json:"endpoints"`
-		Next      string                 `json:"next"`
+		Endpoints []api.EndpointStatus `json:"endpoints"`
+		Next      string               `json:"next"`
 	}
 	if err := json.Unmarshal(raw, &list); err != nil || list.Endpoints == nil {
-		var one admin.EndpointStatus
+		var one api.EndpointStatus
 		if err := json.Unmarshal(raw, &one); err != nil {
 			return err
 		}
-		list.Endpoints = []admin.EndpointStatus{one}
+		list.Endpoints = []api.EndpointStatus{one}
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tBREAKER\tFAILS\tP50\tP95\tP99\tSAMPLES\t1ST OK\tPENDING\tDLQ\tWAITING\tURL")
@@ -335,14 +335,14 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdo
 		}
 		return printDLQStats(stdout, raw)
 	default:
-		req := admin.ReplayRequest{Endpoint: *endpoint, Since: *since, Until: *until, IDs: ids, DryRun: *dry}
+		req := api.ReplayRequest{Endpoint: *endpoint, Since: *since, Until: *until, IDs: ids, DryRun: *dry}
 		if err := c.do(ctx, http.MethodPost, "/api/v1/dlq/replay", req, &raw); err != nil {
 			return err
 		}
 		if *asJSON {
 			return printJSON(stdout, raw)
 		}
-		var res admin.ReplayResult
+		var res api.ReplayResult
 		if err := json.Unmarshal(raw, &res); err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/dispatch"
 	"github.com/hookjet/hookjet/jetstream"
@@ -209,7 +210,7 @@ func (b adminBackend) Ready(ctx context.Context) error {
 }
 
 // Summary is the engine's summary with the relay's lag.
-func (b adminBackend) Summary(ctx context.Context) (admin.Summary, error) {
+func (b adminBackend) Summary(ctx context.Context) (api.Summary, error) {
 	sum, err := b.Dispatcher.Summary(ctx)
 	lag := b.relay.Lag().Seconds()
 	sum.OutboxLagSeconds = &lag
