@@ -165,9 +165,9 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 
 func (a *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
-	case errors.Is(err, jetstream.ErrUnknownEndpoint):
+	case errors.Is(err, api.ErrUnknownEndpoint):
 		writeError(w, http.StatusNotFound, err.Error())
-	case errors.Is(err, jetstream.ErrBadRequest):
+	case errors.Is(err, api.ErrBadRequest):
 		writeError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		writeError(w, http.StatusGatewayTimeout, "timed out")
@@ -246,11 +246,11 @@ func (a *handler) dlqList(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	f := jetstream.DLQFilter{Endpoint: q.Get("endpoint"), Limit: 100}
 	var err error
-	if f.Since, err = jetstream.ParseTime(q.Get("since"), now); err != nil {
+	if f.Since, err = api.ParseTime(q.Get("since"), now); err != nil {
 		writeError(w, http.StatusBadRequest, "since: "+err.Error())
 		return
 	}
-	if f.Until, err = jetstream.ParseTime(q.Get("until"), now); err != nil {
+	if f.Until, err = api.ParseTime(q.Get("until"), now); err != nil {
 		writeError(w, http.StatusBadRequest, "until: "+err.Error())
 		return
 	}

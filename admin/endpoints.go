@@ -188,9 +188,9 @@ func (a *handler) failEndpoint(w http.ResponseWriter, r *http.Request, err error
 	switch fes := fieldErrors(err); {
 	case len(fes) > 0:
 		writeFieldErrors(w, fes)
-	case errors.Is(err, jetstream.ErrEndpointExists):
+	case errors.Is(err, api.ErrEndpointExists):
 		writeFieldError(w, http.StatusConflict, "id", err.Error())
-	case errors.Is(err, jetstream.ErrConflict):
+	case errors.Is(err, api.ErrConflict):
 		writeError(w, http.StatusConflict, err.Error())
 	case errors.Is(err, errors.ErrUnsupported):
 		writeError(w, http.StatusNotImplemented, err.Error())
@@ -384,7 +384,7 @@ func (a *handler) checkRoom(ctx context.Context) error {
 		return err
 	}
 	if n >= limit {
-		return fmt.Errorf("%w: security.max_endpoints (%d) reached", jetstream.ErrConflict, limit)
+		return fmt.Errorf("%w: security.max_endpoints (%d) reached", api.ErrConflict, limit)
 	}
 	return nil
 }
@@ -595,12 +595,12 @@ func (a *handler) redeliver(w http.ResponseWriter, r *http.Request) {
 		writeFieldError(w, http.StatusBadRequest, "since", "since: is required (RFC 3339 time or a duration ago, such as 24h)")
 		return
 	}
-	since, err := jetstream.ParseTime(req.Since, now)
+	since, err := api.ParseTime(req.Since, now)
 	if err != nil {
 		writeFieldError(w, http.StatusBadRequest, "since", "since: "+err.Error())
 		return
 	}
-	until, err := jetstream.ParseTime(req.Until, now)
+	until, err := api.ParseTime(req.Until, now)
 	if err != nil || (!until.IsZero() && !until.After(since)) {
 		writeFieldError(w, http.StatusBadRequest, "until", "until: must be an RFC 3339 time or a duration ago, after since")
 		return

@@ -92,7 +92,7 @@ func (e *engine) ConfigEndpoint(id string) (config.Endpoint, bool) {
 }
 
 func (e *engine) Endpoint(_ context.Context, id string) (api.EndpointStatus, error) {
-	return api.EndpointStatus{}, fmt.Errorf("%w: %q", jetstream.ErrUnknownEndpoint, id)
+	return api.EndpointStatus{}, fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, id)
 }
 
 func (e *engine) EndpointPage(_ context.Context, tenant, after string, limit int) ([]api.EndpointStatus, string, error) {
@@ -370,7 +370,7 @@ func TestDeleteEndpoint(t *testing.T) {
 	if status != http.StatusNoContent || h.Get(DiscardedHeader) != "3" {
 		t.Errorf("delete: %d %s=%q", status, DiscardedHeader, h.Get(DiscardedHeader))
 	}
-	if _, err := f.store.Get(t.Context(), "shop"); !errors.Is(err, jetstream.ErrUnknownEndpoint) {
+	if _, err := f.store.Get(t.Context(), "shop"); !errors.Is(err, api.ErrUnknownEndpoint) {
 		t.Errorf("still stored: %v", err)
 	}
 	if status, _, _ := f.do(t, http.MethodDelete, "/api/v1/endpoints/shop", ""); status != http.StatusNotFound {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/attempt"
 	"github.com/hookjet/hookjet/jetstream"
 )
@@ -159,11 +160,11 @@ func (a *handler) logQuery(w http.ResponseWriter, r *http.Request, paged bool) (
 	now := a.now()
 	var lq jetstream.LogQuery
 	var err error
-	if lq.Since, err = jetstream.ParseTime(q.Get("since"), now); err != nil {
+	if lq.Since, err = api.ParseTime(q.Get("since"), now); err != nil {
 		writeFieldError(w, http.StatusBadRequest, "since", "since: "+err.Error())
 		return lq, false
 	}
-	if lq.Until, err = jetstream.ParseTime(q.Get("until"), now); err != nil {
+	if lq.Until, err = api.ParseTime(q.Get("until"), now); err != nil {
 		writeFieldError(w, http.StatusBadRequest, "until", "until: "+err.Error())
 		return lq, false
 	}
@@ -392,11 +393,11 @@ func (a *handler) exportDLQ(w http.ResponseWriter, r *http.Request) {
 	now := a.now()
 	f := jetstream.DLQFilter{Endpoint: q.Get("endpoint")}
 	var err error
-	if f.Since, err = jetstream.ParseTime(q.Get("since"), now); err != nil {
+	if f.Since, err = api.ParseTime(q.Get("since"), now); err != nil {
 		writeFieldError(w, http.StatusBadRequest, "since", "since: "+err.Error())
 		return
 	}
-	if f.Until, err = jetstream.ParseTime(q.Get("until"), now); err != nil {
+	if f.Until, err = api.ParseTime(q.Get("until"), now); err != nil {
 		writeFieldError(w, http.StatusBadRequest, "until", "until: "+err.Error())
 		return
 	}

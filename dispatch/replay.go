@@ -26,19 +26,19 @@ const maxReplayErrors = 100
 // number of dead letters.
 func (d *Dispatcher) Replay(ctx context.Context, r api.ReplayRequest) (api.ReplayResult, error) {
 	now := d.now()
-	since, err := jetstream.ParseTime(r.Since, now)
+	since, err := api.ParseTime(r.Since, now)
 	if err != nil {
 		return api.ReplayResult{}, fmt.Errorf("since: %w", err)
 	}
-	until, err := jetstream.ParseTime(r.Until, now)
+	until, err := api.ParseTime(r.Until, now)
 	if err != nil {
 		return api.ReplayResult{}, fmt.Errorf("until: %w", err)
 	}
 	if r.Endpoint == "" && len(r.IDs) == 0 && r.Since == "" && r.Until == "" {
-		return api.ReplayResult{}, fmt.Errorf("%w: name an endpoint, ids or a time range (replaying everything must be asked for with since)", jetstream.ErrBadRequest)
+		return api.ReplayResult{}, fmt.Errorf("%w: name an endpoint, ids or a time range (replaying everything must be asked for with since)", api.ErrBadRequest)
 	}
 	if r.Endpoint != "" && d.endpoint(r.Endpoint) == nil {
-		return api.ReplayResult{}, fmt.Errorf("%w: %q", jetstream.ErrUnknownEndpoint, r.Endpoint)
+		return api.ReplayResult{}, fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, r.Endpoint)
 	}
 	st, err := d.o.JS.Stream(ctx, jetstream.DLQStream)
 	if err != nil {

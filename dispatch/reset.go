@@ -51,7 +51,7 @@ func (d *Dispatcher) self() string {
 // at once. A disabled endpoint stays disabled (SetDisabled enables it).
 func (d *Dispatcher) ResetBreaker(ctx context.Context, id string) error {
 	if d.endpoint(id) == nil {
-		return fmt.Errorf("%w: %q", jetstream.ErrUnknownEndpoint, id)
+		return fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, id)
 	}
 	err := d.updateState(ctx, id, func(s *endpointState) bool {
 		if s.HoldUntil.IsZero() {

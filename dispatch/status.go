@@ -75,11 +75,11 @@ func (d *Dispatcher) EndpointPage(ctx context.Context, tenant, after string, lim
 	return out, next, nil
 }
 
-// Endpoint returns one endpoint's status or jetstream.ErrUnknownEndpoint.
+// Endpoint returns one endpoint's status or api.ErrUnknownEndpoint.
 func (d *Dispatcher) Endpoint(ctx context.Context, id string) (api.EndpointStatus, error) {
 	e := d.endpoint(id)
 	if e == nil {
-		return api.EndpointStatus{}, fmt.Errorf("%w: %q", jetstream.ErrUnknownEndpoint, id)
+		return api.EndpointStatus{}, fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, id)
 	}
 	w, err := d.waiting(ctx, id)
 	if err != nil {

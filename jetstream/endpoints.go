@@ -12,6 +12,7 @@ import (
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/seal"
 )
@@ -258,7 +259,7 @@ func decodeRecord(e natsjs.KeyValueEntry) (EndpointRecord, bool, error) {
 }
 
 // Create stores a new record under rec.ID. It returns an error wrapping
-// [ErrEndpointExists] when an endpoint has that id; a leftover value that
+// [api.ErrEndpointExists] when an endpoint has that id; a leftover value that
 // is not an endpoint is replaced.
 func (s *EndpointStore) Create(ctx context.Context, rec EndpointRecord) error {
 	rec.V = endpointRecordVersion
@@ -273,12 +274,12 @@ func (s *EndpointStore) Create(ctx context.Context, rec EndpointRecord) error {
 			return fmt.Errorf("endpoint %s: %w", rec.ID, gerr)
 		}
 		if _, ok, _ := decodeRecord(e); ok {
-			return fmt.Errorf("%w: %q", ErrEndpointExists, rec.ID)
+			return fmt.Errorf("%w: %q", api.ErrEndpointExists, rec.ID)
 		}
 		s.log.Debug("replacing a value that is not an endpoint", "bucket", EndpointBucket, "key", rec.ID)
 		_, err = s.kv.Update(ctx, rec.ID, b, e.Revision())
 		if errors.Is(err, natsjs.ErrKeyRevisionMismatch) {
-			return fmt.Errorf("%w: %q", ErrEndpointExists, rec.ID)
+			return fmt.Errorf("%w: %q", api.ErrEndpointExists, rec.ID)
 		}
 	}
 	if err != nil {
@@ -288,11 +289,11 @@ func (s *EndpointStore) Create(ctx context.Context, rec EndpointRecord) error {
 }
 
 // Get returns the record stored under id, or an error wrapping
-// [ErrUnknownEndpoint].
+// [api.ErrUnknownEndpoint].
 func (s *EndpointStore) Get(ctx context.Context, id string) (EndpointRecord, error) {
 	e, err := s.kv.Get(ctx, id)
 	if errors.Is(err, natsjs.ErrKeyNotFound) || errors.Is(err, natsjs.ErrInvalidKey) {
-		return EndpointRecord{}, fmt.Errorf("%w: %q", ErrUnknownEndpoint, id)
+		return EndpointRecord{}, fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, id)
 	}
 	if err != nil {
 		return EndpointRecord{}, fmt.Errorf("endpoint %s: %w", id, err)
@@ -302,7 +303,7 @@ func (s *EndpointStore) Get(ctx context.Context, id string) (EndpointRecord, err
 		return EndpointRecord{}, err
 	}
 	if !ok {
-		return EndpointRecord{}, fmt.Errorf("%w: %q", ErrUnknownEndpoint, id)
+		return EndpointRecord{}, fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, id)
 	}
 	return rec, nil
 }
@@ -338,11 +339,11 @@ func (s *EndpointStore) Update(ctx context.Context, id string, fn func(*Endpoint
 		}
 		return rec, nil
 	}
-	return EndpointRecord{}, fmt.Errorf("update endpoint %s: %w", id, ErrConflict)
+	return EndpointRecord{}, fmt.Errorf("update endpoint %s: %w", id, api.ErrConflict)
 }
 
 // Delete removes the record under id, or returns an error wrapping
-// [ErrUnknownEndpoint].
+// [api.ErrUnknownEndpoint].
 func (s *EndpointStore) Delete(ctx context.Context, id string) error {
 	rec, err := s.Get(ctx, id)
 	if err != nil {
