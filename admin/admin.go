@@ -41,8 +41,8 @@ type Backend interface {
 	// them now (at most api.MaxWaiting endpoints), and how many endpoints
 	// those are.
 	Waiting(ctx context.Context) ([]api.Wait, int, error)
-	DeadLetters(ctx context.Context, f jetstream.DLQFilter) ([]jetstream.DLQEntry, error)
-	DeadLetterStats(ctx context.Context) ([]jetstream.DLQStat, error)
+	DeadLetters(ctx context.Context, f api.DLQFilter) ([]api.DLQEntry, error)
+	DeadLetterStats(ctx context.Context) ([]api.DLQStat, error)
 	Replay(ctx context.Context, r api.ReplayRequest) (api.ReplayResult, error)
 }
 
@@ -112,13 +112,13 @@ type handler struct {
 	dlog   DeliveryLog
 	events EventLookup
 	// durability is reported by /readyz; nil: not reported.
-	durability *jetstream.Durability
+	durability *api.Durability
 }
 
 // WithDurability makes /readyz report d (the servers' sync policy, the
 // streams' replicas, and the streams at risk of losing acknowledged
 // messages to a power cut) under "durability".
-func WithDurability(d jetstream.Durability) Option {
+func WithDurability(d api.Durability) Option {
 	return func(a *handler) { a.durability = &d }
 }
 
@@ -193,8 +193,8 @@ func (a *handler) ready(w http.ResponseWriter, r *http.Request) {
 
 // readyAnswer is the body of a 200 from /readyz.
 type readyAnswer struct {
-	Status     string                `json:"status"`
-	Durability *jetstream.Durability `json:"durability,omitempty"`
+	Status     string          `json:"status"`
+	Durability *api.Durability `json:"durability,omitempty"`
 }
 
 func (a *handler) summary(w http.ResponseWriter, r *http.Request) {
@@ -244,7 +244,7 @@ func (a *handler) setDisabled(disabled bool) http.HandlerFunc {
 func (a *handler) dlqList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	now := time.Now()
-	f := jetstream.DLQFilter{Endpoint: q.Get("endpoint"), Limit: 100}
+	f := api.DLQFilter{Endpoint: q.Get("endpoint"), Limit: 100}
 	var err error
 	if f.Since, err = api.ParseTime(q.Get("since"), now); err != nil {
 		writeError(w, http.StatusBadRequest, "since: "+err.Error())

@@ -13,14 +13,13 @@ import (
 
 	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/attempt"
-	"github.com/hookjet/hookjet/jetstream"
 )
 
 // DeliveryLog reads the delivery log (jetstream.LogReader).
 type DeliveryLog interface {
 	EventRecords(ctx context.Context, id string) ([]attempt.Record, error)
-	Page(ctx context.Context, q jetstream.LogQuery) ([]attempt.Record, uint64, error)
-	Export(ctx context.Context, q jetstream.LogQuery, fn func(*attempt.Record) error) error
+	Page(ctx context.Context, q api.LogQuery) ([]attempt.Record, uint64, error)
+	Export(ctx context.Context, q api.LogQuery, fn func(*attempt.Record) error) error
 }
 
 // EventInfo is what the event log holds about one event.
@@ -155,10 +154,10 @@ func stateOf(recs []attempt.Record) string {
 
 // logQuery reads the filters of the attempts routes; a bad one is answered
 // with 400 naming it.
-func (a *handler) logQuery(w http.ResponseWriter, r *http.Request, paged bool) (jetstream.LogQuery, bool) {
+func (a *handler) logQuery(w http.ResponseWriter, r *http.Request, paged bool) (api.LogQuery, bool) {
 	q := r.URL.Query()
 	now := a.now()
-	var lq jetstream.LogQuery
+	var lq api.LogQuery
 	var err error
 	if lq.Since, err = api.ParseTime(q.Get("since"), now); err != nil {
 		writeFieldError(w, http.StatusBadRequest, "since", "since: "+err.Error())
@@ -236,14 +235,14 @@ func (a *handler) attempts(w http.ResponseWriter, r *http.Request) {
 	a.page(w, r, lq)
 }
 
-func (a *handler) page(w http.ResponseWriter, r *http.Request, lq jetstream.LogQuery) {
+func (a *handler) page(w http.ResponseWriter, r *http.Request, lq api.LogQuery) {
 	a.pageOf(w, r, lq, false)
 }
 
 // pageOf answers a page of attempts; with own, only those of the endpoint
 // in force with id lq.Endpoint (a page may then hold fewer than its limit).
-func (a *handler) pageOf(w http.ResponseWriter, r *http.Request, lq jetstream.LogQuery, own bool) {
-	if lq.Endpoint != "" && !jetstream.ValidToken(lq.Endpoint) {
+func (a *handler) pageOf(w http.ResponseWriter, r *http.Request, lq api.LogQuery, own bool) {
+	if lq.Endpoint != "" && !api.ValidToken(lq.Endpoint) {
 		writeFieldError(w, http.StatusBadRequest, "endpoint", fmt.Sprintf("endpoint: %q is not an endpoint id", lq.Endpoint))
 		return
 	}
@@ -357,7 +356,7 @@ func (a *handler) exportAttempts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lq.Endpoint = r.URL.Query().Get("endpoint")
-	if lq.Endpoint != "" && !jetstream.ValidToken(lq.Endpoint) {
+	if lq.Endpoint != "" && !api.ValidToken(lq.Endpoint) {
 		writeFieldError(w, http.StatusBadRequest, "endpoint", fmt.Sprintf("endpoint: %q is not an endpoint id", lq.Endpoint))
 		return
 	}
@@ -380,7 +379,7 @@ var dlqColumns = []string{"seq", "event_id", "event_type", "endpoint", "reason",
 
 // DLQExport is one dead letter in a JSON-lines export.
 type DLQExport struct {
-	jetstream.DLQEntry
+	api.DLQEntry
 	AgeSeconds float64 `json:"age_seconds"`
 }
 
@@ -391,7 +390,7 @@ func (a *handler) exportDLQ(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	now := a.now()
-	f := jetstream.DLQFilter{Endpoint: q.Get("endpoint")}
+	f := api.DLQFilter{Endpoint: q.Get("endpoint")}
 	var err error
 	if f.Since, err = api.ParseTime(q.Get("since"), now); err != nil {
 		writeFieldError(w, http.StatusBadRequest, "since", "since: "+err.Error())
@@ -435,7 +434,7 @@ const maxResponseLookups = 1000
 
 // addResponses fills in each dead letter's last response excerpt from the
 // delivery log, when it is on and holds the event's records.
-func (a *handler) addResponses(ctx context.Context, entries []jetstream.DLQEntry) {
+func (a *handler) addResponses(ctx context.Context, entries []api.DLQEntry) {
 	if a.dlog == nil {
 		return
 	}

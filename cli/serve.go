@@ -28,6 +28,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/breaker"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/console"
@@ -479,7 +480,7 @@ func (s *Server) listenAdmin() error {
 func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) error {
 	h := admin.NewHandler(s.withInbound(s.adminBackend()), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
 		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath),
-		admin.WithDurability(s.durability), s.logOption())
+		admin.WithDurability(api.Durability(s.durability)), s.logOption())
 	h, err := s.mountConsole(h)
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/attempt"
 	"github.com/hookjet/hookjet/config"
 )
@@ -212,7 +213,7 @@ func (w *LogWriter) flush() {
 }
 
 func (w *LogWriter) publish(r *attempt.Record) {
-	if err := r.Validate(); err != nil || !ValidToken(r.Endpoint) {
+	if err := r.Validate(); err != nil || !api.ValidToken(r.Endpoint) {
 		w.lost.Add(1) // it could not be found again: no subject for it
 		return
 	}
@@ -227,19 +228,4 @@ func (w *LogWriter) publish(r *attempt.Record) {
 		w.lost.Add(1)
 		w.log.Debug("delivery log record not stored", "err", err)
 	}
-}
-
-// ValidToken reports whether s can stand as one subject token: not empty,
-// and without dots, wildcards or white space.
-func ValidToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		switch c {
-		case '.', '*', '>', ' ', '\t', '\r', '\n':
-			return false
-		}
-	}
-	return true
 }
