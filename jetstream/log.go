@@ -39,11 +39,13 @@ import (
 // holds a subject's first and last block only, so reading every message of
 // one subject loads every block between them (nats-server 2.15.2
 // fileStore.LoadNextMsg can skip ahead to the first block only), and an
-// event whose retries span hours cost a scan of those hours (see
-// BenchmarkLogSharedSubject). The first delivery keeps the subjects of the
-// records written before Delivery existed, so a record costs the server
-// no more subject state than it did; records of that older layout are read
-// in full (LogReader.EventRecords).
+// event whose retries span hours costs a scan of those hours. With six
+// records spread over 1,000,000 (BenchmarkLogSharedSubject) both read in
+// 0.3 ms at the median, but at p99 (the blocks' caches expired) the shared
+// subject took 742 ms and a subject per record 26 ms. The first delivery
+// keeps the subjects of the records written before Delivery existed, so a
+// record costs the server no more subject state than it did; records of
+// that older layout are read in full (LogReader.EventRecords).
 const (
 	LogStream = "HOOKJET_LOG"
 	LogPrefix = "hookjet.log."
