@@ -48,10 +48,19 @@ type Event struct {
 	Deliveries  []EventDelivery `json:"deliveries"`
 }
 
-// EventDelivery is one endpoint's share of an event: its state and its
-// attempts, oldest first.
+// EventDelivery is one delivery of the event to one endpoint: its state
+// and its records, oldest first. An endpoint has one for the event's first
+// delivery and one more for each redelivery and replay, numbered in order.
 type EventDelivery struct {
-	Endpoint string           `json:"endpoint"`
+	Endpoint string `json:"endpoint"`
+	// Delivery is the records' delivery (empty for records written before
+	// deliveries were named).
+	Delivery string `json:"delivery,omitempty"`
+	// Number counts the endpoint's deliveries of the event, from 1.
+	Number int `json:"number"`
+	// Trigger says what started the delivery: delivery (the event's fan-out),
+	// redeliver, replay or test.
+	Trigger  string           `json:"trigger"`
 	State    string           `json:"state"` // delivered, pending, dead_letter, discarded
 	Attempts []attempt.Record `json:"attempts"`
 }
@@ -119,37 +128,14 @@ func (a *handler) event(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ev)
 }
 
-// deliveriesOf groups an event's records by endpoint, in the order of
-// their first record, and says where each delivery stands.
+// deliveriesOf groups an event's records (oldest first) by endpoint and
+// delivery ([attempt.Deliveries]).
 func deliveriesOf(recs []attempt.Record) []EventDelivery {
 	out := []EventDelivery{}
-	at := map[string]int{}
-	for _, rec := range recs {
-		i, ok := at[rec.Endpoint]
-		if !ok {
-			i = len(out)
-			at[rec.Endpoint] = i
-			out = append(out, EventDelivery{Endpoint: rec.Endpoint})
-		}
-		out[i].Attempts = append(out[i].Attempts, rec)
-	}
-	for i := range out {
-		out[i].State = stateOf(out[i].Attempts)
+	for _, d := range attempt.Deliveries(recs) {
+		out = append(out, EventDelivery{Endpoint: d.Endpoint, Delivery: d.ID, Number: d.Number, Trigger: d.Trigger, State: d.State, Attempts: d.Records})
 	}
 	return out
-}
-
-func stateOf(recs []attempt.Record) string {
-	state := "pending"
-	for _, rec := range recs {
-		switch rec.Class {
-		case attempt.ClassSuccess:
-			return "delivered"
-		case attempt.ClassDeadLetter, attempt.ClassExpired:
-			state = "dead_letter"
-		}
-	}
-	return state
 }
 
 // logQuery reads the filters of the attempts routes; a bad one is answered

@@ -36,6 +36,12 @@ var Classes = []string{
 	ClassDeadLetter, ClassParked, ClassExpired,
 }
 
+// Terminal reports whether class c ends a delivery: delivered, or moved to
+// the dead-letter queue.
+func Terminal(c string) bool {
+	return c == ClassSuccess || c == ClassDeadLetter || c == ClassExpired
+}
+
 // ValidClass reports whether c is one of [Classes].
 func ValidClass(c string) bool {
 	for _, k := range Classes {
@@ -62,6 +68,13 @@ type Record struct {
 	// expired record the number of attempts made so far.
 	Attempt int    `json:"attempt"`
 	Trigger string `json:"trigger"`
+	// Delivery names the delivery of the event to the endpoint that the
+	// record belongs to: the same on every record of one delivery (its
+	// attempts, parkings and dead letter), another for each redelivery,
+	// replay or test of it, so an event's records can be told apart by
+	// delivery. It is one subject token, opaque to readers; empty on
+	// records written before it existed.
+	Delivery string `json:"delivery,omitempty"`
 	// StartedAt is when the attempt started (or the record was made), UTC.
 	StartedAt  time.Time `json:"started_at"`
 	DurationMS float64   `json:"duration_ms"`

@@ -11,7 +11,7 @@ import (
 // (DESIGN.md, "Delivery log").
 func TestRecordJSON(t *testing.T) {
 	r := Record{EventID: "evt_1", EventType: "order.created", Endpoint: "crm", Tenant: "acme", Attempt: 2,
-		Trigger: TriggerRetry, StartedAt: time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC), DurationMS: 12.5,
+		Trigger: TriggerRetry, Delivery: "d42", StartedAt: time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC), DurationMS: 12.5,
 		Status: 503, Class: ClassTransient, Error: "HTTP 503", Response: "busy", Reason: "x", Seq: 7}
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -26,7 +26,7 @@ func TestRecordJSON(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{"attempt", "class", "duration_ms", "endpoint", "error", "event_id", "event_type", "reason", "response", "seq", "started_at", "status", "tenant", "trigger"}
+	want := []string{"attempt", "class", "delivery", "duration_ms", "endpoint", "error", "event_id", "event_type", "reason", "response", "seq", "started_at", "status", "tenant", "trigger"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("keys %v, want %v", keys, want)
 	}

@@ -20,7 +20,10 @@ const eventsHelp = `hookjet events show ID [--json] [--admin ADDR] [--token T] [
 Shows what happened to one event: its type, when it was published, and for
 each endpoint its state (delivered, pending, dead_letter) and every attempt
 from the delivery log (HOOKJET_LOG): when, trigger, HTTP status, class,
-duration, error and the start of a non-2xx response body.`
+duration, error and the start of a non-2xx response body. An endpoint that
+got the event more than once (redeliver, replay) shows each delivery apart,
+numbered in order ("crm · delivery 2 (replay): delivered"), each with its
+own state.`
 
 func runEvents(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "show" {
@@ -64,8 +67,16 @@ func runEvents(ctx context.Context, args []string, getenv func(string) string, s
 		size = fmt.Sprintf("%d bytes", *ev.Size)
 	}
 	fmt.Fprintf(stdout, "event      %s\ntype       %s\npublished  %s\nsize       %s\n", ev.ID, orDash(ev.Type), published, size)
+	deliveries := map[string]int{}
 	for _, d := range ev.Deliveries {
-		fmt.Fprintf(stdout, "\n%s: %s\n", d.Endpoint, d.State)
+		deliveries[d.Endpoint]++
+	}
+	for _, d := range ev.Deliveries {
+		if deliveries[d.Endpoint] > 1 {
+			fmt.Fprintf(stdout, "\n%s · delivery %d (%s): %s\n", d.Endpoint, d.Number, d.Trigger, d.State)
+		} else {
+			fmt.Fprintf(stdout, "\n%s: %s\n", d.Endpoint, d.State)
+		}
 		if err := printAttempts(stdout, d.Attempts, false); err != nil {
 			return err
 		}

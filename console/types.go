@@ -186,6 +186,8 @@ type event struct {
 	Size        int        `json:"size"`
 	Deliveries  []struct {
 		Endpoint string    `json:"endpoint"`
+		Number   int       `json:"number"`
+		Trigger  string    `json:"trigger"`
 		State    string    `json:"state"`
 		Attempts []attempt `json:"attempts"`
 	} `json:"deliveries"`

@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -191,6 +192,8 @@ func TestLogRetentionByBytes(t *testing.T) {
 // 200,000; the target is measured at 10,000,000) for 10 endpoints, then
 // measures an event's lookup, a page of 100 of one endpoint's attempts at
 // random depths, and an export. It reports p99s in ms and export records/s.
+// HOOKJET_LOG_BENCH_OLDER=1 stores them as records written before
+// deliveries were named.
 //
 //	HOOKJET_LOG_BENCH_RECORDS=10000000 go test -run '^$' -bench BenchmarkLogLookups -benchtime 200x -timeout 60m ./jetstream
 func BenchmarkLogLookups(b *testing.B) {
@@ -203,12 +206,19 @@ func BenchmarkLogLookups(b *testing.B) {
 		total = n
 	}
 	w, r, js := startLog(b, 16<<30)
+	// HOOKJET_LOG_BENCH_OLDER=1 writes records without a delivery, as
+	// before records named theirs: every lookup then reads their subjects
+	// in full as well.
+	older := "1"
+	if os.Getenv("HOOKJET_LOG_BENCH_OLDER") != "" {
+		older = ""
+	}
 	start := time.Now()
 	for i := range total {
 		// Each event: 1 attempt; every 10th one has a retry as well.
 		id := "evt_" + strconv.Itoa(i/2)
 		w.Record(attempt.Record{EventID: id, EventType: "order.created", Endpoint: "ep" + strconv.Itoa(i%10), Tenant: "acme",
-			Attempt: 1 + i%2, Trigger: attempt.TriggerDelivery, StartedAt: time.Now(), DurationMS: 1.2, Status: 200, Class: attempt.ClassSuccess})
+			Attempt: 1 + i%2, Trigger: attempt.TriggerDelivery, Delivery: older, StartedAt: time.Now(), DurationMS: 1.2, Status: 200, Class: attempt.ClassSuccess})
 		for w.Written()+w.Lost()+logQueue/2 < uint64(i) {
 			time.Sleep(time.Millisecond) // keep the queue from dropping records
 		}
@@ -325,4 +335,190 @@ func TestLogWriterNeverBlocks(t *testing.T) {
 	if w.Lost() != n || w.Written() != 0 {
 		t.Errorf("lost %d, written %d; want all %d lost", w.Lost(), w.Written(), n)
 	}
+}
+
+// TestLogKeepsEveryDelivery stores an event's first delivery to crm (a
+// success), a redelivery (a 400, dead-lettered) and a replay (a 503, then a
+// success), its delivery to erp, and a test event: every record comes back,
+// oldest first, grouped into deliveries whose state is their newest
+// record's. Records of the layout before deliveries were named (a
+// redelivery's attempt 1 on the first delivery's subject) all come back too.
+func TestLogKeepsEveryDelivery(t *testing.T) {
+	w, r, js := startLog(t, 64<<20)
+	ctx := context.Background()
+	const id = "evt.7 redelivered *"
+	at := func(ep string, n int, trigger, delivery, class string, status int) attempt.Record {
+		x := rec(ep, id, n, class)
+		x.Trigger, x.Delivery, x.Status = trigger, delivery, status
+		return x
+	}
+	records := []attempt.Record{
+		at("crm", 1, attempt.TriggerDelivery, "17", attempt.ClassSuccess, 204),
+		at("erp", 1, attempt.TriggerDelivery, "17", attempt.ClassSuccess, 200),
+		at("crm", 1, attempt.TriggerRedeliver, "d17xk3", attempt.ClassPermanent, 400),
+		at("crm", 1, attempt.TriggerRedeliver, "d17xk3", attempt.ClassDeadLetter, 400),
+		at("crm", 1, attempt.TriggerReplay, "r9", attempt.ClassTransient, 503),
+		at("crm", 2, attempt.TriggerReplay, "r9", attempt.ClassSuccess, 204),
+	}
+	test := rec("crm", "test_q1", 1, attempt.ClassSuccess)
+	test.Trigger, test.Delivery = attempt.TriggerTest, "tq1"
+	for _, x := range append(slices.Clone(records), test) {
+		w.Record(x)
+	}
+	waitStored(t, w, uint64(len(records)+1))
+
+	got, err := r.EventRecords(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc := func(recs []attempt.Record) []string {
+		var out []string
+		for _, g := range recs {
+			out = append(out, fmt.Sprintf("%s/%d/%s/%s/%s/%d", g.Endpoint, g.Attempt, g.Trigger, g.Delivery, g.Class, g.Status))
+		}
+		return out
+	}
+	if d, want := desc(got), desc(records); !slices.Equal(d, want) {
+		t.Errorf("EventRecords =\n %v\nwant\n %v", d, want)
+	}
+	deliveries := func(recs []attempt.Record) []string {
+		var out []string
+		for _, d := range attempt.Deliveries(recs) {
+			out = append(out, fmt.Sprintf("%s#%d %s %s %d", d.Endpoint, d.Number, d.Trigger, d.State, len(d.Records)))
+		}
+		return out
+	}
+	want := []string{"crm#1 delivery delivered 1", "erp#1 delivery delivered 1", "crm#2 redeliver dead_letter 2", "crm#3 replay delivered 2"}
+	if d := deliveries(got); !slices.Equal(d, want) {
+		t.Errorf("Deliveries = %v, want %v", d, want)
+	}
+	got, err = r.EventRecords(ctx, "test_q1")
+	if d := deliveries(got); err != nil || !slices.Equal(d, []string{"crm#1 test delivered 1"}) {
+		t.Errorf("the test event's deliveries = %v (%v)", d, err)
+	}
+
+	// The older layout: no delivery, a redelivery's records on the first
+	// delivery's subjects.
+	const old = "evt-before-upgrade"
+	for _, x := range []attempt.Record{
+		rec("crm", old, 1, attempt.ClassSuccess),
+		{EventID: old, Endpoint: "crm", Attempt: 1, Trigger: attempt.TriggerRedeliver, Class: attempt.ClassPermanent, Status: 400, StartedAt: time.Now()},
+		{EventID: old, Endpoint: "crm", Attempt: 1, Trigger: attempt.TriggerRedeliver, Class: attempt.ClassDeadLetter, Status: 400, StartedAt: time.Now()},
+	} {
+		data, err := json.Marshal(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := "1"
+		if x.Class == attempt.ClassDeadLetter {
+			k = "d1"
+		}
+		if _, err := js.Publish(ctx, LogPrefix+"crm."+EventToken(old)+"."+k, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err = r.EventRecords(ctx, old)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("records of the older layout: %v (%v), want all 3", desc(got), err)
+	}
+	if d := deliveries(got); !slices.Equal(d, []string{"crm#1 delivery delivered 1", "crm#2 redeliver dead_letter 2"}) {
+		t.Errorf("deliveries of the older layout = %v", d)
+	}
+}
+
+// BenchmarkLogSharedSubject compares two layouts for an event whose six
+// records lie spread over HOOKJET_LOG_BENCH_RECORDS others (default
+// 200,000): a subject per record read with one multi-last get (what
+// LogSubject does), and one subject per (endpoint, event) read with a batch
+// get of that subject, which walks the blocks between its first and last
+// message. It restarts the server after filling, so the first lookup of
+// each ("cold") finds no block in the server's caches, as a lookup of an
+// hours-old event does; the loop's lookups are warm.
+//
+//	HOOKJET_LOG_BENCH_RECORDS=1000000 go test -run '^$' -bench BenchmarkLogSharedSubject -benchtime 50x ./jetstream
+func BenchmarkLogSharedSubject(b *testing.B) {
+	total := 200000
+	if v := os.Getenv("HOOKJET_LOG_BENCH_RECORDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		total = n
+	}
+	dir := b.TempDir()
+	start := func() (*nats.Conn, natsjs.JetStream, func()) {
+		ns, err := StartEmbedded(config.NATS{Listen: "127.0.0.1:-1"}, dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		nc, err := nats.Connect(ns.ClientURL())
+		if err != nil {
+			b.Fatal(err)
+		}
+		js, err := natsjs.New(nc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return nc, js, func() { nc.Close(); ns.Shutdown(); ns.WaitForShutdown() }
+	}
+	nc, js, stop := start()
+	cfg := config.Default()
+	cfg.Log.MaxBytes = 16 << 30
+	if err := EnsureLog(context.Background(), js, &cfg, nil); err != nil {
+		b.Fatal(err)
+	}
+	w, err := NewLogWriter(nc, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const id, shared = "evt-spread", LogPrefix + "crm.shared"
+	for i := range total {
+		if i%(total/6) == total/12 {
+			x := rec("crm", id, 1+i/(total/6), attempt.ClassTransient)
+			x.Delivery = "1"
+			w.Record(x)
+			data, _ := json.Marshal(x)
+			if _, err := js.PublishAsync(shared, data); err != nil {
+				b.Fatal(err)
+			}
+		}
+		w.Record(rec("ep"+strconv.Itoa(i%10), "filler_"+strconv.Itoa(i), 1, attempt.ClassSuccess))
+		for w.Written()+w.Lost()+logQueue/2 < uint64(i) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	<-js.PublishAsyncComplete()
+	waitStored(b, w, uint64(total+6))
+	w.Close()
+	stop()
+	nc, js, stop = start()
+	defer stop()
+	r := NewLogReader(nc, js)
+	ctx := context.Background()
+	perRecord := func() time.Duration {
+		t0 := time.Now()
+		got, err := r.EventRecords(ctx, id)
+		if err != nil || len(got) != 6 {
+			b.Fatalf("subject per record: %d records, %v", len(got), err)
+		}
+		return time.Since(t0)
+	}
+	sharedSubject := func() time.Duration {
+		t0 := time.Now()
+		msgs, err := r.getBatch(ctx, msgGetRequest{NextFor: shared, Batch: multiLastMax})
+		if err != nil || len(msgs) != 6 {
+			b.Fatalf("shared subject: %d records, %v", len(msgs), err)
+		}
+		return time.Since(t0)
+	}
+	coldUnique, coldShared := perRecord(), sharedSubject()
+	var unique, one []time.Duration
+	for b.Loop() {
+		unique = append(unique, perRecord())
+		one = append(one, sharedSubject())
+	}
+	b.ReportMetric(float64(coldUnique)/float64(time.Millisecond), "per-record-cold-ms")
+	b.ReportMetric(float64(coldShared)/float64(time.Millisecond), "shared-cold-ms")
+	b.Logf("%d records: a subject per record cold %.2f ms, warm p50 %.2f ms p99 %.2f ms; one subject per (endpoint, event) cold %.2f ms, warm p50 %.2f ms p99 %.2f ms",
+		total, float64(coldUnique)/float64(time.Millisecond), p50ms(unique), p99ms(unique), float64(coldShared)/float64(time.Millisecond), p50ms(one), p99ms(one))
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,8 +22,8 @@ import (
 // get API (server/jetstream_api.go JSApiMsgGetRequest), so every lookup
 // goes through the server's subject index and time index:
 //
-//   - an event's records: one multi-last get of hookjet.log.*.<token>.*,
-//     which visits only the blocks that hold them;
+//   - an event's records: one multi-last get of hookjet.log.*.<token>.>,
+//     which visits only the blocks that hold them (a record per subject);
 //   - an endpoint's records, newest first: the cursor is a stream sequence;
 //     a page reads the endpoint's records forward inside windows that step
 //     backwards from the cursor, each sized from the density seen so far,
@@ -157,22 +158,77 @@ func recordOf(m *nats.Msg) (attempt.Record, uint64, error) {
 }
 
 // EventRecords returns every record of event id still in the log, oldest
-// first.
+// first: every delivery's, redeliveries, replays and tests included.
+//
+// One multi-last get of hookjet.log.*.<token>.> finds them, each record
+// being the only one on its subject (see LogSubject). Records written
+// before [attempt.Record.Delivery] existed shared their subject with a
+// redelivery's or replay's records of the same attempt number; for each
+// such subject (its last record has no delivery) every message on it is
+// read as well, one batch get per subject from the subject's first
+// message, which the subject index finds. That costs nothing once such
+// records have aged out (log.max_age).
 func (r *LogReader) EventRecords(ctx context.Context, id string) ([]attempt.Record, error) {
-	msgs, err := r.getBatch(ctx, msgGetRequest{MultiLastFor: []string{LogPrefix + "*." + EventToken(id) + ".*"}, Batch: multiLastMax})
+	msgs, err := r.getBatch(ctx, msgGetRequest{MultiLastFor: []string{LogPrefix + "*." + EventToken(id) + ".>"}, Batch: multiLastMax})
 	if err != nil {
 		return nil, err
 	}
 	out := make([]attempt.Record, 0, len(msgs))
+	var older []string
 	for _, m := range msgs {
 		rec, _, err := recordOf(m)
 		if err != nil {
 			continue
 		}
 		out = append(out, rec)
+		if subj := m.Header.Get("Nats-Subject"); rec.Delivery == "" && strings.Count(subj, ".") == olderLayoutDots {
+			older = append(older, subj)
+		}
+	}
+	if len(older) > 0 {
+		more, err := r.subjects(ctx, older)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, more...)
 	}
 	slices.SortFunc(out, func(a, b attempt.Record) int { return cmpSeq(a.Seq, b.Seq) })
-	return out, nil
+	return slices.CompactFunc(out, func(a, b attempt.Record) bool { return a.Seq == b.Seq }), nil
+}
+
+// olderLayoutDots is the number of dots in a subject of the first
+// delivery's layout, hookjet.log.<endpoint>.<event-token>.<n>.
+const olderLayoutDots = 4
+
+// subjects reads every message on each of subjs (literal subjects), at
+// most 8 subjects at a time.
+func (r *LogReader) subjects(ctx context.Context, subjs []string) ([]attempt.Record, error) {
+	parts := make([][]attempt.Record, len(subjs))
+	errs := make([]error, len(subjs))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, subj := range subjs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			msgs, err := r.getBatch(ctx, msgGetRequest{NextFor: subj, Batch: multiLastMax})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			for _, m := range msgs {
+				if rec, _, err := recordOf(m); err == nil {
+					parts[i] = append(parts[i], rec)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return slices.Concat(parts...), nil
 }
 
 func cmpSeq(a, b uint64) int {

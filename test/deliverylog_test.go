@@ -34,6 +34,7 @@ type logRecord struct {
 	Error      string  `json:"error"`
 	Response   string  `json:"response"`
 	Seq        uint64  `json:"seq"`
+	Delivery   string  `json:"delivery"`
 }
 
 type eventView struct {
@@ -43,6 +44,8 @@ type eventView struct {
 	Size        *int       `json:"size"`
 	Deliveries  []struct {
 		Endpoint string      `json:"endpoint"`
+		Number   int         `json:"number"`
+		Trigger  string      `json:"trigger"`
 		State    string      `json:"state"`
 		Attempts []logRecord `json:"attempts"`
 	} `json:"deliveries"`
@@ -323,6 +326,81 @@ func checkLogHoldsNoSecrets(t *testing.T, h *hookjet) {
 	}
 	if info.State.Msgs != 29 {
 		t.Errorf("HOOKJET_LOG holds %d records, want 29", info.State.Msgs)
+	}
+}
+
+// TestDeliveryLogReplayKeepsTheDeadLetter dead-letters an event (400), then
+// replays it (204): the event's view keeps both deliveries apart, the first
+// dead-lettered with its 400 and the replay delivered, in the API, in
+// "hookjet events show" and on the console's event page.
+func TestDeliveryLogReplayKeepsTheDeadLetter(t *testing.T) {
+	rcv := newReceiver(t, []string{secretA, secretB}, func(w http.ResponseWriter, d delivery) {
+		if d.Attempt == 1 {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, "amount missing")
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	h := startHookjet(t, testConfig(t, t.TempDir(), "", endpointYAML{ID: "crm", URL: rcv.URL}), cli.Options{})
+	token := h.cfg.Admin.Token.Reveal()
+	const id = "evt-replayed"
+	h.publish("order.created", id, []byte(`{"n":1}`))
+	checkFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+		if len(h.dlq("?endpoint=crm")) != 1 {
+			return fmt.Errorf("not dead-lettered yet")
+		}
+		return nil
+	})
+	if code := h.api("POST", "/api/v1/dlq/replay", token, map[string]any{"endpoint": "crm"}, nil); code != http.StatusOK {
+		t.Fatalf("replay: HTTP %d", code)
+	}
+	var ev eventView
+	checkFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+		ev = eventView{}
+		if code := h.api("GET", "/api/v1/events/"+id, token, nil, &ev); code != 200 {
+			return fmt.Errorf("HTTP %d", code)
+		}
+		if len(ev.Deliveries) != 2 || ev.Deliveries[1].State != "delivered" {
+			return fmt.Errorf("deliveries %+v", ev.Deliveries)
+		}
+		return nil
+	})
+	var got []string
+	for _, d := range ev.Deliveries {
+		var parts []string
+		for _, a := range d.Attempts {
+			parts = append(parts, fmt.Sprintf("%d/%s/%s/%d", a.Attempt, a.Trigger, a.Class, a.Status))
+			if a.Delivery == "" || a.Delivery != d.Attempts[0].Delivery {
+				t.Errorf("record %+v: delivery %q, want its delivery's %q", a, a.Delivery, d.Attempts[0].Delivery)
+			}
+		}
+		got = append(got, fmt.Sprintf("%s #%d %s %s: %s", d.Endpoint, d.Number, d.Trigger, d.State, strings.Join(parts, " ")))
+	}
+	want := []string{
+		"crm #1 delivery dead_letter: 1/delivery/permanent/400 1/delivery/dead_letter/400",
+		"crm #2 replay delivered: 1/replay/success/204",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("deliveries:\n got  %s\n want %s", strings.Join(got, "\n      "), strings.Join(want, "\n      "))
+	}
+
+	var stdout, stderr strings.Builder
+	if err := cli.Run(t.Context(), []string{"events", "show", id, "--admin", h.srv.AdminAddr()}, func(string) string { return "" }, &stdout, &stderr); err != nil {
+		t.Fatalf("events show: %v\n%s", err, stderr.String())
+	}
+	out := stdout.String()
+	for _, w := range []string{"crm · delivery 1 (delivery): dead_letter", "crm · delivery 2 (replay): delivered", "permanent", "amount missing", "success"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("events show: no %q in\n%s", w, out)
+		}
+	}
+
+	b := &browserless{t: t, base: "http://" + h.srv.AdminAddr(), client: &http.Client{}}
+	t.Cleanup(b.client.CloseIdleConnections)
+	code, page := b.get("/console/events/" + id)
+	if code != http.StatusOK || !strings.Contains(page, "delivery 1 (delivery)") || !strings.Contains(page, "delivery 2 (replay)") || !strings.Contains(page, "amount missing") {
+		t.Errorf("console event page: HTTP %d, want both deliveries numbered apart:\n%s", code, page)
 	}
 }
 

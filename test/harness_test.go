@@ -297,11 +297,17 @@ func (h *hookjet) stop() {
 	}
 }
 
-// publish publishes one event with Nats-Msg-Id id (none when empty) and no
-// tenant.
+// publish publishes one event with Nats-Msg-Id id (none when empty) the way the application that owns it would:
+// as the tenant its JSON payload names in a top-level "tenant" field
+// (header Hookjet-Tenant), untagged when it names none. Tests that need an
+// untagged event with such a payload call publishFor("", ...).
 func (h *hookjet) publish(typ, id string, body []byte) *natsjs.PubAck {
 	h.t.Helper()
-	return h.publishFor("", typ, id, body)
+	var owner struct {
+		Tenant string `json:"tenant"`
+	}
+	_ = json.Unmarshal(body, &owner) // not JSON or no tenant: untagged
+	return h.publishFor(owner.Tenant, typ, id, body)
 }
 
 // publishFor publishes one event of tenant (header Hookjet-Tenant; none
