@@ -81,7 +81,7 @@ func laterDelivery(r *attempt.Record) bool {
 	case attempt.TriggerDelivery, attempt.TriggerRetry, attempt.TriggerDrain:
 		return false
 	}
-	return ValidToken(r.Delivery)
+	return api.ValidToken(r.Delivery)
 }
 
 // logStreamConfig is HOOKJET_LOG: limits retention with Discard: Old, so a
