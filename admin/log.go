@@ -39,38 +39,6 @@ func WithDeliveryLog(l DeliveryLog, events EventLookup) Option {
 	return func(a *handler) { a.dlog, a.events = l, events }
 }
 
-// Event is the answer of GET /api/v1/events/{id}.
-type Event struct {
-	ID          string          `json:"id"`
-	Type        string          `json:"type"`
-	PublishedAt *time.Time      `json:"published_at"`
-	Size        *int            `json:"size"`
-	Deliveries  []EventDelivery `json:"deliveries"`
-}
-
-// EventDelivery is one delivery of the event to one endpoint: its state
-// and its records, oldest first. An endpoint has one for the event's first
-// delivery and one more for each redelivery and replay, numbered in order.
-type EventDelivery struct {
-	Endpoint string `json:"endpoint"`
-	// Delivery is the records' delivery (empty for records written before
-	// deliveries were named).
-	Delivery string `json:"delivery,omitempty"`
-	// Number counts the endpoint's deliveries of the event, from 1.
-	Number int `json:"number"`
-	// Trigger says what started the delivery: delivery (the event's fan-out),
-	// redeliver, replay or test.
-	Trigger  string           `json:"trigger"`
-	State    string           `json:"state"` // delivered, pending, dead_letter, discarded
-	Attempts []attempt.Record `json:"attempts"`
-}
-
-// AttemptPage is the answer of the attempts routes.
-type AttemptPage struct {
-	Attempts []attempt.Record `json:"attempts"`
-	Next     string           `json:"next"`
-}
-
 // routeLog adds the delivery log's routes.
 func (a *handler) routeLog(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/events/{id}", a.event)
@@ -92,7 +60,7 @@ func (a *handler) event(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	ctx, cancel := timeout(r)
 	defer cancel()
-	ev := Event{ID: id, Deliveries: []EventDelivery{}}
+	ev := api.Event{ID: id, Deliveries: []api.EventDelivery{}}
 	var known bool
 	if a.events != nil {
 		info, found, err := a.events(ctx, id)
@@ -130,10 +98,10 @@ func (a *handler) event(w http.ResponseWriter, r *http.Request) {
 
 // deliveriesOf groups an event's records (oldest first) by endpoint and
 // delivery ([attempt.Deliveries]).
-func deliveriesOf(recs []attempt.Record) []EventDelivery {
-	out := []EventDelivery{}
+func deliveriesOf(recs []attempt.Record) []api.EventDelivery {
+	out := []api.EventDelivery{}
 	for _, d := range attempt.Deliveries(recs) {
-		out = append(out, EventDelivery{Endpoint: d.Endpoint, Delivery: d.ID, Number: d.Number, Trigger: d.Trigger, State: d.State, Attempts: d.Records})
+		out = append(out, api.EventDelivery{Endpoint: d.Endpoint, Delivery: d.ID, Number: d.Number, Trigger: d.Trigger, State: d.State, Attempts: d.Records})
 	}
 	return out
 }
@@ -244,7 +212,7 @@ func (a *handler) pageOf(w http.ResponseWriter, r *http.Request, lq api.LogQuery
 			recs = slices.DeleteFunc(recs, func(rec attempt.Record) bool { return !ownRecord(&rec, ep.CreatedAt) })
 		}
 	}
-	p := AttemptPage{Attempts: recs}
+	p := api.AttemptPage{Attempts: recs}
 	if p.Attempts == nil {
 		p.Attempts = []attempt.Record{}
 	}

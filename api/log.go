@@ -21,6 +21,38 @@ type LogQuery struct {
 	Match func(*attempt.Record) bool
 }
 
+// Event is the answer of GET /api/v1/events/{id}.
+type Event struct {
+	ID          string          `json:"id"`
+	Type        string          `json:"type"`
+	PublishedAt *time.Time      `json:"published_at"`
+	Size        *int            `json:"size"`
+	Deliveries  []EventDelivery `json:"deliveries"`
+}
+
+// EventDelivery is one delivery of the event to one endpoint: its state
+// and its records, oldest first. An endpoint has one for the event's first
+// delivery and one more for each redelivery and replay, numbered in order.
+type EventDelivery struct {
+	Endpoint string `json:"endpoint"`
+	// Delivery is the records' delivery (empty for records written before
+	// deliveries were named).
+	Delivery string `json:"delivery,omitempty"`
+	// Number counts the endpoint's deliveries of the event, from 1.
+	Number int `json:"number"`
+	// Trigger says what started the delivery: delivery (the event's fan-out),
+	// redeliver, replay or test.
+	Trigger  string           `json:"trigger"`
+	State    string           `json:"state"` // delivered, pending, dead_letter, discarded
+	Attempts []attempt.Record `json:"attempts"`
+}
+
+// AttemptPage is the answer of the attempts routes.
+type AttemptPage struct {
+	Attempts []attempt.Record `json:"attempts"`
+	Next     string           `json:"next"`
+}
+
 // ValidToken reports whether s can stand as one subject token, as an
 // endpoint id in a query must: not empty, and without dots, wildcards or
 // white space.
