@@ -19,7 +19,6 @@ import (
 
 	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/config"
-	"github.com/hookjet/hookjet/jetstream"
 )
 
 // Backend is what the admin API reads and controls.
@@ -103,7 +102,7 @@ type handler struct {
 	now func() time.Time
 
 	// Endpoint management; store is nil when it is off.
-	store      *jetstream.EndpointStore
+	store      EndpointStore
 	deliveries Deliveries
 	cfg        func() *config.Config
 	configPath string

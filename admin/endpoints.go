@@ -20,7 +20,6 @@ import (
 	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/endpoints"
-	"github.com/hookjet/hookjet/jetstream"
 )
 
 // Deliveries is what endpoint management needs from the delivery engine.
@@ -43,8 +42,25 @@ type Deliveries interface {
 	// just deleted (rev: its last revision). The API calls them before it
 	// answers, so that a change is in effect when the call returns; the
 	// other processes learn of it from their watch of the bucket.
-	Applied(ctx context.Context, rec jetstream.EndpointRecord) error
+	Applied(ctx context.Context, rec endpoints.Record) error
 	Removed(id string, rev uint64)
+}
+
+// EndpointStore keeps the endpoints created through the API, shared by
+// every process (jetstream.EndpointStore): Record seals a definition, Spec
+// opens one, Update retries fn on a concurrent change and answers
+// [api.ErrConflict] when it keeps losing, Get and Update answer
+// [api.ErrUnknownEndpoint] for an id it does not hold, Create
+// [api.ErrEndpointExists] for one it does. Count is cheap and may count
+// too many unless exact.
+type EndpointStore interface {
+	Record(spec config.EndpointSpec) endpoints.Record
+	Spec(rec endpoints.Record) (config.EndpointSpec, error)
+	Create(ctx context.Context, rec endpoints.Record) error
+	Get(ctx context.Context, id string) (endpoints.Record, error)
+	Update(ctx context.Context, id string, fn func(*endpoints.Record) error) (endpoints.Record, error)
+	Delete(ctx context.Context, id string) error
+	Count(ctx context.Context, exact bool) (int, error)
 }
 
 // Option configures the admin API.
@@ -55,7 +71,7 @@ type Option func(*handler)
 // delivery engine, and cfg returns the configuration in force (defaults,
 // security settings), which a reload may change. Without it those routes
 // answer 501.
-func WithEndpointStore(s *jetstream.EndpointStore, d Deliveries, cfg func() *config.Config) Option {
+func WithEndpointStore(s EndpointStore, d Deliveries, cfg func() *config.Config) Option {
 	return func(a *handler) { a.store, a.deliveries, a.cfg = s, d, cfg }
 }
 
@@ -410,12 +426,12 @@ func (a *handler) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := timeout(r)
 	defer cancel()
 	var ep config.Endpoint
-	stored, err := a.store.Update(ctx, id, func(rec *jetstream.EndpointRecord) error {
+	stored, err := a.store.Update(ctx, id, func(rec *endpoints.Record) error {
 		spec, err := a.store.Spec(*rec)
 		if err != nil {
 			return err
 		}
-		spec = jetstream.DropExpiredSecrets(patch.Apply(spec), a.now())
+		spec = endpoints.DropExpiredSecrets(patch.Apply(spec), a.now())
 		ep, err = a.resolve(spec)
 		if err = joinProblems(derr, err); err != nil {
 			return err
@@ -439,7 +455,7 @@ func (a *handler) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 // apply puts the endpoint id just stored (rec, or what the bucket holds
 // when nil) in force in this process before the answer, answering an error
 // itself when it cannot.
-func (a *handler) apply(ctx context.Context, w http.ResponseWriter, r *http.Request, id string, rec *jetstream.EndpointRecord) bool {
+func (a *handler) apply(ctx context.Context, w http.ResponseWriter, r *http.Request, id string, rec *endpoints.Record) bool {
 	if rec == nil {
 		got, err := a.store.Get(ctx, id)
 		if err != nil {
@@ -508,12 +524,12 @@ func (a *handler) rotateSecret(w http.ResponseWriter, r *http.Request) {
 	secret := newSecret()
 	ctx, cancel := timeout(r)
 	defer cancel()
-	stored, err := a.store.Update(ctx, id, func(rec *jetstream.EndpointRecord) error {
+	stored, err := a.store.Update(ctx, id, func(rec *endpoints.Record) error {
 		spec, err := a.store.Spec(*rec)
 		if err != nil {
 			return err
 		}
-		spec = rotate(jetstream.DropExpiredSecrets(spec, a.now()), secret, a.now().Add(grace))
+		spec = rotate(endpoints.DropExpiredSecrets(spec, a.now()), secret, a.now().Add(grace))
 		created := rec.CreatedAt
 		*rec = a.store.Record(spec)
 		rec.CreatedAt, rec.UpdatedAt = created, a.now().UTC()
