@@ -1,6 +1,11 @@
-// Package cli is the hookjet command line: serve, publish, listen, version and
-// the operator commands that talk to the admin API. cmd/hookjet only wires it
-// to the process, so tests run the whole program in-process.
+// Package cli is the hookjet command line: it turns arguments into calls.
+// `serve` and `outbox` parse their flags and the config file and hand the
+// process to package server; publish, listen, inbound test, version and the
+// operator commands (status, endpoints, dlq, events, export) talk to NATS
+// through jetstream or to the admin API over HTTP, reading its answers with
+// package api's types. cmd/hookjet only wires [Main] to the process, so
+// tests run the whole program in-process; [Start] is the in-process entry
+// of the end-to-end tests.
 package cli
 
 import (
@@ -13,13 +18,6 @@ import (
 
 	"github.com/hookjet/hookjet/config"
 )
-
-// Version is hookjet's version, set at build time with
-// -ldflags "-X github.com/hookjet/hookjet/cli.Version=...".
-var Version = "0.1.0-dev"
-
-// UserAgent is sent with every delivery.
-func UserAgent() string { return "hookjet/" + Version }
 
 // ErrUsage marks command-line mistakes; the process exits with code 2.
 var ErrUsage = errors.New("usage")

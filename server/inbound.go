@@ -1,15 +1,12 @@
-package cli
+package server
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/hookjet/hookjet/admin"
@@ -148,13 +145,4 @@ func (b inboundBackend) Summary(ctx context.Context) (api.Summary, error) {
 		}
 	}
 	return sum, err
-}
-
-// printInboundCounts writes a `hookjet status` line per inbound source.
-func printInboundCounts(w io.Writer, counts map[string]api.InboundCounts) {
-	for _, id := range slices.Sorted(maps.Keys(counts)) {
-		c := counts[id]
-		fmt.Fprintf(w, "inbound %s\t%d accepted, %d duplicates, %d signature failures, %d outside the window, %d too large, %d unavailable\n",
-			id, c.Accepted, c.Duplicates, c.SignatureFailures, c.WindowRejections, c.TooLarge, c.Unavailable)
-	}
 }
