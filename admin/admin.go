@@ -1,5 +1,3 @@
-// Package admin serves hookjet's HTTP admin API: health, readiness, Prometheus
-// metrics, endpoint status and control, and the dead-letter tools.
 package admin
 
 import (
