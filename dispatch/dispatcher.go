@@ -77,6 +77,9 @@ type Dispatcher struct {
 	guards    guards        // fan-out deliveries in flight (guard.go)
 	tasksUsed atomic.Int64  // HOOKJET_TASKS bytes, as last read plus stored since
 	tasksMax  int64         // streams.tasks_max_bytes
+	// tasksAge is HOOKJET_TASKS' MaxAge as last read or raised
+	// (coverTaskAge): 0 not read yet, negative unlimited.
+	tasksAge  atomic.Int64
 	unsettled chan struct{} // fan-out events not yet settled in this process
 	// unsettledBytes bounds their payload bytes.
 	unsettledBytes *byteBudget
@@ -379,6 +382,7 @@ func (d *Dispatcher) put(ep config.Endpoint) (bool, error) {
 		e.slots.setLimit(ep.MaxInFlight)
 	}
 	d.idx.set(ep.ID, ep.Events)
+	d.coverTaskAge(ep)
 	return true, nil
 }
 

@@ -366,9 +366,11 @@ func expiryCheck(maxAge time.Duration) time.Duration {
 }
 
 // expire dead-letters a disabled endpoint's tasks that are past
-// retry.max_age, oldest first, and stops at the first that is not. It reads
-// the stream directly, without a consumer, so checking costs the tasks no
-// JetStream delivery. It reports whether the endpoint has no task left.
+// retry.max_age. Stream order is not age order (a retry or a requeue is
+// stored again long after its event was published), so it looks at every
+// task, not only up to the first that is still fresh. It reads the stream
+// directly, without a consumer, so checking costs the tasks no JetStream
+// delivery. It reports whether the endpoint has no task left.
 func (r *drainer) expire(ctx context.Context, e *endpoint) (empty bool) {
 	d := r.d
 	st, err := d.o.JS.Stream(ctx, jetstream.TasksStream)
@@ -376,20 +378,23 @@ func (r *drainer) expire(ctx context.Context, e *endpoint) (empty bool) {
 		return false
 	}
 	s := d.current(e)
+	left := false
 	for seq := uint64(1); ctx.Err() == nil; {
 		gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		raw, err := st.GetMsg(gctx, seq, natsjs.WithGetMsgSubject(jetstream.TasksPrefix+e.id))
 		cancel()
 		if errors.Is(err, natsjs.ErrMsgNotFound) {
-			return true
+			return !left
 		}
 		if err != nil {
 			return false
 		}
+		seq = raw.Sequence + 1
 		ev, ast := taskOf(raw.Header, raw.Time)
 		reason, why, fresh := precheck(0, 0, s.ep.Settings, ev.at, d.now())
 		if fresh {
-			return false
+			left = true
+			continue
 		}
 		if ast.Error == "" {
 			ast.Error = why + " while the endpoint was disabled"
@@ -404,7 +409,6 @@ func (r *drainer) expire(ctx context.Context, e *endpoint) (empty bool) {
 			return false
 		}
 		e.consumed(taskSize(len(raw.Data)))
-		seq = raw.Sequence + 1
 	}
 	return false
 }

@@ -117,8 +117,9 @@ func streamConfigs(cfg *config.Config) []natsjs.StreamConfig {
 		// Deliveries that could not be settled at once, per endpoint
 		// (hookjet.tasks.<endpoint>), and retries waiting for their time as
 		// message schedules (hookjet.sched.<endpoint>.<event>). Schedules
-		// need Discard: Old; MaxAge is the backstop, and the expiry of
-		// disabled endpoints' tasks keeps them far below it.
+		// need Discard: Old. MaxAge is only the backstop for tasks no
+		// endpoint claims: hookjet expires every other task itself, so the
+		// server must never age one out first (see TasksMaxAge).
 		Name:              TasksStream,
 		Description:       "hookjet deliveries waiting for their endpoint: parked tasks and scheduled retries",
 		Subjects:          []string{TasksPrefix + ">", SchedPrefix + ">"},
@@ -126,7 +127,7 @@ func streamConfigs(cfg *config.Config) []natsjs.StreamConfig {
 		Storage:           natsjs.FileStorage,
 		Replicas:          s.Replicas,
 		Duplicates:        s.DuplicateWindow,
-		MaxAge:            s.MaxAge,
+		MaxAge:            TasksMaxAge(cfg),
 		MaxBytes:          TasksStreamBytes(s.TasksMaxBytes),
 		MaxMsgSize:        MaxMsgSize(cfg),
 		Discard:           natsjs.DiscardOld,
@@ -168,6 +169,47 @@ func streamConfigs(cfg *config.Config) []natsjs.StreamConfig {
 		MaxBytes:    64 << 20,
 		Discard:     natsjs.DiscardOld,
 	}}
+}
+
+// TasksMaxAge is HOOKJET_TASKS' MaxAge for cfg: at least streams.max_age,
+// and longer than any delivery of cfg's endpoints can wait before hookjet
+// dead-letters it as expired (see TaskAge). The events' MaxAge alone would
+// let the server drop a task silently whenever retry.max_age is longer.
+func TasksMaxAge(cfg *config.Config) time.Duration {
+	age := max(cfg.Streams.MaxAge, TaskAge(cfg.Defaults))
+	for _, ep := range cfg.Endpoints {
+		age = max(age, TaskAge(ep.Settings))
+	}
+	return age
+}
+
+// TaskAge is how long HOOKJET_TASKS must keep a task of an endpoint with
+// settings s: its retry.max_age, plus the longest it may then wait before
+// hookjet looks at it and dead-letters it (an open breaker's
+// breaker.max_cooldown, a Retry-After hold or backoff of retry.cap), plus
+// ten minutes.
+func TaskAge(s config.Settings) time.Duration {
+	return s.Retry.MaxAge + max(s.Retry.Cap, s.Breaker.MaxCooldown) + 10*time.Minute
+}
+
+// RaiseTasksMaxAge makes HOOKJET_TASKS keep tasks for at least age (an
+// endpoint created through the admin API with a longer retry.max_age than
+// the config file's) and returns the MaxAge now in force (0: unlimited)
+// and whether it raised it. It never lowers it.
+func RaiseTasksMaxAge(ctx context.Context, js natsjs.JetStream, age time.Duration) (time.Duration, bool, error) {
+	st, err := js.Stream(ctx, TasksStream)
+	if err != nil {
+		return 0, false, fmt.Errorf("stream %s: %w", TasksStream, err)
+	}
+	sc := st.CachedInfo().Config
+	if sc.MaxAge == 0 || sc.MaxAge >= age {
+		return sc.MaxAge, false, nil
+	}
+	sc.MaxAge = age
+	if _, err := js.UpdateStream(ctx, sc); err != nil {
+		return 0, false, fmt.Errorf("stream %s: raise max age to %s: %w", TasksStream, age, err)
+	}
+	return age, true, nil
 }
 
 // TasksStreamBytes is HOOKJET_TASKS' own MaxBytes: a quarter (at least
@@ -226,6 +268,11 @@ func ensureStream(ctx context.Context, js natsjs.JetStream, sc natsjs.StreamConf
 		return err
 	}
 	cur := st.CachedInfo().Config
+	if sc.Name == TasksStream && (cur.MaxAge == 0 || cur.MaxAge > sc.MaxAge) {
+		// Only ever raised: another process, or an API endpoint, may need
+		// the longer age (RaiseTasksMaxAge).
+		sc.MaxAge = cur.MaxAge
+	}
 	if streamUpToDate(cur, sc) {
 		return nil
 	}
