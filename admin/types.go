@@ -129,6 +129,9 @@ type EndpointStatus struct {
 	// Waiting says why deliveries to the endpoint wait now, and until
 	// when; empty when they go at once.
 	Waiting []Wait `json:"waiting,omitempty"`
+	// NextRetry is when the earliest retry this process stored for the
+	// endpoint is due (the retry_at of its log line); nil when none is.
+	NextRetry *time.Time `json:"next_retry,omitempty"`
 	// Owner, LastTest and Settings: admin/settings.go.
 	Owner    string            `json:"owner"`
 	LastTest *LastTest         `json:"last_test"`

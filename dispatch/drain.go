@@ -35,11 +35,16 @@ type drainer struct {
 	due     map[string]time.Time // endpoints with tasks -> when to look next
 	running map[string]bool
 	renoted map[string]bool // tasks noted while a drain ran: look again after it
-	wg      sync.WaitGroup
+	// sched holds, per endpoint, the retries this process stored as
+	// schedules and has not seen come back as tasks: event key -> due
+	// time. A drain that finds nothing while one is due, or later, keeps
+	// the endpoint due for it instead of forgetting it until a rescan.
+	sched map[string]map[string]time.Time
+	wg    sync.WaitGroup
 }
 
 func newDrainer(d *Dispatcher) *drainer {
-	return &drainer{d: d, kick: make(chan struct{}, 1), due: map[string]time.Time{}, running: map[string]bool{}, renoted: map[string]bool{}}
+	return &drainer{d: d, kick: make(chan struct{}, 1), due: map[string]time.Time{}, running: map[string]bool{}, renoted: map[string]bool{}, sched: map[string]map[string]time.Time{}}
 }
 
 // note records that endpoint id has tasks due at at (zero: now).
@@ -56,6 +61,98 @@ func (r *drainer) note(id string, at time.Time) {
 		r.poke()
 	}
 }
+
+// noteRetry records that the retry of the event with key was stored as a
+// schedule due at at: the server turns it into a task at about that time.
+func (r *drainer) noteRetry(id, key string, at time.Time) {
+	r.mu.Lock()
+	m := r.sched[id]
+	if m == nil {
+		m = map[string]time.Time{}
+		r.sched[id] = m
+	}
+	if _, ok := m[key]; !ok && len(m) >= maxSchedNoted {
+		// Keep the earliest: a later one is found by a rescan.
+		var last string
+		for k, t := range m {
+			if last == "" || t.After(m[last]) {
+				last = k
+			}
+		}
+		if !at.Before(m[last]) {
+			r.mu.Unlock()
+			r.note(id, at)
+			return
+		}
+		delete(m, last)
+	}
+	m[key] = at
+	r.mu.Unlock()
+	r.note(id, at)
+}
+
+// took records that a drain took the task of the event with key.
+func (r *drainer) took(id, key string) {
+	r.mu.Lock()
+	if m := r.sched[id]; m != nil {
+		delete(m, key)
+		if len(m) == 0 {
+			delete(r.sched, id)
+		}
+	}
+	r.mu.Unlock()
+}
+
+// firstRetry is when the earliest retry of endpoint id this process stored
+// is due; zero when none is.
+func (r *drainer) firstRetry(id string) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var first time.Time
+	for _, at := range r.sched[id] {
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+	}
+	return first
+}
+
+// schedLate is how long after its due time a stored retry is still looked
+// for: the server fires schedules within about a second of their time;
+// one not seen by then was taken by another process or removed.
+const schedLate = 5 * time.Second
+
+// nextRetry is when endpoint id should be looked at again for a retry it
+// stored as a schedule (zero: none left), forgetting those long overdue.
+// The caller holds r.mu.
+func (r *drainer) nextRetry(id string, now time.Time) time.Time {
+	var next time.Time
+	for key, at := range r.sched[id] {
+		if now.Sub(at) > schedLate {
+			delete(r.sched[id], key)
+			continue
+		}
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	if len(r.sched[id]) == 0 {
+		delete(r.sched, id)
+		return time.Time{}
+	}
+	// Due (or about to be): the server fires it any moment now.
+	if poll := now.Add(schedPoll); next.Before(poll) {
+		return poll
+	}
+	return next
+}
+
+// maxSchedNoted bounds the stored retries noteRetry remembers per endpoint.
+const maxSchedNoted = 256
+
+// schedPoll is how often an endpoint with a retry due is looked at until
+// the server has turned the retry into a task.
+const schedPoll = 100 * time.Millisecond
 
 // wake tells the drainer that endpoint id can take deliveries again at at
 // (zero: now), or not before at (a hold, an open breaker).
@@ -174,9 +271,12 @@ func (r *drainer) startDue(ctx context.Context) {
 			delete(r.running, id)
 			renoted := r.renoted[id]
 			delete(r.renoted, id)
+			retry := r.nextRetry(id, d.now())
 			switch {
 			case empty && renoted:
 				r.due[id] = time.Time{} // a task came while the drain finished
+			case empty && !retry.IsZero() && !expireOnly:
+				r.due[id] = retry
 			case empty:
 				delete(r.due, id)
 			case !expireOnly:
@@ -296,6 +396,7 @@ func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg 
 		return
 	}
 	ev, st := taskOf(msg.Headers(), meta.Timestamp)
+	r.took(e.id, ev.key)
 	dl := &delivery{e: e, s: d.current(e), ev: &ev, st: st, data: msg.Data(), hdr: msg.Headers()} // issue 24: the settings in force now, not when a waiting fetch began
 	dl.done = func(ok bool) {
 		defer finished()
