@@ -54,6 +54,10 @@ const (
 	WaitHeld         = "held"           // a receiver's Retry-After, for every process
 	WaitRateLimited  = "rate_limited"   // rate_limit.rps: the next token
 	WaitInFlightFull = "in_flight_full" // max_in_flight requests are out
+	// WaitTaken: a process took them and had not settled them when this
+	// one started (it stopped uncleanly, or still delivers them); NATS
+	// gives them back by Until.
+	WaitTaken = "taken"
 )
 
 // Wait is one reason why deliveries to an endpoint wait, and until when.

@@ -122,6 +122,7 @@ type Dispatcher struct {
 	applied     appliedRevs                // API endpoint revisions in force (issue 24, dispatch/apply.go)
 	resets      resets                     // breaker resets from other processes (issue 24, dispatch/reset.go)
 	rec         recorded                   // the delivery log's last test per endpoint (dispatch/record.go)
+	leftover    Leftover                   // what waited at start (dispatch/drain.go)
 
 }
 
@@ -222,6 +223,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	}
 	d.fanoutFloor.Store(cons.CachedInfo().AckFloor.Stream)
 	d.fanoutCons = cons
+	d.noteLeftover(ctx)
 	return nil
 }
 
@@ -233,6 +235,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if err := d.runSafetyNet(ctx); err != nil {
 		return err
 	}
+	d.background.Add(1)
+	go func() {
+		defer d.background.Done()
+		d.drains.keepAlive(d.sendCtx)
+	}()
 	d.loops.Add(4)
 	go func() {
 		defer d.loops.Done()

@@ -40,11 +40,32 @@ type drainer struct {
 	// time. A drain that finds nothing while one is due, or later, keeps
 	// the endpoint due for it instead of forgetting it until a rescan.
 	sched map[string]map[string]time.Time
+	// held are the tasks this process has taken and not settled, kept
+	// alive with InProgress (keepAlive) so that the drain consumers' short
+	// AckWait hands them back soon after a crash and never while they are
+	// worked on.
+	held map[*heldTask]struct{}
+	// taken are the endpoints whose tasks were taken by a process that
+	// had not settled them when this one started (a crashed one, or
+	// another still delivering): how many, and when JetStream gives them
+	// back at the latest.
+	taken map[string]takenTasks
 	wg    sync.WaitGroup
 }
 
+type heldTask struct {
+	msg   natsjs.Msg
+	since time.Time
+}
+
+type takenTasks struct {
+	n     int
+	until time.Time
+}
+
 func newDrainer(d *Dispatcher) *drainer {
-	return &drainer{d: d, kick: make(chan struct{}, 1), due: map[string]time.Time{}, running: map[string]bool{}, renoted: map[string]bool{}, sched: map[string]map[string]time.Time{}}
+	return &drainer{d: d, kick: make(chan struct{}, 1), due: map[string]time.Time{}, running: map[string]bool{}, renoted: map[string]bool{}, sched: map[string]map[string]time.Time{},
+		held: map[*heldTask]struct{}{}, taken: map[string]takenTasks{}}
 }
 
 // note records that endpoint id has tasks due at at (zero: now).
@@ -91,7 +112,8 @@ func (r *drainer) noteRetry(id, key string, at time.Time) {
 	r.note(id, at)
 }
 
-// took records that a drain took the task of the event with key.
+// took records that a drain took the task of the event with key: it is no
+// longer awaited as a retry.
 func (r *drainer) took(id, key string) {
 	r.mu.Lock()
 	if m := r.sched[id]; m != nil {
@@ -115,6 +137,135 @@ func (r *drainer) firstRetry(id string) time.Time {
 		}
 	}
 	return first
+}
+
+// hold notes that msg is being worked on, until release.
+func (r *drainer) hold(msg natsjs.Msg) *heldTask {
+	h := &heldTask{msg: msg, since: r.d.now()}
+	r.mu.Lock()
+	r.held[h] = struct{}{}
+	r.mu.Unlock()
+	return h
+}
+
+func (r *drainer) release(h *heldTask) {
+	r.mu.Lock()
+	delete(r.held, h)
+	r.mu.Unlock()
+}
+
+// keepAlive tells JetStream, every jetstream.DrainHeartbeat until ctx ends,
+// that the tasks this process holds are still being worked on. The
+// dispatcher runs it on the send context, so it goes on through a
+// shutdown's grace period.
+func (r *drainer) keepAlive(ctx context.Context) {
+	t := time.NewTicker(jetstream.DrainHeartbeat)
+	defer t.Stop()
+	var due []natsjs.Msg
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cutoff := r.d.now().Add(-jetstream.DrainHeartbeat / 2)
+		due = due[:0]
+		r.mu.Lock()
+		for h := range r.held {
+			if h.since.Before(cutoff) {
+				due = append(due, h.msg)
+			}
+		}
+		r.mu.Unlock()
+		for _, m := range due {
+			if err := m.InProgress(); err != nil {
+				r.d.log.Debug("keep a task alive", "err", err)
+			}
+		}
+	}
+}
+
+// noteTaken records, at start, the tasks that drain consumers have handed
+// to a process and not had settled: a crashed process's come back within
+// their AckWait. It returns how many, for how many endpoints, and the
+// longest AckWait among them.
+func (r *drainer) noteTaken(ctx context.Context) (tasks, endpoints int, wait time.Duration) {
+	d := r.d
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := d.o.JS.Stream(ctx, jetstream.TasksStream)
+	if err != nil {
+		return 0, 0, 0
+	}
+	now := d.now()
+	l := st.ListConsumers(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for ci := range l.Info() {
+		id, ok := strings.CutPrefix(ci.Name, jetstream.DrainPrefix)
+		if !ok || ci.NumAckPending == 0 {
+			continue
+		}
+		r.taken[id] = takenTasks{n: ci.NumAckPending, until: now.Add(ci.Config.AckWait)}
+		tasks += ci.NumAckPending
+		endpoints++
+		wait = max(wait, ci.Config.AckWait)
+	}
+	if err := l.Err(); err != nil {
+		d.log.Debug("list drain consumers", "err", err)
+	}
+	return tasks, endpoints, wait
+}
+
+// Leftover is what waited in JetStream when the dispatcher started: after
+// an unclean stop, what the previous process left.
+type Leftover struct {
+	// Tasks are the messages of HOOKJET_TASKS: parked deliveries and
+	// scheduled retries.
+	Tasks uint64
+	// Taken of them, for TakenEndpoints endpoints, had been handed to a
+	// process that had not settled them; NATS gives them back within
+	// TakenFor.
+	Taken, TakenEndpoints int
+	TakenFor              time.Duration
+	// Events the fan-out had handed out and not had settled; NATS gives
+	// them back within EventsFor.
+	Events    int
+	EventsFor time.Duration
+}
+
+// noteLeftover records what waits at start (see Leftover).
+func (d *Dispatcher) noteLeftover(ctx context.Context) {
+	lo := &d.leftover
+	lo.Taken, lo.TakenEndpoints, lo.TakenFor = d.drains.noteTaken(ctx)
+	if ci := d.fanoutCons.CachedInfo(); ci != nil {
+		lo.Events, lo.EventsFor = ci.NumAckPending, ci.Config.AckWait
+	}
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if st, err := d.o.JS.Stream(sctx, jetstream.TasksStream); err == nil {
+		lo.Tasks = st.CachedInfo().State.Msgs
+	}
+}
+
+// LeftAtStart is what waited in JetStream when the dispatcher started.
+func (d *Dispatcher) LeftAtStart() Leftover { return d.leftover }
+
+// takenWait is how many of id's tasks wait for JetStream to give them
+// back from a process that took them before this one started, and until
+// when at the latest; zero once that time has passed.
+func (r *drainer) takenWait(id string, now time.Time) (int, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.taken[id]
+	if !ok {
+		return 0, time.Time{}
+	}
+	if !now.Before(t.until) {
+		delete(r.taken, id)
+		return 0, time.Time{}
+	}
+	return t.n, t.until
 }
 
 // schedLate is how long after its due time a stored retry is still looked
@@ -397,9 +548,11 @@ func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg 
 	}
 	ev, st := taskOf(msg.Headers(), meta.Timestamp)
 	r.took(e.id, ev.key)
+	held := r.hold(msg)
 	dl := &delivery{e: e, s: d.current(e), ev: &ev, st: st, data: msg.Data(), hdr: msg.Headers()} // issue 24: the settings in force now, not when a waiting fetch began
 	dl.done = func(ok bool) {
 		defer finished()
+		r.release(held)
 		var err error
 		if ok {
 			e.consumed(taskSize(len(msg.Data())))

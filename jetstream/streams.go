@@ -318,12 +318,6 @@ func retry(ctx context.Context, log *slog.Logger, what string, fn func(context.C
 	}
 }
 
-// AckWait covers an endpoint's HTTP timeout plus time spent waiting for the
-// ledger.
-func AckWait(ep config.Endpoint) time.Duration {
-	return max(30*time.Second, 2*ep.Timeout+15*time.Second)
-}
-
 // EnsureFanoutConsumer returns the shared consumer of HOOKJET_EVENTS,
 // creating it when missing (starting with the first stored event), with an
 // AckWait of at least wait.
@@ -367,6 +361,15 @@ func EnsureFanoutConsumerFrom(ctx context.Context, js natsjs.JetStream, wait tim
 	return c, nil
 }
 
+// DrainAckWait is the drain consumers' AckWait: short, so the tasks a
+// process had taken when it died come back within seconds, not after an
+// HTTP timeout. A process keeps each task it works on alive with
+// InProgress every DrainHeartbeat, however long its request takes.
+const (
+	DrainAckWait   = 4 * time.Second
+	DrainHeartbeat = time.Second
+)
+
 // EnsureDrainConsumer creates or updates the drain consumer of one
 // endpoint's tasks. The server removes it after a minute without pulls.
 func EnsureDrainConsumer(ctx context.Context, js natsjs.JetStream, ep config.Endpoint) (natsjs.Consumer, error) {
@@ -374,7 +377,7 @@ func EnsureDrainConsumer(ctx context.Context, js natsjs.JetStream, ep config.End
 		Durable:           DrainConsumerName(ep.ID),
 		Description:       "hookjet drain of endpoint " + ep.ID,
 		AckPolicy:         natsjs.AckExplicitPolicy,
-		AckWait:           AckWait(ep),
+		AckWait:           DrainAckWait,
 		MaxDeliver:        TasksMaxDeliver,
 		FilterSubject:     TasksPrefix + ep.ID,
 		MaxAckPending:     max(64, 2*ep.MaxInFlight),
