@@ -77,6 +77,13 @@ func DrainConsumerName(endpointID string) string { return DrainPrefix + endpoint
 // a short timeout and backoff until ctx ends, so a cluster that is still
 // electing leaders delays start-up instead of failing it.
 func EnsureStreams(ctx context.Context, js natsjs.JetStream, cfg *config.Config, log *slog.Logger) error {
+	// A change NATS cannot make is refused before any stream changes.
+	if cfg.Streams.Replicas > 1 && js.Conn().ConnectedClusterName() == "" {
+		return &RefusedError{notClustered(&natsjs.APIError{ErrorCode: jsErrReplicasNotSupported, Description: "replicas > 1 not supported in non-clustered mode"}, cfg.Streams.Replicas)}
+	}
+	if err := retry(ctx, log, "stream "+LogStream, func(ctx context.Context) error { return checkLogReplicas(ctx, js, cfg) }); err != nil {
+		return err
+	}
 	for _, sc := range streamConfigs(cfg) {
 		if err := retry(ctx, log, "stream "+sc.Name, func(ctx context.Context) error { return ensureStream(ctx, js, sc) }); err != nil {
 			return err
@@ -84,8 +91,8 @@ func EnsureStreams(ctx context.Context, js natsjs.JetStream, cfg *config.Config,
 	}
 	for _, kc := range bucketConfigs(cfg) {
 		if err := retry(ctx, log, "bucket "+kc.Bucket, func(ctx context.Context) error {
-			if _, err := js.KeyValue(ctx, kc.Bucket); err == nil {
-				return nil
+			if st, err := js.Stream(ctx, "KV_"+kc.Bucket); err == nil && st.CachedInfo().Config.Replicas == kc.Replicas {
+				return nil // as it is: a start never resets a bucket's other limits
 			}
 			_, err := js.CreateOrUpdateKeyValue(ctx, kc)
 			return err
@@ -262,7 +269,7 @@ func ensureStream(ctx context.Context, js natsjs.JetStream, sc natsjs.StreamConf
 	st, err := js.Stream(ctx, sc.Name)
 	if errors.Is(err, natsjs.ErrStreamNotFound) {
 		_, err = js.CreateStream(ctx, sc)
-		return err
+		return notClustered(err, sc.Replicas)
 	}
 	if err != nil {
 		return err
@@ -280,8 +287,51 @@ func ensureStream(ctx context.Context, js natsjs.JetStream, sc natsjs.StreamConf
 		sc.Metadata = cur.Metadata // keeps hookjet.sync (durability.go) and the operator's keys
 	}
 	_, err = js.UpdateStream(ctx, sc)
+	if err != nil && cur.Replicas != sc.Replicas {
+		return notClustered(fmt.Errorf("streams.replicas %d (the stream has %d): %w", sc.Replicas, cur.Replicas, err), sc.Replicas)
+	}
 	return err
 }
+
+// notClustered explains err when it says the server is not clustered.
+func notClustered(err error, replicas int) error {
+	var apiErr *natsjs.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrReplicasNotSupported {
+		return fmt.Errorf("streams.replicas %d needs a JetStream cluster of at least %d servers, and this NATS server is not clustered (the embedded server never is): set streams.replicas: 1, or nats.url to a cluster: %w", replicas, replicas, err)
+	}
+	return err
+}
+
+// RefusedError is a change of hookjet's streams that NATS will never
+// accept as asked: start-up stops at once with it instead of retrying.
+type RefusedError struct{ Err error }
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// refused reports whether err is a refusal that retrying cannot change: a
+// RefusedError, replicas on a server that is not clustered, a stream
+// configuration NATS calls invalid.
+func refused(err error) bool {
+	var re *RefusedError
+	if errors.As(err, &re) {
+		return true
+	}
+	var apiErr *natsjs.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case jsErrReplicasNotSupported, jsErrStreamInvalidConfig:
+			return true
+		}
+	}
+	return false
+}
+
+// nats-server error codes hookjet acts on (server/errors.json).
+const (
+	jsErrReplicasNotSupported natsjs.ErrorCode = 10074 // replicas > 1 not supported in non-clustered mode
+	jsErrStreamInvalidConfig  natsjs.ErrorCode = 10052
+)
 
 func streamUpToDate(cur, want natsjs.StreamConfig) bool {
 	return cur.Description == want.Description && slices.Equal(cur.Subjects, want.Subjects) &&
@@ -301,6 +351,9 @@ func retry(ctx context.Context, log *slog.Logger, what string, fn func(context.C
 		cancel()
 		if err == nil {
 			return nil
+		}
+		if refused(err) {
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w (last error: %w)", what, ctx.Err(), err)
