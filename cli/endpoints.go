@@ -229,6 +229,9 @@ func runEndpointShow(ctx context.Context, args []string, getenv func(string) str
 	} {
 		fmt.Fprintf(stdout, "%-13s %s\n", l[0], l[1])
 	}
+	if e.NextRetry != nil {
+		fmt.Fprintf(stdout, "%-13s %s\n", "next retry", e.NextRetry.UTC().Format(time.RFC3339Nano))
+	}
 	if len(e.Waiting) == 0 {
 		fmt.Fprintf(stdout, "%-13s %s\n", "waiting", "no: deliveries go at once")
 	}

@@ -195,6 +195,7 @@ type Server struct {
 	stateSync, ledgerRun, breakersRun, gauges, adminRun *owned
 	once                                                sync.Once
 	stopped                                             bool // the dispatcher has been stopped
+	marked                                              bool // the run marker is written (cli/marker.go)
 }
 
 // owned is a goroutine a Server started: stop cancels its context and waits
@@ -242,6 +243,7 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	if err := s.openState(ctx); err != nil {
 		return nil, err
 	}
+	prev := s.markRunning() // cli/marker.go
 	s.starting("connecting to NATS")
 	if err := s.connect(); err != nil {
 		return nil, err
@@ -259,6 +261,9 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	s.starting("starting delivery")
 	if err := s.startEngine(ctx, setupCtx, o); err != nil {
 		return nil, err
+	}
+	if prev != nil {
+		s.logUnclean(prev, s.disp.LeftAtStart())
 	}
 	store, err := s.watchEndpoints(ctx, setupCtx)
 	if err != nil {
@@ -696,6 +701,7 @@ func (s *Server) abort() {
 		}
 	}
 	s.node.Shutdown()
+	s.clearRunning() // last: a stop cut short leaves the marker
 }
 
 // tenantGuard is the SSRF guard of endpoints with a tenant: the default one,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -133,12 +134,46 @@ func EnsureLog(ctx context.Context, js natsjs.JetStream, cfg *config.Config, log
 			}
 		}
 		cur := st.CachedInfo().Config
-		if streamUpToDate(cur, sc) && cur.AllowDirect && cur.PersistMode == sc.PersistMode {
+		if err := logReplicasChange(cur, sc.Replicas); err != nil {
+			return err
+		}
+		// NATS cannot change a stream's persist mode: a log created on
+		// three replicas keeps flushing synchronously on one.
+		sc.PersistMode = cur.PersistMode
+		if streamUpToDate(cur, sc) && cur.AllowDirect {
 			return nil
 		}
 		_, err = js.UpdateStream(ctx, sc)
 		return err
 	})
+}
+
+// logReplicasChange refuses a change of HOOKJET_LOG (configured as cur) to
+// replicas that NATS cannot make: a stream created on one replica flushes
+// asynchronously, and such a stream cannot be replicated.
+func logReplicasChange(cur natsjs.StreamConfig, replicas int) error {
+	if cur.PersistMode != natsjs.AsyncPersistMode || replicas <= 1 {
+		return nil
+	}
+	return &RefusedError{fmt.Errorf("streams.replicas %d: %s was created with streams.replicas 1 and flushes asynchronously (persist_mode async), which NATS cannot replicate or change; "+
+		"remove it ('nats stream rm %s': its delivery-log records are lost, no delivery is) and start again to have it created with %d replicas, or keep streams.replicas 1; no stream was changed",
+		replicas, LogStream, LogStream, replicas)}
+}
+
+// checkLogReplicas refuses, before any stream is changed, a streams.replicas
+// that HOOKJET_LOG cannot take (see logReplicasChange).
+func checkLogReplicas(ctx context.Context, js natsjs.JetStream, cfg *config.Config) error {
+	if !cfg.Log.Enabled {
+		return nil
+	}
+	st, err := js.Stream(ctx, LogStream)
+	if errors.Is(err, natsjs.ErrStreamNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return logReplicasChange(st.CachedInfo().Config, cfg.Streams.Replicas)
 }
 
 // LogWriter stores records in HOOKJET_LOG without ever making a delivery
