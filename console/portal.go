@@ -3,18 +3,15 @@ package console
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
-)
 
-// maxTenantLen bounds a portal session's tenant (the API's limit for an
-// endpoint's tenant).
-const maxTenantLen = 1024
+	"github.com/hookjet/hookjet/config"
+)
 
 // createPortalSession is POST /api/v1/portal/sessions: {"tenant", "ttl",
 // "read_only"} -> 201 {"url", "expires_at", "tenant", "read_only"}. It
@@ -43,8 +40,15 @@ func (c *Console) createPortalSession(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": msg, "field": field})
 		return
 	}
-	if req.Tenant == "" || len(req.Tenant) > maxTenantLen {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("tenant: required, at most %d bytes: a session sees that tenant's endpoints only", maxTenantLen), "field": "tenant"})
+	// The tenant rule of endpoints and events: a session of a name no
+	// endpoint or event can carry would see nothing, or, if the rules
+	// ever differed, another tenant's endpoints.
+	if err := config.CheckTenant(req.Tenant); err != nil {
+		msg := "tenant: " + err.Error()
+		if req.Tenant == "" {
+			msg = "tenant: required: a session sees that tenant's endpoints only"
+		}
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": msg, "field": "tenant"})
 		return
 	}
 	ttl := defaultPortalTTL
