@@ -460,8 +460,13 @@ func (s *Server) listenAdmin() error {
 	s.adminLn = ln
 	s.handler = &startingHandler{token: s.cfg.Admin.Token.Reveal()}
 	s.handler.waiting.Store(ptr("opening the state file"))
+	var h http.Handler = s.handler
+	if s.cfg.Admin.Token.IsZero() {
+		// Open (loopback) mode: refuse what a web page could forge.
+		h = admin.OpenGuard(s.cfg.Admin.Listen, h)
+	}
 	s.admin = &http.Server{
-		Handler:           s.handler,
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
