@@ -33,9 +33,14 @@ func adminFlags(fs interface {
 	addr := fs.String("admin", "", "admin API address (default: admin.listen from the config)")
 	token := fs.String("token", "", "admin bearer token (default: admin.token from the config or $HOOKJET_ADMIN_TOKEN)")
 	return func() (*adminClient, error) {
-		cfg, err := loadConfig(*path, getenv)
+		cfg, err := loadClientConfig(*path, getenv)
 		if err != nil {
 			return nil, err
+		}
+		if *token == "" {
+			if err := cfg.Need("admin.token"); err != nil {
+				return nil, err
+			}
 		}
 		c := &adminClient{base: cfg.Admin.Listen, token: cfg.Admin.Token.Reveal(), http: &http.Client{Timeout: 5 * time.Minute}}
 		if *addr != "" {
