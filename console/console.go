@@ -25,8 +25,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 // Options configure a Console.
@@ -71,7 +69,7 @@ type Console struct {
 	static  http.Handler
 	log     *slog.Logger
 	now     func() time.Time
-	logins  *rate.Limiter // failed logins
+	logins  *loginLimiter // failed sign-ins per client address (console/limiter.go)
 	att     *attention    // the overview's snapshot (console/attention.go)
 	o       Options
 }
@@ -99,7 +97,7 @@ func New(o Options) (*Console, error) {
 		static:  staticFiles(),
 		log:     o.Log,
 		now:     o.Now,
-		logins:  rate.NewLimiter(rate.Limit(2), 10),
+		logins:  newLoginLimiter(),
 		o:       o,
 	}
 	c.att = newAttention(c.api)

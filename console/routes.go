@@ -129,15 +129,15 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/console/", http.StatusSeeOther)
 		return
 	}
-	// Failed sign-ins spend the limiter's tokens; once they are gone no
-	// token is compared until it refills.
-	if c.logins.Tokens() < 1 {
+	// Failed sign-ins spend the client address's tokens; once they are
+	// gone no token from that address is compared until they refill.
+	if c.logins.blocked(r.RemoteAddr, c.now()) {
 		p.Error = "Too many failed sign-ins: wait a few seconds."
 		c.render(w, http.StatusTooManyRequests, "login", p)
 		return
 	}
 	if !c.tokenOK(r.PostForm.Get("token")) {
-		c.logins.Allow()
+		c.logins.failed(r.RemoteAddr, c.now())
 		p.Error = "That is not the admin token."
 		c.render(w, http.StatusUnauthorized, "login", p)
 		return
