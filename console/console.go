@@ -43,6 +43,11 @@ type Options struct {
 	// PortalAddr is the address portal.listen listens on; empty: the
 	// portal is served on the admin listener. Portal links point there.
 	PortalAddr string
+	// HideResponses reports whether the portal must not show the response
+	// excerpts of deliveries to an endpoint URL: where deliveries may reach
+	// private or loopback addresses, an excerpt may be an internal
+	// service's error page. Nil shows them.
+	HideResponses func(endpointURL string) bool
 	// Log receives render and API errors; nil discards them.
 	Log *slog.Logger
 	// Now is the clock of sessions; nil is time.Now.
