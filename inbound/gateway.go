@@ -187,6 +187,11 @@ func (g *Gateway) accept(w http.ResponseWriter, r *http.Request, s *source, body
 		Source: s.id, ID: eventID(m.id, body), Type: m.typ,
 		ContentType: r.Header.Get("Content-Type"), ReceivedAt: now, Body: body,
 	}
+	if m.unsignedID {
+		// github, shopify, hmac sign the body only: a replay under a new
+		// delivery id is the same body.
+		ev.DedupeID = eventID("", body)
+	}
 	// Not cancelled when the provider hangs up: a store half done would
 	// only be repeated by its retry.
 	st, err := g.store.Store(context.WithoutCancel(r.Context()), ev)
