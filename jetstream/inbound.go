@@ -188,7 +188,7 @@ type InboundEvent struct {
 	// still a duplicate; Nats-Msg-Id stays <source>:<ID>, which catches a
 	// copy under the same id within the duplicate window.
 	DedupeID string
-	Type   string // the provider's event type, before sanitising
+	Type     string // the provider's event type, before sanitising
 	// ContentType is the request's Content-Type; empty means
 	// application/json.
 	ContentType string
