@@ -146,6 +146,8 @@ func stateOf(recs []attempt.Record) string {
 			return "delivered"
 		case attempt.ClassDeadLetter, attempt.ClassExpired:
 			state = "dead_letter"
+		case attempt.ClassDiscarded:
+			state = "discarded"
 		}
 	}
 	return state

@@ -4,10 +4,12 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/attempt"
 	"github.com/hookjet/hookjet/dispatch"
 	"github.com/hookjet/hookjet/jetstream"
 )
@@ -87,4 +89,21 @@ func (s *Server) lookupEvent(ctx context.Context, id string) (admin.EventInfo, b
 		return admin.EventInfo{}, false, nil // trimmed, and the sequence is another event's
 	}
 	return admin.EventInfo{Type: ev.Type, PublishedAt: ev.PublishedAt, Size: ev.Size}, true, nil
+}
+
+// discardDeadLetters deletes the dead letters matching f (POST
+// /api/v1/dlq/discard) and records each one in the delivery log as
+// discarded, so that the event's delivery to that endpoint reads
+// "discarded" rather than "dead_letter".
+func (s *Server) discardDeadLetters(ctx context.Context, f jetstream.DLQFilter, dryRun bool) (int, int, error) {
+	return jetstream.DiscardDLQ(ctx, s.node.JetStream(), f, dryRun, func(e jetstream.DLQEntry) {
+		if s.logw == nil {
+			return
+		}
+		s.logw.Record(attempt.Record{
+			EventID: e.EventID, EventType: e.EventType, Endpoint: e.Endpoint, Attempt: e.Attempts,
+			StartedAt: time.Now().UTC(), Status: e.LastStatus, Class: attempt.ClassDiscarded,
+			Reason: e.Reason, Error: "discarded by an operator",
+		})
+	})
 }

@@ -483,7 +483,7 @@ func (s *Server) listenAdmin() error {
 func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) error {
 	h := admin.NewHandler(s.withInbound(s.adminBackend()), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
 		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath),
-		admin.WithDurability(s.durability), s.logOption())
+		admin.WithDurability(s.durability), s.logOption(), admin.WithDiscard(s.discardDeadLetters))
 	h, err := s.mountConsole(h)
 	if err != nil {
 		return err

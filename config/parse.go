@@ -520,6 +520,19 @@ func suggest(name string, fields []field) string {
 	return best
 }
 
+// Closest returns the name of names nearest to word (an edit distance
+// of at most 2), or "" when none is near: the "did you mean" of config keys,
+// for command names too.
+func Closest(word string, names []string) string {
+	best, bestDist := "", 3
+	for _, n := range names {
+		if dist := editDistance(word, n); dist < bestDist {
+			best, bestDist = n, dist
+		}
+	}
+	return best
+}
+
 // editDistance is the Levenshtein distance between a and b.
 func editDistance(a, b string) int {
 	prev := make([]int, len(b)+1)

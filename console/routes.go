@@ -26,6 +26,7 @@ func (c *Console) consoleRoutes() http.Handler {
 	mux.Handle("GET /console/events/{id}", c.operator(c.eventPage))
 	mux.Handle("GET /console/dlq", c.operator(c.dlqPage))
 	mux.Handle("POST /console/dlq/replay", c.operator(c.dlqReplay))
+	mux.Handle("POST /console/dlq/discard", c.operator(c.dlqDiscard))
 	mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
 		p := c.newPage(r, "Not found")
 		p.Area, p.Static = "console", "/console/static"
@@ -174,6 +175,7 @@ var flashes = map[string]string{
 	"updated":     "Endpoint saved.",
 	"deleted":     "Endpoint deleted; its dead letters stay.",
 	"replayed":    "Dead letters replayed.",
+	"discarded":   "Dead letters discarded.",
 	"redelivered": "Stored events queued for redelivery.",
 }
 

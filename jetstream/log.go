@@ -25,8 +25,8 @@ import (
 //
 // where <event-token> is the event id in unpadded base64url (one subject
 // token whatever the id holds: dots, spaces, wildcards) and <n> the attempt
-// number, or p<n> for a parked record and d<n> for a dead_letter or
-// expired one (n: attempts made so far). Every record of one event has a
+// number, or p<n> for a parked record, d<n> for a dead_letter or expired
+// one and x<n> for a discarded dead letter (n: attempts made so far). Every record of one event has a
 // subject of its own, so the subject index finds all of an event's records
 // in one multi-last direct get (hookjet.log.*.<token>.*), touching only the
 // blocks that hold them; an endpoint's records are hookjet.log.<endpoint>.>.
@@ -46,6 +46,8 @@ func LogSubject(r *attempt.Record) string {
 		k = "p" + strconv.Itoa(r.Attempt)
 	case attempt.ClassDeadLetter, attempt.ClassExpired:
 		k = "d" + strconv.Itoa(r.Attempt)
+	case attempt.ClassDiscarded:
+		k = "x" + strconv.Itoa(r.Attempt)
 	default:
 		k = strconv.Itoa(r.Attempt)
 	}
