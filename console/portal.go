@@ -230,6 +230,11 @@ func (c *Console) renderPortalEndpoint(w http.ResponseWriter, r *http.Request, p
 		d.LogError = "delivery log: " + err.Error()
 	}
 	d.Attempts, d.Chart = pg.Attempts, latencyChart(pg.Attempts)
+	for i := range d.Attempts {
+		if a := &d.Attempts[i]; a.Class == "parked" { // not a request: say why it waits
+			a.Class, a.Reason = "waiting", customerReason(a.Reason)
+		}
+	}
 	var list struct {
 		Entries []dlqEntry `json:"entries"`
 	}
