@@ -69,7 +69,8 @@ func NewHandler(b Backend, g prometheus.Gatherer, token string, log *slog.Logger
 	protected.HandleFunc("GET /api/v1/dlq", a.dlqList)
 	protected.HandleFunc("GET /api/v1/dlq/stats", a.dlqStats)
 	protected.HandleFunc("POST /api/v1/dlq/replay", a.dlqReplay)
-	a.routeLog(protected) // the delivery log: admin/log.go
+	protected.HandleFunc("POST /api/v1/dlq/discard", a.dlqDiscard) // admin/discard.go
+	a.routeLog(protected)                                          // the delivery log: admin/log.go
 	protected.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if allow := allowed(protected, r); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
@@ -110,6 +111,8 @@ type api struct {
 	// The delivery log (admin/log.go); dlog is nil when it is off.
 	dlog   DeliveryLog
 	events EventLookup
+	// discard deletes dead letters (admin/discard.go); nil: off.
+	discard DiscardFunc
 	// durability is reported by /readyz; nil: not reported.
 	durability *jetstream.Durability
 }

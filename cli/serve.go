@@ -167,7 +167,10 @@ type Server struct {
 	// The delivery log's writer and reader (cli/deliverylog.go); nil when
 	// log.enabled is false.
 	logw *jetstream.LogWriter
-	logr *jetstream.LogReader
+	// tally counts attempts per minute in HOOKJET_COUNTS, for the
+	// summary's last-hour figures (cli/deliverylog.go).
+	tally *jetstream.Tally
+	logr  *jetstream.LogReader
 	// stopTracing flushes and stops the tracer provider Start built; nil
 	// when there is none (tracing off, or Options.TracerProvider given).
 	stopTracing func(context.Context) error
@@ -373,6 +376,9 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, o Options) error {
 	if err := s.startLog(setupCtx); err != nil { // the delivery log: cli/deliverylog.go
 		return err
 	}
+	if err := s.startTally(setupCtx); err != nil {
+		return err
+	}
 	s.client = deliver.NewClient(deliver.ClientOptions{
 		Guard:        deliver.NewGuard(cfg.Security.AllowPrivateNetworks, cfg.Security.Prefixes()),
 		StrictGuard:  tenantGuard(cfg),
@@ -466,8 +472,13 @@ func (s *Server) listenAdmin() error {
 	s.adminLn = ln
 	s.handler = &startingHandler{token: s.cfg.Admin.Token.Reveal()}
 	s.handler.waiting.Store(ptr("opening the state file"))
+	var h http.Handler = s.handler
+	if s.cfg.Admin.Token.IsZero() {
+		// Open (loopback) mode: refuse what a web page could forge.
+		h = admin.OpenGuard(s.cfg.Admin.Listen, h)
+	}
 	s.admin = &http.Server{
-		Handler:           s.handler,
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
@@ -482,9 +493,9 @@ func (s *Server) listenAdmin() error {
 // startAdmin installs the admin API, with the console and portal in front
 // of it, in place of the start-up answers.
 func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) error {
-	h := admin.NewHandler(s.withInbound(s.adminBackend()), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
+	h := admin.NewHandler(s.withTally(s.withInbound(s.adminBackend())), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
 		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath),
-		admin.WithDurability(s.durability), s.logOption())
+		admin.WithDurability(s.durability), s.logOption(), admin.WithDiscard(s.discardDeadLetters))
 	h, err := s.mountConsole(h)
 	if err != nil {
 		return err
@@ -677,6 +688,7 @@ func (s *Server) abort() {
 		s.stopOutbox() // finishes its batch while NATS is still connected
 	}
 	s.gauges.stop()
+	s.closeTally()     // stores the last minutes' counts
 	s.closeLog()       // stores the delivery log's last records
 	s.ledgerRun.stop() // flushes and acks what was delivered
 	s.breakersRun.stop()

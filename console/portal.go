@@ -206,6 +206,9 @@ type portalEndpointData struct {
 	LogError    string
 	DeadLetters []dlqEntry
 	Event       string
+	// ResponsesHidden says the response excerpts were left out: the
+	// endpoint's address may be inside the platform's network.
+	ResponsesHidden bool
 }
 
 // portalEndpoint shows one of the tenant's endpoints: its attempts and
@@ -231,6 +234,11 @@ func (c *Console) renderPortalEndpoint(w http.ResponseWriter, r *http.Request, p
 		d.LogError = "delivery log: " + err.Error()
 	}
 	d.Attempts, d.Chart = pg.Attempts, latencyChart(pg.Attempts)
+	for i := range d.Attempts {
+		if a := &d.Attempts[i]; a.Class == "parked" { // not a request: say why it waits
+			a.Class, a.Reason = "waiting", customerReason(a.Reason)
+		}
+	}
 	var list struct {
 		Entries []dlqEntry `json:"entries"`
 	}
@@ -239,6 +247,15 @@ func (c *Console) renderPortalEndpoint(w http.ResponseWriter, r *http.Request, p
 		return
 	}
 	d.DeadLetters = list.Entries
+	if c.o.HideResponses != nil && c.o.HideResponses(ep.URL) {
+		d.ResponsesHidden = true
+		for i := range d.Attempts {
+			d.Attempts[i].Response = ""
+		}
+		for i := range d.DeadLetters {
+			d.DeadLetters[i].LastResponse = ""
+		}
+	}
 	p.Title = "Endpoint " + ep.ID
 	p.Data = d
 	c.render(w, status, "portal_endpoint", p)

@@ -383,6 +383,7 @@ func (d *Dispatcher) put(ep config.Endpoint) (bool, error) {
 		d.mu.Unlock()
 		if l := d.series.label(ep.ID); l != otherSeries {
 			d.o.Metrics.BreakerState.WithLabelValues(l).Set(0)
+			d.o.Metrics.zero(l)
 		}
 	} else {
 		e.set.Store(s)

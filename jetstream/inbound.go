@@ -182,7 +182,13 @@ func inboundSeenKey(source, id string) string {
 type InboundEvent struct {
 	Source string // the source's id
 	ID     string // the provider's event id (header-safe)
-	Type   string // the provider's event type, before sanitising
+	// DedupeID is what HOOKJET_INBOUND_SEEN recognises a copy by; empty
+	// means ID. A source whose signature does not cover the id sets it to
+	// the body's hash, so that a captured request resent under a new id is
+	// still a duplicate; Nats-Msg-Id stays <source>:<ID>, which catches a
+	// copy under the same id within the duplicate window.
+	DedupeID string
+	Type     string // the provider's event type, before sanitising
 	// ContentType is the request's Content-Type; empty means
 	// application/json.
 	ContentType string
@@ -261,7 +267,11 @@ func (s *InboundStore) Flush(ctx context.Context) error {
 // Store stores ev unless its id was stored before. An error means it may
 // not be stored: the gateway answers 503 and the provider retries.
 func (s *InboundStore) Store(ctx context.Context, ev InboundEvent) (InboundStored, error) {
-	key := inboundSeenKey(ev.Source, ev.ID)
+	dedupe := ev.DedupeID
+	if dedupe == "" {
+		dedupe = ev.ID
+	}
+	key := inboundSeenKey(ev.Source, dedupe)
 	cctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	e, err := s.kv.Get(cctx, key)

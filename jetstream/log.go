@@ -27,8 +27,8 @@ import (
 //
 // where <event-token> is the event id in unpadded base64url (one subject
 // token whatever the id holds: dots, spaces, wildcards), <n> the attempt
-// number, or p<n> for a parked record and d<n> for a dead_letter or
-// expired one (n: attempts made so far), and <delivery> the record's
+// number, or p<n> for a parked record, d<n> for a dead_letter or
+// expired one and x<n> for a discarded dead letter (n: attempts made so far), and <delivery> the record's
 // [attempt.Record.Delivery]. An endpoint's records are
 // hookjet.log.<endpoint>.>, an event's hookjet.log.*.<event-token>.>.
 //
@@ -63,6 +63,8 @@ func LogSubject(r *attempt.Record) string {
 		k = "p" + strconv.Itoa(r.Attempt)
 	case attempt.ClassDeadLetter, attempt.ClassExpired:
 		k = "d" + strconv.Itoa(r.Attempt)
+	case attempt.ClassDiscarded:
+		k = "x" + strconv.Itoa(r.Attempt)
 	default:
 		k = strconv.Itoa(r.Attempt)
 	}
