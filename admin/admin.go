@@ -67,7 +67,8 @@ func NewHandler(b Backend, g prometheus.Gatherer, token string, log *slog.Logger
 	protected.HandleFunc("GET /api/v1/dlq", a.dlqList)
 	protected.HandleFunc("GET /api/v1/dlq/stats", a.dlqStats)
 	protected.HandleFunc("POST /api/v1/dlq/replay", a.dlqReplay)
-	a.routeLog(protected) // the delivery log: admin/log.go
+	protected.HandleFunc("POST /api/v1/dlq/discard", a.dlqDiscard) // admin/discard.go
+	a.routeLog(protected)                                          // the delivery log: admin/log.go
 	protected.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if allow := allowed(protected, r); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
@@ -108,6 +109,8 @@ type handler struct {
 	// The delivery log (admin/log.go); dlog is nil when it is off.
 	dlog   DeliveryLog
 	events EventLookup
+	// discard deletes dead letters (admin/discard.go); nil: off.
+	discard DiscardFunc
 	// durability is reported by /readyz; nil: not reported.
 	durability *api.Durability
 }

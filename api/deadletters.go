@@ -62,3 +62,21 @@ type DLQStat struct {
 	Last             string  `json:"last"`
 	AverageAttempts  float64 `json:"average_attempts"`
 }
+
+// DiscardRequest selects dead letters to discard: those of an endpoint,
+// with these event ids, stored in [since, until). At least one is needed.
+type DiscardRequest struct {
+	Endpoint string   `json:"endpoint"`
+	IDs      []string `json:"ids"`
+	Since    string   `json:"since"`
+	Until    string   `json:"until"`
+	DryRun   bool     `json:"dry_run"`
+}
+
+// DiscardResult reports a discard: dead letters matched, and deleted
+// (0 for a dry run).
+type DiscardResult struct {
+	Matched   int  `json:"matched"`
+	Discarded int  `json:"discarded"`
+	DryRun    bool `json:"dry_run,omitempty"`
+}

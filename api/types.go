@@ -56,6 +56,10 @@ const (
 	WaitHeld         = "held"           // a receiver's Retry-After, for every process
 	WaitRateLimited  = "rate_limited"   // rate_limit.rps: the next token
 	WaitInFlightFull = "in_flight_full" // max_in_flight requests are out
+	// WaitTaken: a process took them and had not settled them when this
+	// one started (it stopped uncleanly, or still delivers them); NATS
+	// gives them back by Until.
+	WaitTaken = "taken"
 )
 
 // Wait is one reason why deliveries to an endpoint wait, and until when.
@@ -131,6 +135,9 @@ type EndpointStatus struct {
 	// Waiting says why deliveries to the endpoint wait now, and until
 	// when; empty when they go at once.
 	Waiting []Wait `json:"waiting,omitempty"`
+	// NextRetry is when the earliest retry this process stored for the
+	// endpoint is due (the retry_at of its log line); nil when none is.
+	NextRetry *time.Time `json:"next_retry,omitempty"`
 	// Owner, LastTest and Settings: api/settings.go.
 	Owner    string            `json:"owner"`
 	LastTest *LastTest         `json:"last_test"`

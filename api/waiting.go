@@ -35,6 +35,8 @@ func Describe(wt Wait, now time.Time) string {
 		return fmt.Sprintf("%s: rate limited%s%s", ep, until, detail)
 	case WaitInFlightFull:
 		return fmt.Sprintf("%s: all in-flight slots busy%s", ep, detail)
+	case WaitTaken:
+		return fmt.Sprintf("%s: deliveries taken by a hookjet process that has not settled them (stopped uncleanly, or another one still delivering them); NATS gives them back%s%s", ep, until, detail)
 	}
 	return strings.TrimSpace(fmt.Sprintf("%s: %s%s%s", ep, wt.Reason, until, detail))
 }

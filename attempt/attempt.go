@@ -28,12 +28,13 @@ const (
 	ClassDeadLetter  = "dead_letter" // moved to HOOKJET_DLQ; Reason says why
 	ClassParked      = "parked"      // waiting as a task; Reason says for what
 	ClassExpired     = "expired"     // past retry.max_age; dead-lettered
+	ClassDiscarded   = "discarded"   // a dead letter an operator discarded
 )
 
 // Classes lists every class a record may have.
 var Classes = []string{
 	ClassSuccess, ClassTransient, ClassRateLimited, ClassPermanent, ClassGone, ClassRejected,
-	ClassDeadLetter, ClassParked, ClassExpired,
+	ClassDeadLetter, ClassParked, ClassExpired, ClassDiscarded,
 }
 
 // Terminal reports whether class c ends a delivery: delivered, or moved to

@@ -7,6 +7,7 @@ const (
 	StateDelivered  = "delivered"
 	StatePending    = "pending"
 	StateDeadLetter = "dead_letter"
+	StateDiscarded  = "discarded"
 )
 
 // Delivery is one delivery of an event to one endpoint: the event's first
@@ -24,7 +25,8 @@ type Delivery struct {
 	// event's first delivery, else TriggerRedeliver, TriggerReplay or
 	// TriggerTest.
 	Trigger string
-	// State is StateDelivered, StatePending or StateDeadLetter, from the
+	// State is StateDelivered, StatePending, StateDeadLetter or
+	// StateDiscarded, from the
 	// newest of Records.
 	State   string
 	Records []Record // oldest first
@@ -47,6 +49,14 @@ func Deliveries(recs []Record) []Delivery {
 	for _, rec := range recs {
 		var i int
 		var ok bool
+		if rec.Class == ClassDiscarded && rec.Delivery == "" {
+			// An operator's discard names no delivery: it ends the
+			// endpoint's newest dead-lettered one.
+			if i, ok = lastDeadLetter(out, rec.Endpoint); ok {
+				out[i].Records = append(out[i].Records, rec)
+				continue
+			}
+		}
 		if rec.Delivery != "" {
 			i, ok = named[[2]string{rec.Endpoint, rec.Delivery}]
 		} else if i, ok = unnamed[rec.Endpoint]; ok {
@@ -70,6 +80,17 @@ func Deliveries(recs []Record) []Delivery {
 	return out
 }
 
+// lastDeadLetter is the index in out of endpoint's newest delivery whose
+// newest record is a dead letter or an expiry.
+func lastDeadLetter(out []Delivery, endpoint string) (int, bool) {
+	for i := len(out) - 1; i >= 0; i-- {
+		if out[i].Endpoint == endpoint && stateOf(out[i].Records) == StateDeadLetter {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
 // startsDelivery reports whether rec, a record without a delivery name,
 // starts another delivery than the one whose records are recs.
 func startsDelivery(recs []Record, rec *Record) bool {
@@ -90,7 +111,7 @@ func startsDelivery(recs []Record, rec *Record) bool {
 // httpAttempt reports whether class c is the outcome of an HTTP attempt
 // (not a parking, dead letter or expiry).
 func httpAttempt(c string) bool {
-	return c != ClassParked && c != ClassDeadLetter && c != ClassExpired
+	return c != ClassParked && c != ClassDeadLetter && c != ClassExpired && c != ClassDiscarded
 }
 
 // deliveryTrigger is what started a delivery whose record has trigger t:
@@ -117,6 +138,8 @@ func stateOf(recs []Record) string {
 			return StateDelivered
 		case ClassDeadLetter, ClassExpired:
 			return StateDeadLetter
+		case ClassDiscarded:
+			return StateDiscarded
 		}
 		return StatePending
 	}

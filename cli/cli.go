@@ -168,3 +168,14 @@ func loadConfig(path string, getenv func(string) string) (*config.Config, error)
 	}
 	return config.Load(path, getenv)
 }
+
+// loadClientConfig is loadConfig for a client command: it reads the file
+// without resolving the env:/file: secrets it does not use, so that, say,
+// hookjet status runs without the server's STRIPE_WHSEC; the command asks
+// for the ones it uses with Config.Need.
+func loadClientConfig(path string, getenv func(string) string) (*config.Config, error) {
+	if path == "" {
+		return config.ParseClient(nil, getenv)
+	}
+	return config.LoadClient(path, getenv)
+}

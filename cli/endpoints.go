@@ -31,6 +31,8 @@ var endpointCommands = map[string]func(ctx context.Context, args []string, geten
 	"test":      runEndpointTest,
 	"redeliver": runEndpointRedeliver,
 	"reset":     runEndpointReset,
+	"enable":    runEndpointEnable,
+	"disable":   runEndpointDisable,
 	"attempts":  runEndpointAttempts, // the delivery log: cli/deliverylogcmd.go
 }
 
@@ -45,6 +47,8 @@ hookjet endpoints rotate ID [--grace D]
 hookjet endpoints test ID [--wait D]
 hookjet endpoints redeliver ID --since T [--until T] [--dry-run]
 hookjet endpoints reset ID
+hookjet endpoints enable ID
+hookjet endpoints disable ID
 hookjet endpoints attempts ID [--class C] [--since T] [--until T] [--limit N] [--after CURSOR]
 
 Manage endpoints through the admin API; endpoints created this way live in
@@ -59,7 +63,9 @@ dead-lettered or no outcome came within --wait). redeliver sends stored
 events from --since (RFC 3339 or a duration ago, such as 2h) to the endpoint
 again with their original ids. reset closes the endpoint's circuit breaker
 (and lifts a Retry-After hold) in every hookjet process: its waiting
-deliveries go at once instead of after the cooldown. attempts lists the
+deliveries go at once instead of after the cooldown. disable stops
+deliveries to the endpoint in every hookjet process (they wait, and expire
+past retry.max_age); enable resumes them. attempts lists the
 endpoint's attempts from the delivery log, newest first. Endpoints from the
 config file cannot be changed here (reset, test and redeliver work on
 them). Bad input exits 2 naming the field.
@@ -203,36 +209,104 @@ func runEndpointShow(ctx context.Context, args []string, getenv func(string) str
 	if err != nil {
 		return err
 	}
-	var e struct {
-		api.EndpointStatus
-		Source      string     `json:"source"`
-		Tenant      string     `json:"tenant"`
-		Description string     `json:"description"`
-		CreatedAt   *time.Time `json:"created_at"`
-		UpdatedAt   *time.Time `json:"updated_at"`
-	}
+	var e api.EndpointStatus
 	if printed, err := f.callFor(ctx, http.MethodGet, "/api/v1/endpoints/"+url.PathEscape(id), nil, &e, stdout); printed || err != nil {
 		return err
 	}
+	printEndpoint(stdout, e)
+	return nil
+}
+
+// printEndpoint prints what `endpoints show` shows of e.
+func printEndpoint(stdout io.Writer, e api.EndpointStatus) {
 	st := "enabled"
 	if e.Disabled {
 		st = "disabled " + e.DisabledReason
 	}
-	for _, l := range [][2]string{
+	lines := [][2]string{
 		{"id", e.ID}, {"url", e.URL}, {"events", strings.Join(e.Events, " ")}, {"state", st},
-		{"source", e.Source}, {"tenant", e.Tenant}, {"description", e.Description},
+		{"source", e.Source}, {"tenant", orDash(e.Tenant)}, {"owner", orDash(e.Owner)}, {"description", e.Description},
 		{"created", fmtTime(e.CreatedAt)}, {"updated", fmtTime(e.UpdatedAt)},
 		{"breaker", fmt.Sprintf("%s (%d consecutive failures)", e.Breaker.State, e.Breaker.ConsecutiveFailures)},
 		{"latency", fmt.Sprintf("p50 %.1fms p95 %.1fms p99 %.1fms (%d samples)", e.LatencyMS.P50, e.LatencyMS.P95, e.LatencyMS.P99, e.LatencyMS.Samples)},
 		{"pending", fmt.Sprint(e.Pending)}, {"dead letters", fmt.Sprint(e.DeadLetters)},
+		{"last test", lastTestText(e.LastTest)},
 		{"secrets", fmt.Sprint(e.Secrets)}, {"headers", strings.Join(e.HeaderNames, " ")},
-	} {
+	}
+	if s := e.Settings; s != nil {
+		expiry := "-"
+		if len(s.SecretsExpire) > 0 {
+			ts := make([]string, len(s.SecretsExpire))
+			for i, t := range s.SecretsExpire {
+				ts[i] = fmtTime(&t)
+			}
+			expiry = "old secret stops signing at " + strings.Join(ts, ", ")
+		}
+		lines = append(lines,
+			[2]string{"secret expiry", expiry},
+			[2]string{"timeout", s.Timeout},
+			[2]string{"max in flight", fmt.Sprint(s.MaxInFlight)},
+			[2]string{"rate limit", rateText(s.RateLimit.RPS, s.RateLimit.Burst)},
+			[2]string{"retry", fmt.Sprintf("base %s, cap %s, max %d attempts, max age %s", s.Retry.Base, s.Retry.Cap, s.Retry.MaxAttempts, s.Retry.MaxAge)},
+			[2]string{"breaker opts", fmt.Sprintf("opens after %d failures, cooldown %s (at most %s), slow p95 %s", s.Breaker.FailureThreshold, s.Breaker.Cooldown, s.Breaker.MaxCooldown, s.Breaker.SlowP95)},
+			[2]string{"max backlog", fmt.Sprint(s.MaxBacklog)})
+	}
+	for _, l := range lines {
 		fmt.Fprintf(stdout, "%-13s %s\n", l[0], l[1])
+	}
+	if e.NextRetry != nil {
+		fmt.Fprintf(stdout, "%-13s %s\n", "next retry", e.NextRetry.UTC().Format(time.RFC3339Nano))
 	}
 	if len(e.Waiting) == 0 {
 		fmt.Fprintf(stdout, "%-13s %s\n", "waiting", "no: deliveries go at once")
 	}
 	printWaits(stdout, e.Waiting, "waiting:")
+}
+
+// lastTestText is the last test event's outcome for `endpoints show`.
+func lastTestText(lt *api.LastTest) string {
+	if lt == nil {
+		return "- (none sent by this process; hookjet endpoints test ID)"
+	}
+	out := fmt.Sprintf("%s %s: %s, HTTP %s in %.1fms", fmtTime(&lt.At), lt.EventID, lt.Class, statusText(lt.Status), lt.DurationMS)
+	if lt.Error != "" {
+		out += " (" + lt.Error + ")"
+	}
+	return out
+}
+
+// rateText is a rate limit for `endpoints show`.
+func rateText(rps float64, burst int) string {
+	if rps <= 0 {
+		return "unlimited"
+	}
+	return fmt.Sprintf("%g/s, burst %d", rps, burst)
+}
+
+func runEndpointEnable(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return setEndpointEnabled(ctx, "enable", args, getenv, stdout)
+}
+
+func runEndpointDisable(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return setEndpointEnabled(ctx, "disable", args, getenv, stdout)
+}
+
+// setEndpointEnabled is `endpoints enable|disable ID`: POST
+// /api/v1/endpoints/{id}/enable or /disable.
+func setEndpointEnabled(ctx context.Context, sub string, args []string, getenv func(string) string, stdout io.Writer) error {
+	f := newEndpointFlags(sub, getenv, stdout)
+	id, err := f.parseWithID(args, true)
+	if err != nil {
+		return err
+	}
+	if printed, err := f.callFor(ctx, http.MethodPost, "/api/v1/endpoints/"+url.PathEscape(id)+"/"+sub, nil, nil, stdout); printed || err != nil {
+		return err
+	}
+	if sub == "enable" {
+		fmt.Fprintf(stdout, "enabled %s: deliveries resume in every hookjet process\n", id)
+	} else {
+		fmt.Fprintf(stdout, "disabled %s: its deliveries wait (and expire past retry.max_age) until 'hookjet endpoints enable %s'\n", id, id)
+	}
 	return nil
 }
 

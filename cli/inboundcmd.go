@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,13 +90,17 @@ func runInboundTest(ctx context.Context, args []string, getenv func(string) stri
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(f.config, getenv)
+	cfg, err := loadClientConfig(f.config, getenv)
 	if err != nil {
 		return err
 	}
-	src, ok := findSource(cfg, id)
+	src, i, ok := findSource(cfg, id)
 	if !ok {
 		return usagef("inbound test: no source %q in inbound.sources", id)
+	}
+	// Only this source's secrets and the NATS credentials are used.
+	if err := cfg.Need("nats", "inbound.sources["+strconv.Itoa(i)+"]"); err != nil {
+		return err
 	}
 	base := f.url
 	if base == "" {
@@ -113,13 +118,13 @@ func runInboundTest(ctx context.Context, args []string, getenv func(string) stri
 	return inboundTest(ctx, node, src, strings.TrimRight(base, "/"), f, stdout)
 }
 
-func findSource(cfg *config.Config, id string) (config.InboundSource, bool) {
-	for _, s := range cfg.Inbound.Sources {
+func findSource(cfg *config.Config, id string) (config.InboundSource, int, bool) {
+	for i, s := range cfg.Inbound.Sources {
 		if s.ID == id {
-			return s, true
+			return s, i, true
 		}
 	}
-	return config.InboundSource{}, false
+	return config.InboundSource{}, 0, false
 }
 
 // dialable turns a listen address into one to connect to: a wildcard host

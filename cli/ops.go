@@ -9,11 +9,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/hookjet/hookjet/api"
+	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -33,9 +35,14 @@ func adminFlags(fs interface {
 	addr := fs.String("admin", "", "admin API address (default: admin.listen from the config)")
 	token := fs.String("token", "", "admin bearer token (default: admin.token from the config or $HOOKJET_ADMIN_TOKEN)")
 	return func() (*adminClient, error) {
-		cfg, err := loadConfig(*path, getenv)
+		cfg, err := loadClientConfig(*path, getenv)
 		if err != nil {
 			return nil, err
+		}
+		if *token == "" {
+			if err := cfg.Need("admin.token"); err != nil {
+				return nil, err
+			}
 		}
 		c := &adminClient{base: cfg.Admin.Listen, token: cfg.Admin.Token.Reveal(), http: &http.Client{Timeout: 5 * time.Minute}}
 		if *addr != "" {
@@ -111,10 +118,28 @@ type apiError struct {
 }
 
 func (e *apiError) Error() string {
-	if e.Msg == "" {
-		return fmt.Sprintf("admin API: HTTP %d", e.Status)
+	msg := fmt.Sprintf("admin API: HTTP %d", e.Status)
+	if e.Msg != "" {
+		msg = fmt.Sprintf("admin API: %s (HTTP %d)", e.Msg, e.Status)
 	}
-	return fmt.Sprintf("admin API: %s (HTTP %d)", e.Msg, e.Status)
+	if e.Status == http.StatusUnauthorized {
+		msg += "; pass the admin token with --token or $HOOKJET_ADMIN_TOKEN, or --config with the file whose admin.token the server uses"
+	}
+	return msg
+}
+
+// Unwrap makes an answer that is the user's bad input (a 4xx: a bad
+// field, a conflict, a wrong token, a body too large) a usage error, exit 2.
+// Other answers are runtime errors, exit 1: 404 (what was asked for is not
+// there, or is not there yet), 408 and 429 (try again), 5xx.
+func (e *apiError) Unwrap() error {
+	switch {
+	case e.Status == http.StatusNotFound, e.Status == http.StatusRequestTimeout, e.Status == http.StatusTooManyRequests:
+		return nil
+	case e.Status >= 400 && e.Status < 500:
+		return ErrUsage
+	}
+	return nil
 }
 
 func printJSON(w io.Writer, raw json.RawMessage) error {
@@ -208,7 +233,7 @@ func runEndpoints(ctx context.Context, args []string, getenv func(string) string
 		return err
 	}
 	if len(pos) == 2 { // a word before the id is a command this version lacks
-		return usagef("endpoints: unknown command %q (want %s, or an id alone)", pos[0], strings.Join(endpointCommandNames(), ", "))
+		return usagef("endpoints: unknown command %q%s (want %s, or an id alone)", pos[0], didYouMean(pos[0], endpointCommandNames()), strings.Join(endpointCommandNames(), ", "))
 	}
 	c, err := client()
 	if err != nil {
@@ -268,28 +293,43 @@ func runEndpoints(ctx context.Context, args []string, getenv func(string) string
 	return tw.Flush()
 }
 
-const dlqHelp = `hookjet dlq list|stats|replay [flags]
+// didYouMean is ` (did you mean "x"?)` for the name of names nearest to
+// word, or "" when none is near.
+func didYouMean(word string, names []string) string {
+	if c := config.Closest(word, names); c != "" {
+		return fmt.Sprintf(" (did you mean %q?)", c)
+	}
+	return ""
+}
 
-  list    [--endpoint ID] [--since T] [--until T] [--limit N] [--json]
-  stats   [--json]
-  replay  [--endpoint ID] [--since T] [--until T] [--id EVENT_ID ...] [--dry-run] [--json]
+const dlqHelp = `hookjet dlq list|stats|replay|discard [flags]
+
+  list     [--endpoint ID] [--since T] [--until T] [--limit N] [--json]
+  stats    [--json]
+  replay   [--endpoint ID] [--since T] [--until T] [--id EVENT_ID ...] [--dry-run] [--json]
+  discard  [--endpoint ID] [--since T] [--until T] [--id EVENT_ID ...] [--dry-run] [--json]
 
 T is an RFC 3339 time or a duration meaning "ago" (e.g. 2h). A replayed dead
 letter goes back to its endpoint only, keeps its webhook-id and starts with
-fresh attempts; it leaves the DLQ once the replay copy is stored.
+fresh attempts; it leaves the DLQ once the replay copy is stored. discard
+deletes dead letters for good (the delivery log records them as discarded);
+it needs --endpoint, --id or --since, and --dry-run counts them first.
 Shared flags: --admin ADDR, --token T, --config FILE.`
 
+// dlqCommands are the subcommands of "hookjet dlq".
+var dlqCommands = []string{"list", "stats", "replay", "discard"}
+
 func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "list" && args[0] != "stats" && args[0] != "replay") {
+	if len(args) == 0 || !slices.Contains(dlqCommands, args[0]) {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			fmt.Fprintln(stdout, dlqHelp)
 			return errHelp
 		}
 		fmt.Fprintln(stderr, dlqHelp)
 		if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-			return usagef("dlq: unknown command %q (want list, stats or replay)", args[0])
+			return usagef("dlq: unknown command %q%s (want list, stats, replay or discard)", args[0], didYouMean(args[0], dlqCommands))
 		}
-		return usagef("dlq: want list, stats or replay")
+		return usagef("dlq: want list, stats, replay or discard")
 	}
 	sub := args[0]
 	fs := newFlags("dlq "+sub, dlqHelp, stdout)
@@ -299,9 +339,9 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdo
 	since := fs.String("since", "", "stored at or after (RFC 3339 or duration ago)")
 	until := fs.String("until", "", "stored before (RFC 3339 or duration ago)")
 	limit := fs.Int("limit", 100, "list at most this many")
-	dry := fs.Bool("dry-run", false, "replay: only report how many would be replayed")
+	dry := fs.Bool("dry-run", false, "replay, discard: only report how many match")
 	var ids multiFlag
-	fs.Var(&ids, "id", "replay: this event id (repeatable)")
+	fs.Var(&ids, "id", "replay, discard: this event id (repeatable)")
 	if _, err := parseArgs(fs, args[1:], 0); err != nil {
 		return err
 	}
@@ -334,6 +374,8 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdo
 			return printJSON(stdout, raw)
 		}
 		return printDLQStats(stdout, raw)
+	case "discard":
+		return dlqDiscard(ctx, c, api.DiscardRequest{Endpoint: *endpoint, Since: *since, Until: *until, IDs: ids, DryRun: *dry}, *asJSON, stdout)
 	default:
 		req := api.ReplayRequest{Endpoint: *endpoint, Since: *since, Until: *until, IDs: ids, DryRun: *dry}
 		if err := c.do(ctx, http.MethodPost, "/api/v1/dlq/replay", req, &raw); err != nil {
@@ -365,6 +407,30 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdo
 		}
 		return nil
 	}
+}
+
+// dlqDiscard is `hookjet dlq discard`.
+func dlqDiscard(ctx context.Context, c *adminClient, req api.DiscardRequest, asJSON bool, stdout io.Writer) error {
+	if req.Endpoint == "" && len(req.IDs) == 0 && req.Since == "" && req.Until == "" {
+		return usagef("dlq discard: name the dead letters: --endpoint ID, --id EVENT_ID or --since T (discarding is final)")
+	}
+	var raw json.RawMessage
+	if err := c.do(ctx, http.MethodPost, "/api/v1/dlq/discard", req, &raw); err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(stdout, raw)
+	}
+	var res api.DiscardResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return err
+	}
+	if req.DryRun {
+		fmt.Fprintf(stdout, "dry run: %d dead letter(s) match; nothing discarded\n", res.Matched)
+		return nil
+	}
+	fmt.Fprintf(stdout, "matched %d, discarded %d\n", res.Matched, res.Discarded)
+	return nil
 }
 
 // printDLQList prints the answer of GET /api/v1/dlq as a table.

@@ -31,7 +31,8 @@ streams. While PostgreSQL or NATS is down the relay backs off and logs it.
 'hookjet serve' runs the same relay in-process when outbox.dsn is set.
 
 'hookjet outbox schema' prints the table's DDL (table, index, NOTIFY
-trigger; PostgreSQL 14 or later). SIGTERM/SIGINT finish the batch in flight
+trigger; PostgreSQL 14 or later), with the ALTER TABLE that adds the
+nullable tenant column (header Hookjet-Tenant) to an older table. SIGTERM/SIGINT finish the batch in flight
 and exit 0.`
 
 // runOutbox is `hookjet outbox`.

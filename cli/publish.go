@@ -57,8 +57,11 @@ func runPublish(ctx context.Context, args []string, getenv func(string) string, 
 	if *contentType == "" && !json.Valid(body) {
 		return usagef("publish: --data is not valid JSON; set --content-type for other payloads")
 	}
-	cfg, err := loadConfig(*path, getenv)
+	cfg, err := loadClientConfig(*path, getenv)
 	if err != nil {
+		return err
+	}
+	if err := cfg.Need("nats"); err != nil {
 		return err
 	}
 	if *id == "" {

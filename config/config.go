@@ -1,6 +1,8 @@
 package config
 
 import (
+	"errors"
+	"fmt"
 	"net/netip"
 	"time"
 )
@@ -40,6 +42,35 @@ type Config struct {
 	// Endpoints are the webhook receivers, with their settings resolved
 	// (Defaults merged with each endpoint's overrides). Nil means none.
 	Endpoints []Endpoint `yaml:"endpoints"`
+
+	// unresolved are the secrets LoadClient could not read, for Need;
+	// source is the file it read.
+	unresolved []unresolved
+	source     string
+}
+
+// Need reports the secrets under keys (such as "admin.token", "nats" or
+// "inbound.sources[2]") that [LoadClient] or [ParseClient] could not
+// resolve: an error wrapping [ErrInvalid] that names each key and why, or
+// nil. A Config from Load or Parse resolved everything and needs nothing.
+func (c *Config) Need(keys ...string) error {
+	var errs []error
+	for _, u := range c.unresolved {
+		for _, k := range keys {
+			if under(u.path, k) {
+				errs = append(errs, u.err)
+				break
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	err := errors.Join(errs...)
+	if c.source != "" {
+		return fmt.Errorf("%s: %w", c.source, err)
+	}
+	return err
 }
 
 // NATS says which NATS deployment hookjet uses. With URL empty hookjet runs an

@@ -28,6 +28,9 @@ func (d *decoder) applyEnv(v reflect.Value, key, envPrefix string) {
 			continue
 		}
 		if err := d.setScalar(fv, s, ""); err != nil {
+			if t == secretType && isReference(s) && d.postpone(name, path, 0, err) {
+				continue
+			}
 			d.fail(name, err)
 			d.bad = append(d.bad, path)
 		}

@@ -148,6 +148,9 @@ func validateInboundSource(p *problems, prefix string, s InboundSource) {
 			}
 		}
 	}
+	if s.Tolerance < 0 {
+		p.add(prefix+".tolerance", "must not be negative, got %s (a negative window would refuse every request)", s.Tolerance)
+	}
 	if s.Tolerance > maxInboundTolerance {
 		p.add(prefix+".tolerance", "must be at most %s, got %s", maxInboundTolerance, s.Tolerance)
 	}

@@ -95,3 +95,13 @@ func TestInboundInvalid(t *testing.T) {
 		})
 	}
 }
+
+// A negative tolerance would refuse every signed request as outside the
+// window. The file's parser refuses negative durations; a Config built by
+// a program (hookjettest, the bench) is checked by Validate, naming the key.
+func TestInboundNegativeToleranceRefused(t *testing.T) {
+	c := Default()
+	c.Inbound.Listen = "127.0.0.1:8090"
+	c.Inbound.Sources = []InboundSource{{ID: "stripe", Scheme: SchemeStripe, Secrets: []Secret{NewSecret("x")}, Tolerance: -5 * time.Minute}}
+	findKeyErr(t, c.Validate(), "inbound.sources[0].tolerance", "must not be negative")
+}

@@ -41,8 +41,38 @@ func Parse(data []byte, getenv func(string) string) (*Config, error) {
 	return parse(data, getenv, readSecretFile)
 }
 
+// LoadClient is [Load] for a command that uses only part of the file (the
+// CLI's client commands): a secret given as "env:NAME" or "file:/path"
+// that cannot be read is left empty instead of failing the whole file, and
+// [Config.Need] reports it for the keys the command uses. Everything else
+// is checked as by Load.
+func LoadClient(path string, getenv func(string) string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	c, err := ParseClient(data, getenv)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c.source = path
+	return c, nil
+}
+
+// ParseClient is [Parse] with the secrets of [LoadClient] left for
+// [Config.Need].
+func ParseClient(data []byte, getenv func(string) string) (*Config, error) {
+	return parseWith(data, getenv, readSecretFile, true)
+}
+
 // parse is Parse with the reading of "file:" secrets injected.
 func parse(data []byte, getenv func(string) string, readFile func(string) (string, error)) (*Config, error) {
+	return parseWith(data, getenv, readFile, false)
+}
+
+// parseWith is parse; lazy leaves the secret references that cannot be
+// resolved for Config.Need.
+func parseWith(data []byte, getenv func(string) string, readFile func(string) (string, error), lazy bool) (*Config, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
@@ -55,6 +85,7 @@ func parse(data []byte, getenv func(string) string, readFile func(string) (strin
 		readFile: readFile,
 		lines:    make(map[string]int),
 		budget:   nodeBudget(len(data)),
+		lazy:     lazy,
 	}
 	c := Default()
 	if root != nil {
@@ -65,7 +96,9 @@ func parse(data []byte, getenv func(string) string, readFile func(string) (strin
 		if !c.Admin.Token.IsZero() {
 			d.fail("admin.token_file", errors.New("cannot be combined with admin.token"))
 		} else if v, err := readFile(c.Admin.TokenFile); err != nil {
-			d.fail("admin.token_file", err)
+			if !d.postpone("admin.token_file", "admin.token", 0, err) {
+				d.fail("admin.token_file", err)
+			}
 		} else {
 			c.Admin.Token = NewSecret(v)
 		}
@@ -80,14 +113,21 @@ func parse(data []byte, getenv func(string) string, readFile func(string) (strin
 	}
 	for _, e := range c.validate() {
 		// A value that could not be decoded is left at its default, which may
-		// then fail validation: report only the decoding problem.
-		if !d.failed(e.Key) {
+		// then fail validation: report only the decoding problem. A secret
+		// left for Need is not checked either.
+		if !d.failed(e.Key) && !d.postponed(e.Key) {
 			errs = append(errs, e)
 		}
 	}
 	if len(errs) > 0 {
 		return nil, joinErrors(errs, d.lines)
 	}
+	for _, u := range d.unresolved {
+		if u.err.Line == 0 {
+			u.err.Line = d.lines[u.err.Key]
+		}
+	}
+	c.unresolved = d.unresolved
 	return &c, nil
 }
 
@@ -167,6 +207,44 @@ type decoder struct {
 	budget   int            // nodes left to visit
 	epNode   *yaml.Node     // the endpoints list, decoded after env overrides
 	merging  []*yaml.Node   // mappings being merged with "<<", to refuse cycles
+	// lazy (ParseClient) leaves the secret references that cannot be
+	// resolved in unresolved instead of failing.
+	lazy       bool
+	unresolved []unresolved
+}
+
+// unresolved is a secret reference ParseClient could not resolve: the key
+// it configures (path) and the error Config.Need returns for it.
+type unresolved struct {
+	path string
+	err  *FieldError
+}
+
+// postpone records err, the failure to resolve the secret of key path
+// (named errKey in the error, a line of the file when known), for
+// Config.Need, and reports whether it did: only in lazy mode.
+func (d *decoder) postpone(errKey, path string, line int, err error) bool {
+	if !d.lazy {
+		return false
+	}
+	d.unresolved = append(d.unresolved, unresolved{path: path, err: &FieldError{Key: errKey, Line: line, Err: err}})
+	return true
+}
+
+// postponed reports whether key is, or is part of, a secret left for
+// Config.Need.
+func (d *decoder) postponed(key string) bool {
+	for _, u := range d.unresolved {
+		if under(key, u.path) {
+			return true
+		}
+	}
+	return false
+}
+
+// under reports whether key is prefix or one of its parts.
+func under(key, prefix string) bool {
+	return key == prefix || strings.HasPrefix(key, prefix+".") || strings.HasPrefix(key, prefix+"[")
 }
 
 // fail records a problem with key.
@@ -249,6 +327,9 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, key string) {
 			return
 		}
 		if err := d.setScalar(v, n.Value, n.ShortTag()); err != nil {
+			if t == secretType && isReference(n.Value) && d.postpone(key, key, n.Line, err) {
+				return
+			}
 			d.failAt(key, n.Line, err)
 		}
 	case t.Kind() == reflect.Struct:
@@ -434,6 +515,19 @@ func suggest(name string, fields []field) string {
 	for _, f := range fields {
 		if dist := editDistance(name, f.name); dist < bestDist {
 			best, bestDist = f.name, dist
+		}
+	}
+	return best
+}
+
+// Closest returns the name of names nearest to word (an edit distance
+// of at most 2), or "" when none is near: the "did you mean" of config keys,
+// for command names too.
+func Closest(word string, names []string) string {
+	best, bestDist := "", 3
+	for _, n := range names {
+		if dist := editDistance(word, n); dist < bestDist {
+			best, bestDist = n, dist
 		}
 	}
 	return best

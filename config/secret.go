@@ -80,6 +80,12 @@ func readSecretFile(path string) (string, error) {
 	return v, nil
 }
 
+// isReference reports whether a configured secret names where to read it
+// ("env:NAME", "file:/path") rather than holding it.
+func isReference(raw string) bool {
+	return strings.HasPrefix(raw, "env:") || strings.HasPrefix(raw, "file:")
+}
+
 // resolveSecret turns a configured value into a Secret: "env:NAME" reads the
 // environment variable NAME, "file:/path" reads the file, anything else is
 // literal. Errors never contain the value.

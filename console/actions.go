@@ -25,6 +25,7 @@ type confirmData struct {
 	What    string
 	Matched int
 	Back    string
+	Verb    string // the confirm button's verb; empty: send
 }
 
 // patterns splits an events field on commas and white space.
@@ -203,6 +204,46 @@ func (c *Console) dlqReplay(w http.ResponseWriter, r *http.Request, p *page) {
 	}
 	p.Title = "Replay dead letters"
 	p.Data = req.confirmPage("/console/dlq/replay", "/console/dlq", res.Matched)
+	c.render(w, http.StatusOK, "confirm", p)
+}
+
+// dlqDiscard discards dead letters: a dry run first, then, confirmed, for
+// good. The filter must name something (the API refuses an empty one).
+func (c *Console) dlqDiscard(w http.ResponseWriter, r *http.Request, p *page) {
+	f := r.PostForm
+	req := replayForm{endpoint: strings.TrimSpace(f.Get("endpoint")), since: strings.TrimSpace(f.Get("since")),
+		until: strings.TrimSpace(f.Get("until")), ids: f["ids"], confirm: f.Get("step") == "confirm"}
+	body := map[string]any{"dry_run": !req.confirm}
+	for k, v := range map[string]string{"endpoint": req.endpoint, "since": req.since, "until": req.until} {
+		if v != "" {
+			body[k] = v
+		}
+	}
+	if len(req.ids) > 0 {
+		body["ids"] = req.ids
+	}
+	var res struct {
+		Matched   int `json:"matched"`
+		Discarded int `json:"discarded"`
+	}
+	if _, err := c.api.call(r.Context(), http.MethodPost, "/api/v1/dlq/discard", body, &res); err != nil {
+		p.Error = "Not discarded: " + err.Error()
+		p.Title = "Dead letters"
+		c.render(w, statusOf(err), "error", p)
+		return
+	}
+	if req.confirm {
+		http.Redirect(w, r, "/console/dlq?done=discarded&endpoint="+url.QueryEscape(req.endpoint), http.StatusSeeOther)
+		return
+	}
+	p.Title = "Discard dead letters"
+	d := req.confirmPage("/console/dlq/discard", "/console/dlq", res.Matched)
+	d.What = "dead letters would be deleted for good (never delivered; the delivery log records them as discarded)"
+	if req.endpoint != "" {
+		d.What = "dead letters of " + req.endpoint + " would be deleted for good (never delivered; the delivery log records them as discarded)"
+	}
+	d.Verb = "discard"
+	p.Data = d
 	c.render(w, http.StatusOK, "confirm", p)
 }
 

@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 // Options configure a Console.
@@ -29,6 +27,11 @@ type Options struct {
 	// PortalAddr is the address portal.listen listens on; empty: the
 	// portal is served on the admin listener. Portal links point there.
 	PortalAddr string
+	// HideResponses reports whether the portal must not show the response
+	// excerpts of deliveries to an endpoint URL: where deliveries may reach
+	// private or loopback addresses, an excerpt may be an internal
+	// service's error page. Nil shows them.
+	HideResponses func(endpointURL string) bool
 	// Log receives render and API errors; nil discards them.
 	Log *slog.Logger
 	// Now is the clock of sessions; nil is time.Now.
@@ -55,7 +58,7 @@ type Console struct {
 	static  http.Handler
 	log     *slog.Logger
 	now     func() time.Time
-	logins  *rate.Limiter // failed logins
+	logins  *loginLimiter // failed sign-ins per client address (console/limiter.go)
 	att     *attention    // the overview's snapshot (console/attention.go)
 	o       Options
 }
@@ -83,7 +86,7 @@ func New(o Options) (*Console, error) {
 		static:  staticFiles(),
 		log:     o.Log,
 		now:     o.Now,
-		logins:  rate.NewLimiter(rate.Limit(2), 10),
+		logins:  newLoginLimiter(),
 		o:       o,
 	}
 	c.att = newAttention(c.api)

@@ -3,18 +3,15 @@ package console
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
-)
 
-// maxTenantLen bounds a portal session's tenant (the API's limit for an
-// endpoint's tenant).
-const maxTenantLen = 1024
+	"github.com/hookjet/hookjet/config"
+)
 
 // createPortalSession is POST /api/v1/portal/sessions: {"tenant", "ttl",
 // "read_only"} -> 201 {"url", "expires_at", "tenant", "read_only"}. It
@@ -43,8 +40,15 @@ func (c *Console) createPortalSession(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": msg, "field": field})
 		return
 	}
-	if req.Tenant == "" || len(req.Tenant) > maxTenantLen {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("tenant: required, at most %d bytes: a session sees that tenant's endpoints only", maxTenantLen), "field": "tenant"})
+	// The tenant rule of endpoints and events: a session of a name no
+	// endpoint or event can carry would see nothing, or, if the rules
+	// ever differed, another tenant's endpoints.
+	if err := config.CheckTenant(req.Tenant); err != nil {
+		msg := "tenant: " + err.Error()
+		if req.Tenant == "" {
+			msg = "tenant: required: a session sees that tenant's endpoints only"
+		}
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": msg, "field": "tenant"})
 		return
 	}
 	ttl := defaultPortalTTL
@@ -202,6 +206,9 @@ type portalEndpointData struct {
 	LogError    string
 	DeadLetters []dlqEntry
 	Event       string
+	// ResponsesHidden says the response excerpts were left out: the
+	// endpoint's address may be inside the platform's network.
+	ResponsesHidden bool
 }
 
 // portalEndpoint shows one of the tenant's endpoints: its attempts and
@@ -227,6 +234,11 @@ func (c *Console) renderPortalEndpoint(w http.ResponseWriter, r *http.Request, p
 		d.LogError = "delivery log: " + err.Error()
 	}
 	d.Attempts, d.Chart = pg.Attempts, latencyChart(pg.Attempts)
+	for i := range d.Attempts {
+		if a := &d.Attempts[i]; a.Class == "parked" { // not a request: say why it waits
+			a.Class, a.Reason = "waiting", customerReason(a.Reason)
+		}
+	}
 	var list struct {
 		Entries []dlqEntry `json:"entries"`
 	}
@@ -235,6 +247,15 @@ func (c *Console) renderPortalEndpoint(w http.ResponseWriter, r *http.Request, p
 		return
 	}
 	d.DeadLetters = list.Entries
+	if c.o.HideResponses != nil && c.o.HideResponses(ep.URL) {
+		d.ResponsesHidden = true
+		for i := range d.Attempts {
+			d.Attempts[i].Response = ""
+		}
+		for i := range d.DeadLetters {
+			d.DeadLetters[i].LastResponse = ""
+		}
+	}
 	p.Title = "Endpoint " + ep.ID
 	p.Data = d
 	c.render(w, status, "portal_endpoint", p)

@@ -86,8 +86,9 @@ var funcs = template.FuncMap{
 			return strconv.FormatFloat(v, 'f', 0, 64) + " ms"
 		}
 	},
-	"pct":  func(v float64) string { return strconv.FormatFloat(v*100, 'f', 1, 64) + "%" },
-	"join": strings.Join,
+	"pct":           func(v float64) string { return strconv.FormatFloat(v*100, 'f', 1, 64) + "%" },
+	"join":          strings.Join,
+	"customerState": customerState, // console/customer.go
 	"dur": func(s loose) string {
 		if s == "" {
 			return "–"

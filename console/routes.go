@@ -26,6 +26,7 @@ func (c *Console) consoleRoutes() http.Handler {
 	mux.Handle("GET /console/events/{id}", c.operator(c.eventPage))
 	mux.Handle("GET /console/dlq", c.operator(c.dlqPage))
 	mux.Handle("POST /console/dlq/replay", c.operator(c.dlqReplay))
+	mux.Handle("POST /console/dlq/discard", c.operator(c.dlqDiscard))
 	mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
 		p := c.newPage(r, "Not found")
 		p.Area, p.Static = "console", "/console/static"
@@ -129,15 +130,15 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/console/", http.StatusSeeOther)
 		return
 	}
-	// Failed sign-ins spend the limiter's tokens; once they are gone no
-	// token is compared until it refills.
-	if c.logins.Tokens() < 1 {
+	// Failed sign-ins spend the client address's tokens; once they are
+	// gone no token from that address is compared until they refill.
+	if c.logins.blocked(r.RemoteAddr, c.now()) {
 		p.Error = "Too many failed sign-ins: wait a few seconds."
 		c.render(w, http.StatusTooManyRequests, "login", p)
 		return
 	}
 	if !c.tokenOK(r.PostForm.Get("token")) {
-		c.logins.Allow()
+		c.logins.failed(r.RemoteAddr, c.now())
 		p.Error = "That is not the admin token."
 		c.render(w, http.StatusUnauthorized, "login", p)
 		return
@@ -174,6 +175,7 @@ var flashes = map[string]string{
 	"updated":     "Endpoint saved.",
 	"deleted":     "Endpoint deleted; its dead letters stay.",
 	"replayed":    "Dead letters replayed.",
+	"discarded":   "Dead letters discarded.",
 	"redelivered": "Stored events queued for redelivery.",
 }
 

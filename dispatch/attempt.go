@@ -164,9 +164,9 @@ func (d *Dispatcher) retry(dl *delivery, wait time.Duration) {
 		dl.done(false)
 		return
 	}
-	d.drains.note(dl.e.id, at)
+	d.drains.noteRetry(dl.e.id, dl.ev.key, at)
 	dl.done(true)
-	dl.log(d.log, slog.LevelInfo, "delivery failed; retrying", "attempt", dl.st.Attempts, "status", dl.st.Status, "error", dl.st.Error, "retry_in", wait.Round(time.Millisecond))
+	dl.log(d.log, slog.LevelInfo, "delivery failed; retrying", "attempt", dl.st.Attempts, "status", dl.st.Status, "error", dl.st.Error, "retry_in", wait.Round(time.Millisecond), "retry_at", at.UTC().Format(time.RFC3339Nano))
 }
 
 // park stores dl as a due task on its endpoint's subject, where it waits

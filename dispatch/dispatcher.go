@@ -77,6 +77,9 @@ type Dispatcher struct {
 	guards    guards        // fan-out deliveries in flight (guard.go)
 	tasksUsed atomic.Int64  // HOOKJET_TASKS bytes, as last read plus stored since
 	tasksMax  int64         // streams.tasks_max_bytes
+	// tasksAge is HOOKJET_TASKS' MaxAge as last read or raised
+	// (coverTaskAge): 0 not read yet, negative unlimited.
+	tasksAge  atomic.Int64
 	unsettled chan struct{} // fan-out events not yet settled in this process
 	// unsettledBytes bounds their payload bytes.
 	unsettledBytes *byteBudget
@@ -119,6 +122,7 @@ type Dispatcher struct {
 	applied     appliedRevs                // API endpoint revisions in force (issue 24, dispatch/apply.go)
 	resets      resets                     // breaker resets from other processes (issue 24, dispatch/reset.go)
 	rec         recorded                   // the delivery log's last test per endpoint (dispatch/record.go)
+	leftover    Leftover                   // what waited at start (dispatch/drain.go)
 
 }
 
@@ -219,6 +223,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	}
 	d.fanoutFloor.Store(cons.CachedInfo().AckFloor.Stream)
 	d.fanoutCons = cons
+	d.noteLeftover(ctx)
 	return nil
 }
 
@@ -230,6 +235,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if err := d.runSafetyNet(ctx); err != nil {
 		return err
 	}
+	d.background.Add(1)
+	go func() {
+		defer d.background.Done()
+		d.drains.keepAlive(d.sendCtx)
+	}()
 	d.loops.Add(4)
 	go func() {
 		defer d.loops.Done()
@@ -373,12 +383,14 @@ func (d *Dispatcher) put(ep config.Endpoint) (bool, error) {
 		d.mu.Unlock()
 		if l := d.series.label(ep.ID); l != otherSeries {
 			d.o.Metrics.BreakerState.WithLabelValues(l).Set(0)
+			d.o.Metrics.zero(l)
 		}
 	} else {
 		e.set.Store(s)
 		e.slots.setLimit(ep.MaxInFlight)
 	}
 	d.idx.set(ep.ID, ep.Tenant, ep.Events)
+	d.coverTaskAge(ep)
 	return true, nil
 }
 

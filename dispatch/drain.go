@@ -35,11 +35,37 @@ type drainer struct {
 	due     map[string]time.Time // endpoints with tasks -> when to look next
 	running map[string]bool
 	renoted map[string]bool // tasks noted while a drain ran: look again after it
-	wg      sync.WaitGroup
+	// sched holds, per endpoint, the retries this process stored as
+	// schedules and has not seen come back as tasks: event key -> due
+	// time. A drain that finds nothing while one is due, or later, keeps
+	// the endpoint due for it instead of forgetting it until a rescan.
+	sched map[string]map[string]time.Time
+	// held are the tasks this process has taken and not settled, kept
+	// alive with InProgress (keepAlive) so that the drain consumers' short
+	// AckWait hands them back soon after a crash and never while they are
+	// worked on.
+	held map[*heldTask]struct{}
+	// taken are the endpoints whose tasks were taken by a process that
+	// had not settled them when this one started (a crashed one, or
+	// another still delivering): how many, and when JetStream gives them
+	// back at the latest.
+	taken map[string]takenTasks
+	wg    sync.WaitGroup
+}
+
+type heldTask struct {
+	msg   natsjs.Msg
+	since time.Time
+}
+
+type takenTasks struct {
+	n     int
+	until time.Time
 }
 
 func newDrainer(d *Dispatcher) *drainer {
-	return &drainer{d: d, kick: make(chan struct{}, 1), due: map[string]time.Time{}, running: map[string]bool{}, renoted: map[string]bool{}}
+	return &drainer{d: d, kick: make(chan struct{}, 1), due: map[string]time.Time{}, running: map[string]bool{}, renoted: map[string]bool{}, sched: map[string]map[string]time.Time{},
+		held: map[*heldTask]struct{}{}, taken: map[string]takenTasks{}}
 }
 
 // note records that endpoint id has tasks due at at (zero: now).
@@ -56,6 +82,228 @@ func (r *drainer) note(id string, at time.Time) {
 		r.poke()
 	}
 }
+
+// noteRetry records that the retry of the event with key was stored as a
+// schedule due at at: the server turns it into a task at about that time.
+func (r *drainer) noteRetry(id, key string, at time.Time) {
+	r.mu.Lock()
+	m := r.sched[id]
+	if m == nil {
+		m = map[string]time.Time{}
+		r.sched[id] = m
+	}
+	if _, ok := m[key]; !ok && len(m) >= maxSchedNoted {
+		// Keep the earliest: a later one is found by a rescan.
+		var last string
+		for k, t := range m {
+			if last == "" || t.After(m[last]) {
+				last = k
+			}
+		}
+		if !at.Before(m[last]) {
+			r.mu.Unlock()
+			r.note(id, at)
+			return
+		}
+		delete(m, last)
+	}
+	m[key] = at
+	r.mu.Unlock()
+	r.note(id, at)
+}
+
+// took records that a drain took the task of the event with key: it is no
+// longer awaited as a retry.
+func (r *drainer) took(id, key string) {
+	r.mu.Lock()
+	if m := r.sched[id]; m != nil {
+		delete(m, key)
+		if len(m) == 0 {
+			delete(r.sched, id)
+		}
+	}
+	r.mu.Unlock()
+}
+
+// firstRetry is when the earliest retry of endpoint id this process stored
+// is due; zero when none is.
+func (r *drainer) firstRetry(id string) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var first time.Time
+	for _, at := range r.sched[id] {
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+	}
+	return first
+}
+
+// hold notes that msg is being worked on, until release.
+func (r *drainer) hold(msg natsjs.Msg) *heldTask {
+	h := &heldTask{msg: msg, since: r.d.now()}
+	r.mu.Lock()
+	r.held[h] = struct{}{}
+	r.mu.Unlock()
+	return h
+}
+
+func (r *drainer) release(h *heldTask) {
+	r.mu.Lock()
+	delete(r.held, h)
+	r.mu.Unlock()
+}
+
+// keepAlive tells JetStream, every jetstream.DrainHeartbeat until ctx ends,
+// that the tasks this process holds are still being worked on. The
+// dispatcher runs it on the send context, so it goes on through a
+// shutdown's grace period.
+func (r *drainer) keepAlive(ctx context.Context) {
+	t := time.NewTicker(jetstream.DrainHeartbeat)
+	defer t.Stop()
+	var due []natsjs.Msg
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cutoff := r.d.now().Add(-jetstream.DrainHeartbeat / 2)
+		due = due[:0]
+		r.mu.Lock()
+		for h := range r.held {
+			if h.since.Before(cutoff) {
+				due = append(due, h.msg)
+			}
+		}
+		r.mu.Unlock()
+		for _, m := range due {
+			if err := m.InProgress(); err != nil {
+				r.d.log.Debug("keep a task alive", "err", err)
+			}
+		}
+	}
+}
+
+// noteTaken records, at start, the tasks that drain consumers have handed
+// to a process and not had settled: a crashed process's come back within
+// their AckWait. It returns how many, for how many endpoints, and the
+// longest AckWait among them.
+func (r *drainer) noteTaken(ctx context.Context) (tasks, endpoints int, wait time.Duration) {
+	d := r.d
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := d.o.JS.Stream(ctx, jetstream.TasksStream)
+	if err != nil {
+		return 0, 0, 0
+	}
+	now := d.now()
+	l := st.ListConsumers(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for ci := range l.Info() {
+		id, ok := strings.CutPrefix(ci.Name, jetstream.DrainPrefix)
+		if !ok || ci.NumAckPending == 0 {
+			continue
+		}
+		r.taken[id] = takenTasks{n: ci.NumAckPending, until: now.Add(ci.Config.AckWait)}
+		tasks += ci.NumAckPending
+		endpoints++
+		wait = max(wait, ci.Config.AckWait)
+	}
+	if err := l.Err(); err != nil {
+		d.log.Debug("list drain consumers", "err", err)
+	}
+	return tasks, endpoints, wait
+}
+
+// Leftover is what waited in JetStream when the dispatcher started: after
+// an unclean stop, what the previous process left.
+type Leftover struct {
+	// Tasks are the messages of HOOKJET_TASKS: parked deliveries and
+	// scheduled retries.
+	Tasks uint64
+	// Taken of them, for TakenEndpoints endpoints, had been handed to a
+	// process that had not settled them; NATS gives them back within
+	// TakenFor.
+	Taken, TakenEndpoints int
+	TakenFor              time.Duration
+	// Events the fan-out had handed out and not had settled; NATS gives
+	// them back within EventsFor.
+	Events    int
+	EventsFor time.Duration
+}
+
+// noteLeftover records what waits at start (see Leftover).
+func (d *Dispatcher) noteLeftover(ctx context.Context) {
+	lo := &d.leftover
+	lo.Taken, lo.TakenEndpoints, lo.TakenFor = d.drains.noteTaken(ctx)
+	if ci := d.fanoutCons.CachedInfo(); ci != nil {
+		lo.Events, lo.EventsFor = ci.NumAckPending, ci.Config.AckWait
+	}
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if st, err := d.o.JS.Stream(sctx, jetstream.TasksStream); err == nil {
+		lo.Tasks = st.CachedInfo().State.Msgs
+	}
+}
+
+// LeftAtStart is what waited in JetStream when the dispatcher started.
+func (d *Dispatcher) LeftAtStart() Leftover { return d.leftover }
+
+// takenWait is how many of id's tasks wait for JetStream to give them
+// back from a process that took them before this one started, and until
+// when at the latest; zero once that time has passed.
+func (r *drainer) takenWait(id string, now time.Time) (int, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.taken[id]
+	if !ok {
+		return 0, time.Time{}
+	}
+	if !now.Before(t.until) {
+		delete(r.taken, id)
+		return 0, time.Time{}
+	}
+	return t.n, t.until
+}
+
+// schedLate is how long after its due time a stored retry is still looked
+// for: the server fires schedules within about a second of their time;
+// one not seen by then was taken by another process or removed.
+const schedLate = 5 * time.Second
+
+// nextRetry is when endpoint id should be looked at again for a retry it
+// stored as a schedule (zero: none left), forgetting those long overdue.
+// The caller holds r.mu.
+func (r *drainer) nextRetry(id string, now time.Time) time.Time {
+	var next time.Time
+	for key, at := range r.sched[id] {
+		if now.Sub(at) > schedLate {
+			delete(r.sched[id], key)
+			continue
+		}
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	if len(r.sched[id]) == 0 {
+		delete(r.sched, id)
+		return time.Time{}
+	}
+	// Due (or about to be): the server fires it any moment now.
+	if poll := now.Add(schedPoll); next.Before(poll) {
+		return poll
+	}
+	return next
+}
+
+// maxSchedNoted bounds the stored retries noteRetry remembers per endpoint.
+const maxSchedNoted = 256
+
+// schedPoll is how often an endpoint with a retry due is looked at until
+// the server has turned the retry into a task.
+const schedPoll = 100 * time.Millisecond
 
 // wake tells the drainer that endpoint id can take deliveries again at at
 // (zero: now), or not before at (a hold, an open breaker).
@@ -174,9 +422,12 @@ func (r *drainer) startDue(ctx context.Context) {
 			delete(r.running, id)
 			renoted := r.renoted[id]
 			delete(r.renoted, id)
+			retry := r.nextRetry(id, d.now())
 			switch {
 			case empty && renoted:
 				r.due[id] = time.Time{} // a task came while the drain finished
+			case empty && !retry.IsZero() && !expireOnly:
+				r.due[id] = retry
 			case empty:
 				delete(r.due, id)
 			case !expireOnly:
@@ -296,9 +547,12 @@ func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg 
 		return
 	}
 	ev, st := taskOf(msg.Headers(), meta.Timestamp)
+	r.took(e.id, ev.key)
+	held := r.hold(msg)
 	dl := &delivery{e: e, s: d.current(e), ev: &ev, st: st, data: msg.Data(), hdr: msg.Headers()} // issue 24: the settings in force now, not when a waiting fetch began
 	dl.done = func(ok bool) {
 		defer finished()
+		r.release(held)
 		var err error
 		if ok {
 			e.consumed(taskSize(len(msg.Data())))
@@ -366,9 +620,11 @@ func expiryCheck(maxAge time.Duration) time.Duration {
 }
 
 // expire dead-letters a disabled endpoint's tasks that are past
-// retry.max_age, oldest first, and stops at the first that is not. It reads
-// the stream directly, without a consumer, so checking costs the tasks no
-// JetStream delivery. It reports whether the endpoint has no task left.
+// retry.max_age. Stream order is not age order (a retry or a requeue is
+// stored again long after its event was published), so it looks at every
+// task, not only up to the first that is still fresh. It reads the stream
+// directly, without a consumer, so checking costs the tasks no JetStream
+// delivery. It reports whether the endpoint has no task left.
 func (r *drainer) expire(ctx context.Context, e *endpoint) (empty bool) {
 	d := r.d
 	st, err := d.o.JS.Stream(ctx, jetstream.TasksStream)
@@ -376,20 +632,23 @@ func (r *drainer) expire(ctx context.Context, e *endpoint) (empty bool) {
 		return false
 	}
 	s := d.current(e)
+	left := false
 	for seq := uint64(1); ctx.Err() == nil; {
 		gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		raw, err := st.GetMsg(gctx, seq, natsjs.WithGetMsgSubject(jetstream.TasksPrefix+e.id))
 		cancel()
 		if errors.Is(err, natsjs.ErrMsgNotFound) {
-			return true
+			return !left
 		}
 		if err != nil {
 			return false
 		}
+		seq = raw.Sequence + 1
 		ev, ast := taskOf(raw.Header, raw.Time)
 		reason, why, fresh := precheck(0, 0, s.ep.Settings, ev.at, d.now())
 		if fresh {
-			return false
+			left = true
+			continue
 		}
 		if ast.Error == "" {
 			ast.Error = why + " while the endpoint was disabled"
@@ -404,7 +663,6 @@ func (r *drainer) expire(ctx context.Context, e *endpoint) (empty bool) {
 			return false
 		}
 		e.consumed(taskSize(len(raw.Data)))
-		seq = raw.Sequence + 1
 	}
 	return false
 }

@@ -1,6 +1,10 @@
 package dispatch
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hookjet/hookjet/attempt"
+)
 
 // Metrics are hookjet's Prometheus series. Endpoint labels take the ids of at
 // most metrics.max_endpoint_series endpoints; the rest share "_other".
@@ -98,4 +102,20 @@ func (m *Metrics) forget(id string) {
 	m.BreakerState.DeletePartialMatch(l)
 	m.Pending.DeletePartialMatch(l)
 	m.LatencyP95.DeletePartialMatch(l)
+}
+
+// zero creates the counters of an endpoint that has series of its own at
+// 0, so that they exist from the start (and after a restart) rather than
+// from its first attempt: rate() and alerts see a 0, not a missing series.
+func (m *Metrics) zero(label string) {
+	for _, c := range []string{attempt.ClassSuccess, attempt.ClassTransient, attempt.ClassRateLimited, attempt.ClassPermanent, attempt.ClassGone} {
+		m.Attempts.WithLabelValues(label, c)
+		m.FirstAttempts.WithLabelValues(label, c)
+	}
+	for _, r := range []string{"permanent", "exhausted", "expired", "gone", "rejected", "overflow"} {
+		m.DeadLetters.WithLabelValues(label, r)
+	}
+	for _, c := range []string{"breaker", "rate_limit", "in_flight"} {
+		m.Deferrals.WithLabelValues(label, c)
+	}
 }

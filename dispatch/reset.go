@@ -131,6 +131,9 @@ func (d *Dispatcher) waitsOf(e *endpoint, now time.Time, breakers bool) []api.Wa
 	if limit := s.ep.MaxInFlight; limit > 0 && e.slots.inUse() >= limit {
 		add(api.WaitInFlightFull, time.Time{}, fmt.Sprintf("max_in_flight %d", limit))
 	}
+	if n, until := d.drains.takenWait(e.id, now); n > 0 {
+		add(api.WaitTaken, until, fmt.Sprintf("%d taken before this process started", n))
+	}
 	return out
 }
 

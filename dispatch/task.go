@@ -1,7 +1,9 @@
 package dispatch
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -231,4 +233,32 @@ func rfc3339(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// coverTaskAge makes sure HOOKJET_TASKS keeps ep's tasks until hookjet
+// expires them: an endpoint of the admin API (or of another process's
+// file) may have a longer retry.max_age than this process's config, from
+// which the stream's MaxAge was set at start. The stream's age is only ever
+// raised, and only read once.
+func (d *Dispatcher) coverTaskAge(ep config.Endpoint) {
+	need := jetstream.TaskAge(ep.Settings)
+	if cur := time.Duration(d.tasksAge.Load()); cur < 0 || cur >= need {
+		return
+	}
+	ctx, cancel := context.WithTimeout(d.loopCtx, 5*time.Second)
+	defer cancel()
+	got, raised, err := jetstream.RaiseTasksMaxAge(ctx, d.o.JS, need)
+	if err != nil {
+		d.log.Warn("HOOKJET_TASKS may drop this endpoint's waiting deliveries before retry.max_age", "endpoint", ep.ID, "retry.max_age", ep.Retry.MaxAge, "err", err)
+		return
+	}
+	if got == 0 {
+		got = -1
+	}
+	if got > time.Duration(d.tasksAge.Load()) || got < 0 {
+		d.tasksAge.Store(int64(got))
+	}
+	if raised {
+		d.log.Log(ctx, slog.LevelInfo, "HOOKJET_TASKS keeps waiting deliveries longer for this endpoint's retry.max_age", "endpoint", ep.ID, "retry.max_age", ep.Retry.MaxAge, "max_age", got)
+	}
 }

@@ -34,7 +34,23 @@ type Gateway struct {
 	log     *slog.Logger
 	now     func() time.Time
 	bufs    sync.Pool // of *bytes.Buffer
+	// budget bounds the bytes of bodies held at once (read before they can
+	// be verified, then stored); inUse is what requests hold of it.
+	budget int64
+	inUse  atomic.Int64
 }
+
+// Body budget: at most this many maximal bodies, and at most maxBudget
+// bytes (but always one maximal body), are held at once; past it a
+// request is answered 503 with Retry-After at once.
+const (
+	budgetBodies = 64
+	maxBudget    = 256 << 20
+)
+
+// WithBodyBudget bounds the bytes of request bodies held at once (default
+// 64 × max_body_bytes, at most 256 MiB, at least one body).
+func WithBodyBudget(n int64) Option { return func(g *Gateway) { g.budget = n } }
 
 // source is one configured source with its verifier and counters.
 type source struct {
@@ -71,6 +87,7 @@ func New(cfg config.Inbound, store Store, m *Metrics, opts ...Option) (*Gateway,
 		g.maxBody = config.DefaultInboundMaxBody
 	}
 	g.bufs.New = func() any { return new(bytes.Buffer) }
+	g.budget = max(int64(g.maxBody), min(budgetBodies*int64(g.maxBody), maxBudget))
 	for _, o := range opts {
 		o(g)
 	}
@@ -146,6 +163,20 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		answer(w, http.StatusRequestEntityTooLarge, g.tooLarge())
 		return
 	}
+	// Bodies are read before they can be verified: bound what unverified
+	// senders can make the process hold.
+	need := int64(g.maxBody)
+	if r.ContentLength >= 0 {
+		need = r.ContentLength
+	}
+	if g.inUse.Add(need) > g.budget {
+		g.inUse.Add(-need)
+		s.count(Unavailable)
+		w.Header().Set("Retry-After", "1")
+		answer(w, http.StatusServiceUnavailable, "too many requests in progress; retry later")
+		return
+	}
+	defer g.inUse.Add(-need)
 	buf := g.bufs.Get().(*bytes.Buffer)
 	defer g.putBuf(buf)
 	buf.Reset()
@@ -179,6 +210,11 @@ func (g *Gateway) accept(w http.ResponseWriter, r *http.Request, s *source, body
 	ev := Event{
 		Source: s.id, ID: eventID(m.id, body), Type: m.typ,
 		ContentType: r.Header.Get("Content-Type"), ReceivedAt: now, Body: body,
+	}
+	if m.unsignedID {
+		// github, shopify, hmac sign the body only: a replay under a new
+		// delivery id is the same body.
+		ev.DedupeID = eventID("", body)
 	}
 	// Not cancelled when the provider hangs up: a store half done would
 	// only be repeated by its retry.

@@ -33,6 +33,10 @@ type verifier interface {
 // meta is what a provider says about its event.
 type meta struct {
 	id, typ string
+	// unsignedID means the signature does not cover id (it signs the
+	// body only): anyone holding one signed request can resend it under a
+	// new id, so copies are recognised by the body's hash.
+	unsignedID bool
 }
 
 // newVerifier builds the verifier of a validated source.
@@ -231,7 +235,7 @@ func (v *hmacVerifier) verify(h http.Header, body []byte, _ time.Time) (meta, er
 	if !ok || !anyMatches(v.keys, got, nil, body) {
 		return meta{}, ErrInvalidSignature
 	}
-	m := meta{}
+	m := meta{unsignedID: true}
 	if v.idHeader != "" {
 		m.id = first(h, v.idHeader)
 	}

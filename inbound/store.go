@@ -17,7 +17,13 @@ type Store interface {
 type Event struct {
 	Source string // the source's id
 	ID     string // the provider's event id (header-safe)
-	Type   string // the provider's event type, before sanitising
+	// DedupeID is what HOOKJET_INBOUND_SEEN recognises a copy by; empty
+	// means ID. A source whose signature does not cover the id sets it to
+	// the body's hash, so that a captured request resent under a new id is
+	// still a duplicate; Nats-Msg-Id stays <source>:<ID>, which catches a
+	// copy under the same id within the duplicate window.
+	DedupeID string
+	Type     string // the provider's event type, before sanitising
 	// ContentType is the request's Content-Type; empty means
 	// application/json.
 	ContentType string

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hookjet/hookjet/api"
@@ -186,4 +187,38 @@ func mostCommon[K cmp.Ordered](m map[K]int) K {
 		}
 	}
 	return best
+}
+
+// DiscardDLQ deletes the dead letters matching f from HOOKJET_DLQ (with
+// dryRun only counts them), calling discarded with each one deleted. It
+// returns how many matched and how many were deleted; a dead letter that
+// another process removed meanwhile is matched but not counted.
+func DiscardDLQ(ctx context.Context, js natsjs.JetStream, f DLQFilter, dryRun bool, discarded func(DLQEntry)) (matched, deleted int, err error) {
+	st, err := js.Stream(ctx, DLQStream)
+	if err != nil {
+		return 0, 0, fmt.Errorf("stream %s: %w", DLQStream, err)
+	}
+	var delErr error
+	err = ScanDLQ(ctx, js, f, func(m DLQMsg) bool {
+		matched++
+		if dryRun {
+			return true
+		}
+		if err := st.DeleteMsg(ctx, m.Entry.Seq); err != nil {
+			if errors.Is(err, natsjs.ErrMsgNotFound) || strings.Contains(err.Error(), "no message found") {
+				return true
+			}
+			delErr = fmt.Errorf("discard seq %d: %w", m.Entry.Seq, err)
+			return false
+		}
+		deleted++
+		if discarded != nil {
+			discarded(m.Entry)
+		}
+		return true
+	})
+	if err == nil {
+		err = delErr
+	}
+	return matched, deleted, err
 }

@@ -246,7 +246,11 @@ func (s *InboundStore) Flush(ctx context.Context) error {
 // Store stores ev unless its id was stored before. An error means it may
 // not be stored: the gateway answers 503 and the provider retries.
 func (s *InboundStore) Store(ctx context.Context, ev InboundEvent) (InboundStored, error) {
-	key := inboundSeenKey(ev.Source, ev.ID)
+	dedupe := ev.DedupeID
+	if dedupe == "" {
+		dedupe = ev.ID
+	}
+	key := inboundSeenKey(ev.Source, dedupe)
 	cctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	e, err := s.kv.Get(cctx, key)

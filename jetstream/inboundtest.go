@@ -84,8 +84,30 @@ func fetchWait(ctx context.Context) time.Duration {
 // CheckInboundConsumer reports whether the durable consumer name exists on
 // HOOKJET_INBOUND (an error wrapping natsjs.ErrConsumerNotFound when not).
 func (n *Node) CheckInboundConsumer(ctx context.Context, name string) error {
-	_, err := n.js.Consumer(ctx, InboundStream, name)
-	return err
+	return checkInboundConsumer(ctx, n.js, name)
+}
+
+// checkInboundConsumer says in words why the durable consumer name on
+// HOOKJET_INBOUND cannot be waited for: NATS's own errors ("nats: API
+// error: code=404 err_code=10014 ...") name neither what is missing nor
+// what to do.
+func checkInboundConsumer(ctx context.Context, js natsjs.JetStream, name string) error {
+	_, err := js.Consumer(ctx, InboundStream, name)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, natsjs.ErrInvalidConsumerName):
+		return fmt.Errorf("%q is not a consumer name (letters, digits, - and _; no dots, spaces or wildcards)", name)
+	case errors.Is(err, natsjs.ErrStreamNotFound):
+		return fmt.Errorf("stream %s does not exist on this NATS: is hookjet serve running with inbound.listen, and is --config the file it uses?", InboundStream)
+	case errors.Is(err, natsjs.ErrConsumerNotFound):
+		return fmt.Errorf("no consumer %q on stream %s: the internal consumer must exist before the test (its durable name), e.g. nats consumer ls %s", name, InboundStream, InboundStream)
+	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, natsjs.ErrJetStreamNotEnabled):
+		return fmt.Errorf("JetStream does not answer on this NATS (is it enabled, and is nats.url the server hookjet uses?): %w", err)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return fmt.Errorf("NATS did not answer in time while looking up consumer %q: %w", name, err)
+	}
+	return fmt.Errorf("look up consumer %q on %s: %w", name, InboundStream, err)
 }
 
 // WaitInboundAcked polls the ack floor of the durable consumer name on

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -27,8 +28,8 @@ import (
 //
 // where <event-token> is the event id in unpadded base64url (one subject
 // token whatever the id holds: dots, spaces, wildcards), <n> the attempt
-// number, or p<n> for a parked record and d<n> for a dead_letter or
-// expired one (n: attempts made so far), and <delivery> the record's
+// number, or p<n> for a parked record, d<n> for a dead_letter or
+// expired one and x<n> for a discarded dead letter (n: attempts made so far), and <delivery> the record's
 // [attempt.Record.Delivery]. An endpoint's records are
 // hookjet.log.<endpoint>.>, an event's hookjet.log.*.<event-token>.>.
 //
@@ -63,6 +64,8 @@ func LogSubject(r *attempt.Record) string {
 		k = "p" + strconv.Itoa(r.Attempt)
 	case attempt.ClassDeadLetter, attempt.ClassExpired:
 		k = "d" + strconv.Itoa(r.Attempt)
+	case attempt.ClassDiscarded:
+		k = "x" + strconv.Itoa(r.Attempt)
 	default:
 		k = strconv.Itoa(r.Attempt)
 	}
@@ -134,12 +137,46 @@ func EnsureLog(ctx context.Context, js natsjs.JetStream, cfg *config.Config, log
 			}
 		}
 		cur := st.CachedInfo().Config
-		if streamUpToDate(cur, sc) && cur.AllowDirect && cur.PersistMode == sc.PersistMode {
+		if err := logReplicasChange(cur, sc.Replicas); err != nil {
+			return err
+		}
+		// NATS cannot change a stream's persist mode: a log created on
+		// three replicas keeps flushing synchronously on one.
+		sc.PersistMode = cur.PersistMode
+		if streamUpToDate(cur, sc) && cur.AllowDirect {
 			return nil
 		}
 		_, err = js.UpdateStream(ctx, sc)
 		return err
 	})
+}
+
+// logReplicasChange refuses a change of HOOKJET_LOG (configured as cur) to
+// replicas that NATS cannot make: a stream created on one replica flushes
+// asynchronously, and such a stream cannot be replicated.
+func logReplicasChange(cur natsjs.StreamConfig, replicas int) error {
+	if cur.PersistMode != natsjs.AsyncPersistMode || replicas <= 1 {
+		return nil
+	}
+	return &RefusedError{fmt.Errorf("streams.replicas %d: %s was created with streams.replicas 1 and flushes asynchronously (persist_mode async), which NATS cannot replicate or change; "+
+		"remove it ('nats stream rm %s': its delivery-log records are lost, no delivery is) and start again to have it created with %d replicas, or keep streams.replicas 1; no stream was changed",
+		replicas, LogStream, LogStream, replicas)}
+}
+
+// checkLogReplicas refuses, before any stream is changed, a streams.replicas
+// that HOOKJET_LOG cannot take (see logReplicasChange).
+func checkLogReplicas(ctx context.Context, js natsjs.JetStream, cfg *config.Config) error {
+	if !cfg.Log.Enabled {
+		return nil
+	}
+	st, err := js.Stream(ctx, LogStream)
+	if errors.Is(err, natsjs.ErrStreamNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return logReplicasChange(st.CachedInfo().Config, cfg.Streams.Replicas)
 }
 
 // LogWriter stores records in HOOKJET_LOG without ever making a delivery

@@ -18,8 +18,9 @@ import (
 const outboxPubTimeout = 10 * time.Second
 
 // OutboxPublisher is the [outbox.Publisher] hookjet uses: it publishes a
-// batch of outbox rows to hookjet.events.<event_type> (or, for rejected
-// rows, to hookjet.dlq._outbox with reason "rejected") and waits for every
+// batch of outbox rows to hookjet.events.<event_type> with the row's tenant
+// in Hookjet-Tenant (or, for rejected rows, to hookjet.dlq._outbox with
+// reason "rejected") and waits for every
 // PubAck. Events go in atomic batches (Nats-Batch-Id) when HOOKJET_EVENTS
 // allows them, so that a server that syncs always fsyncs once per batch; a
 // batch the server refuses (a row already stored, after a crash) and dead
@@ -104,6 +105,9 @@ func (p *OutboxPublisher) natsMsg(m outbox.Message, limit int) *nats.Msg {
 			out.Header[k] = v
 		}
 		out.Header.Set(HdrMsgID, m.ID)
+		if m.Tenant != "" {
+			out.Header.Set(HdrTenant, m.Tenant)
+		}
 		out.Data = m.Payload
 		return out
 	}
@@ -120,6 +124,9 @@ func (p *OutboxPublisher) natsMsg(m outbox.Message, limit int) *nats.Msg {
 	h.Set(HdrLastError, headerSafe(m.Reject))
 	h.Set(HdrFirstTry, "")
 	h.Set(HdrLastTry, "")
+	if m.Tenant != "" { // a valid tenant only: an invalid one is why the row was rejected
+		h.Set(HdrTenant, m.Tenant)
+	}
 	if ct := m.Header[HdrContentType]; len(ct) > 0 {
 		h.Set(HdrContentType, headerSafe(ct[0]))
 	}

@@ -87,6 +87,13 @@ func DrainConsumerName(endpointID string) string { return DrainPrefix + endpoint
 // a short timeout and backoff until ctx ends, so a cluster that is still
 // electing leaders delays start-up instead of failing it.
 func EnsureStreams(ctx context.Context, js natsjs.JetStream, cfg *config.Config, log *slog.Logger) error {
+	// A change NATS cannot make is refused before any stream changes.
+	if cfg.Streams.Replicas > 1 && js.Conn().ConnectedClusterName() == "" {
+		return &RefusedError{notClustered(&natsjs.APIError{ErrorCode: jsErrReplicasNotSupported, Description: "replicas > 1 not supported in non-clustered mode"}, cfg.Streams.Replicas)}
+	}
+	if err := retry(ctx, log, "stream "+LogStream, func(ctx context.Context) error { return checkLogReplicas(ctx, js, cfg) }); err != nil {
+		return err
+	}
 	for _, sc := range streamConfigs(cfg) {
 		if err := retry(ctx, log, "stream "+sc.Name, func(ctx context.Context) error { return ensureStream(ctx, js, sc) }); err != nil {
 			return err
@@ -94,8 +101,8 @@ func EnsureStreams(ctx context.Context, js natsjs.JetStream, cfg *config.Config,
 	}
 	for _, kc := range bucketConfigs(cfg) {
 		if err := retry(ctx, log, "bucket "+kc.Bucket, func(ctx context.Context) error {
-			if _, err := js.KeyValue(ctx, kc.Bucket); err == nil {
-				return nil
+			if st, err := js.Stream(ctx, "KV_"+kc.Bucket); err == nil && st.CachedInfo().Config.Replicas == kc.Replicas {
+				return nil // as it is: a start never resets a bucket's other limits
 			}
 			_, err := js.CreateOrUpdateKeyValue(ctx, kc)
 			return err
@@ -127,8 +134,9 @@ func streamConfigs(cfg *config.Config) []natsjs.StreamConfig {
 		// Deliveries that could not be settled at once, per endpoint
 		// (hookjet.tasks.<endpoint>), and retries waiting for their time as
 		// message schedules (hookjet.sched.<endpoint>.<event>). Schedules
-		// need Discard: Old; MaxAge is the backstop, and the expiry of
-		// disabled endpoints' tasks keeps them far below it.
+		// need Discard: Old. MaxAge is only the backstop for tasks no
+		// endpoint claims: hookjet expires every other task itself, so the
+		// server must never age one out first (see TasksMaxAge).
 		Name:              TasksStream,
 		Description:       "hookjet deliveries waiting for their endpoint: parked tasks and scheduled retries",
 		Subjects:          []string{TasksPrefix + ">", SchedPrefix + ">"},
@@ -136,7 +144,7 @@ func streamConfigs(cfg *config.Config) []natsjs.StreamConfig {
 		Storage:           natsjs.FileStorage,
 		Replicas:          s.Replicas,
 		Duplicates:        s.DuplicateWindow,
-		MaxAge:            s.MaxAge,
+		MaxAge:            TasksMaxAge(cfg),
 		MaxBytes:          TasksStreamBytes(s.TasksMaxBytes),
 		MaxMsgSize:        MaxMsgSize(cfg),
 		Discard:           natsjs.DiscardOld,
@@ -178,6 +186,47 @@ func streamConfigs(cfg *config.Config) []natsjs.StreamConfig {
 		MaxBytes:    64 << 20,
 		Discard:     natsjs.DiscardOld,
 	}}
+}
+
+// TasksMaxAge is HOOKJET_TASKS' MaxAge for cfg: at least streams.max_age,
+// and longer than any delivery of cfg's endpoints can wait before hookjet
+// dead-letters it as expired (see TaskAge). The events' MaxAge alone would
+// let the server drop a task silently whenever retry.max_age is longer.
+func TasksMaxAge(cfg *config.Config) time.Duration {
+	age := max(cfg.Streams.MaxAge, TaskAge(cfg.Defaults))
+	for _, ep := range cfg.Endpoints {
+		age = max(age, TaskAge(ep.Settings))
+	}
+	return age
+}
+
+// TaskAge is how long HOOKJET_TASKS must keep a task of an endpoint with
+// settings s: its retry.max_age, plus the longest it may then wait before
+// hookjet looks at it and dead-letters it (an open breaker's
+// breaker.max_cooldown, a Retry-After hold or backoff of retry.cap), plus
+// ten minutes.
+func TaskAge(s config.Settings) time.Duration {
+	return s.Retry.MaxAge + max(s.Retry.Cap, s.Breaker.MaxCooldown) + 10*time.Minute
+}
+
+// RaiseTasksMaxAge makes HOOKJET_TASKS keep tasks for at least age (an
+// endpoint created through the admin API with a longer retry.max_age than
+// the config file's) and returns the MaxAge now in force (0: unlimited)
+// and whether it raised it. It never lowers it.
+func RaiseTasksMaxAge(ctx context.Context, js natsjs.JetStream, age time.Duration) (time.Duration, bool, error) {
+	st, err := js.Stream(ctx, TasksStream)
+	if err != nil {
+		return 0, false, fmt.Errorf("stream %s: %w", TasksStream, err)
+	}
+	sc := st.CachedInfo().Config
+	if sc.MaxAge == 0 || sc.MaxAge >= age {
+		return sc.MaxAge, false, nil
+	}
+	sc.MaxAge = age
+	if _, err := js.UpdateStream(ctx, sc); err != nil {
+		return 0, false, fmt.Errorf("stream %s: raise max age to %s: %w", TasksStream, age, err)
+	}
+	return age, true, nil
 }
 
 // TasksStreamBytes is HOOKJET_TASKS' own MaxBytes: a quarter (at least
@@ -230,12 +279,17 @@ func ensureStream(ctx context.Context, js natsjs.JetStream, sc natsjs.StreamConf
 	st, err := js.Stream(ctx, sc.Name)
 	if errors.Is(err, natsjs.ErrStreamNotFound) {
 		_, err = js.CreateStream(ctx, sc)
-		return err
+		return notClustered(err, sc.Replicas)
 	}
 	if err != nil {
 		return err
 	}
 	cur := st.CachedInfo().Config
+	if sc.Name == TasksStream && (cur.MaxAge == 0 || cur.MaxAge > sc.MaxAge) {
+		// Only ever raised: another process, or an API endpoint, may need
+		// the longer age (RaiseTasksMaxAge).
+		sc.MaxAge = cur.MaxAge
+	}
 	if streamUpToDate(cur, sc) {
 		return nil
 	}
@@ -243,8 +297,51 @@ func ensureStream(ctx context.Context, js natsjs.JetStream, sc natsjs.StreamConf
 		sc.Metadata = cur.Metadata // keeps hookjet.sync (durability.go) and the operator's keys
 	}
 	_, err = js.UpdateStream(ctx, sc)
+	if err != nil && cur.Replicas != sc.Replicas {
+		return notClustered(fmt.Errorf("streams.replicas %d (the stream has %d): %w", sc.Replicas, cur.Replicas, err), sc.Replicas)
+	}
 	return err
 }
+
+// notClustered explains err when it says the server is not clustered.
+func notClustered(err error, replicas int) error {
+	var apiErr *natsjs.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrReplicasNotSupported {
+		return fmt.Errorf("streams.replicas %d needs a JetStream cluster of at least %d servers, and this NATS server is not clustered (the embedded server never is): set streams.replicas: 1, or nats.url to a cluster: %w", replicas, replicas, err)
+	}
+	return err
+}
+
+// RefusedError is a change of hookjet's streams that NATS will never
+// accept as asked: start-up stops at once with it instead of retrying.
+type RefusedError struct{ Err error }
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// refused reports whether err is a refusal that retrying cannot change: a
+// RefusedError, replicas on a server that is not clustered, a stream
+// configuration NATS calls invalid.
+func refused(err error) bool {
+	var re *RefusedError
+	if errors.As(err, &re) {
+		return true
+	}
+	var apiErr *natsjs.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case jsErrReplicasNotSupported, jsErrStreamInvalidConfig:
+			return true
+		}
+	}
+	return false
+}
+
+// nats-server error codes hookjet acts on (server/errors.json).
+const (
+	jsErrReplicasNotSupported natsjs.ErrorCode = 10074 // replicas > 1 not supported in non-clustered mode
+	jsErrStreamInvalidConfig  natsjs.ErrorCode = 10052
+)
 
 func streamUpToDate(cur, want natsjs.StreamConfig) bool {
 	return cur.Description == want.Description && slices.Equal(cur.Subjects, want.Subjects) &&
@@ -265,6 +362,9 @@ func retry(ctx context.Context, log *slog.Logger, what string, fn func(context.C
 		if err == nil {
 			return nil
 		}
+		if refused(err) {
+			return fmt.Errorf("%s: %w", what, err)
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w (last error: %w)", what, ctx.Err(), err)
 		}
@@ -279,12 +379,6 @@ func retry(ctx context.Context, log *slog.Logger, what string, fn func(context.C
 		t.Stop()
 		backoff = min(2*backoff, 5*time.Second)
 	}
-}
-
-// AckWait covers an endpoint's HTTP timeout plus time spent waiting for the
-// ledger.
-func AckWait(ep config.Endpoint) time.Duration {
-	return max(30*time.Second, 2*ep.Timeout+15*time.Second)
 }
 
 // EnsureFanoutConsumer returns the shared consumer of HOOKJET_EVENTS,
@@ -330,6 +424,15 @@ func EnsureFanoutConsumerFrom(ctx context.Context, js natsjs.JetStream, wait tim
 	return c, nil
 }
 
+// DrainAckWait is the drain consumers' AckWait: short, so the tasks a
+// process had taken when it died come back within seconds, not after an
+// HTTP timeout. A process keeps each task it works on alive with
+// InProgress every DrainHeartbeat, however long its request takes.
+const (
+	DrainAckWait   = 4 * time.Second
+	DrainHeartbeat = time.Second
+)
+
 // EnsureDrainConsumer creates or updates the drain consumer of one
 // endpoint's tasks. The server removes it after a minute without pulls.
 func EnsureDrainConsumer(ctx context.Context, js natsjs.JetStream, ep config.Endpoint) (natsjs.Consumer, error) {
@@ -337,7 +440,7 @@ func EnsureDrainConsumer(ctx context.Context, js natsjs.JetStream, ep config.End
 		Durable:           DrainConsumerName(ep.ID),
 		Description:       "hookjet drain of endpoint " + ep.ID,
 		AckPolicy:         natsjs.AckExplicitPolicy,
-		AckWait:           AckWait(ep),
+		AckWait:           DrainAckWait,
 		MaxDeliver:        TasksMaxDeliver,
 		FilterSubject:     TasksPrefix + ep.ID,
 		MaxAckPending:     max(64, 2*ep.MaxInFlight),

@@ -79,27 +79,19 @@ func (r *Relay) relayBatch(ctx context.Context, conn *pgx.Conn) (int, error) {
 }
 
 // claim locks and reads up to a batch of rows that no other relay holds
-// (with a hold: after the cursor, which it advances).
+// (with a hold: after the cursor, which it advances). While the table has
+// no tenant column it checks, once rows are locked, whether the column has
+// appeared meanwhile (see tenantAdded), and claims again with it if so.
 func (r *Relay) claim(ctx context.Context, tx pgx.Tx) ([]row, error) {
-	var rs pgx.Rows
-	var err error
-	if r.hold > 0 {
-		rs, err = tx.Query(ctx, r.held.claimSQL, r.batch, r.held.cursor)
-	} else {
-		rs, err = tx.Query(ctx, r.claimSQL, r.batch)
+	out, err := r.claimRows(ctx, tx)
+	if err == nil && len(out) > 0 && !r.tenants.on {
+		var added bool
+		if added, err = r.tenantAdded(ctx, tx); added {
+			out, err = r.claimRows(ctx, tx)
+		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: claim: %w", ErrPostgres, err)
-	}
-	out := make([]row, 0, r.batch)
-	var rw row
-	_, err = pgx.ForEachRow(rs, []any{&rw.id, &rw.eventType, &rw.payload, &rw.headers, &rw.createdAt}, func() error {
-		out = append(out, rw)
-		rw = row{}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%w: claim: %w", ErrPostgres, err)
+		return nil, err
 	}
 	if r.hold > 0 {
 		last := ""
@@ -107,6 +99,33 @@ func (r *Relay) claim(ctx context.Context, tx pgx.Tx) ([]row, error) {
 			last = out[len(out)-1].id
 		}
 		r.held.advance(len(out), r.batch, last, time.Now(), r.poll)
+	}
+	return out, nil
+}
+
+// claimRows runs the claim: with the tenant column when the table has it.
+func (r *Relay) claimRows(ctx context.Context, tx pgx.Tx) ([]row, error) {
+	args := []any{r.batch}
+	if r.hold > 0 {
+		args = append(args, r.held.cursor)
+	}
+	rs, err := tx.Query(ctx, r.table.claimSQL(r.tenants.on, r.hold > 0), args...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: claim: %w", ErrPostgres, err)
+	}
+	out := make([]row, 0, r.batch)
+	var rw row
+	dest := []any{&rw.id, &rw.eventType, &rw.payload, &rw.headers, &rw.createdAt}
+	if r.tenants.on {
+		dest = append(dest, &rw.tenant)
+	}
+	_, err = pgx.ForEachRow(rs, dest, func() error {
+		out = append(out, rw)
+		rw = row{}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: claim: %w", ErrPostgres, err)
 	}
 	return out, nil
 }

@@ -30,10 +30,9 @@ func WithHold(d time.Duration) Option {
 // holdState is the relay's memory of rows acknowledged but kept in the
 // table. Only the Run goroutine uses it.
 type holdState struct {
-	acked    map[string]time.Time // row id -> when its PubAck arrived
-	cursor   string               // claim rows after this id ("": from the start)
-	wrapped  time.Time            // when the claims last went back to the start
-	claimSQL string               // the claim after cursor
+	acked   map[string]time.Time // row id -> when its PubAck arrived
+	cursor  string               // claim rows after this id ("": from the start)
+	wrapped time.Time            // when the claims last went back to the start
 }
 
 // due returns the ids whose hold has passed at now.

@@ -24,6 +24,11 @@ type Message struct {
 	Payload []byte
 	// CreatedAt is the row's created_at.
 	CreatedAt time.Time
+	// Tenant is the row's tenant column (header Hookjet-Tenant), checked
+	// with [config.CheckTenant]; "" when the column is NULL or the table
+	// has none. A row whose tenant is not valid is rejected, never
+	// published without one.
+	Tenant string
 	// Reject, when not empty, says why the row cannot be published as an
 	// event: the publisher stores it as a dead letter with reason
 	// "rejected" and Reject as its last error.
@@ -102,12 +107,25 @@ func parseHeaders(raw []byte) (map[string][]string, error) {
 	return h, nil
 }
 
+// checkTenant checks a row's tenant column: the tenant, or why it is none.
+// An empty string is not a tenant: an event without one has NULL.
+func checkTenant(t string) (tenant, reject string) {
+	if t == "" {
+		return "", "tenant: is empty (NULL for an event without a tenant)"
+	}
+	if err := config.CheckTenant(t); err != nil {
+		return "", "tenant: " + err.Error()
+	}
+	return t, ""
+}
+
 // row is one claimed outbox row.
 type row struct {
 	id, eventType string
 	payload       []byte
 	headers       []byte
 	createdAt     time.Time
+	tenant        *string // nil: NULL, or the table has no tenant column
 }
 
 // message turns a row into a Message, with Reject set when the row can never
@@ -121,6 +139,14 @@ func message(r row, maxPayload int) Message {
 		m.Reject = "event_type: " + err.Error()
 	} else if maxPayload > 0 && len(r.payload) > maxPayload {
 		m.Reject = fmt.Sprintf("payload of %d bytes exceeds security.max_payload_bytes (%d)", len(r.payload), maxPayload)
+	}
+	if r.tenant != nil {
+		// A valid tenant stays on the dead letter of a row rejected for
+		// another reason; an invalid one is never published.
+		var reject string
+		if m.Tenant, reject = checkTenant(*r.tenant); m.Reject == "" {
+			m.Reject = reject
+		}
 	}
 	h, herr := parseHeaders(r.headers)
 	if herr != nil && m.Reject == "" {

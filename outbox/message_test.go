@@ -44,3 +44,34 @@ func TestMessageRejectsRowsThatCanNeverBePublished(t *testing.T) {
 		})
 	}
 }
+
+// A row's tenant column becomes the event's tenant; a tenant that is not
+// one (config.CheckTenant, or an empty string) rejects the row with a reason
+// naming the column, and is never carried; NULL is no tenant.
+func TestMessageCarriesTheRowsTenant(t *testing.T) {
+	str := func(s string) *string { return &s }
+	tests := []struct {
+		name         string
+		row          row
+		tenant, want string // want: substring of Reject; "" means publishable
+	}{
+		{"tenant", row{id: "e1", eventType: "a", tenant: str("acme")}, "acme", ""},
+		{"null", row{id: "e1", eventType: "a"}, "", ""},
+		{"upper case", row{id: "e1", eventType: "a", tenant: str("Acme")}, "", `tenant: "Acme" may contain only`},
+		{"dot", row{id: "e1", eventType: "a", tenant: str("acme.eu")}, "", "tenant: "},
+		{"empty", row{id: "e1", eventType: "a", tenant: str("")}, "", "tenant: is empty (NULL for an event without a tenant)"},
+		{"too long", row{id: "e1", eventType: "a", tenant: str(strings.Repeat("a", 1025))}, "", "tenant: must be at most 1024 bytes"},
+		{"valid tenant, bad type", row{id: "e1", eventType: "a.*", tenant: str("acme")}, "acme", "event_type: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := message(tt.row, 10)
+			if tt.want == "" && m.Reject != "" || !strings.Contains(m.Reject, tt.want) {
+				t.Fatalf("Reject = %q, want %q", m.Reject, tt.want)
+			}
+			if m.Tenant != tt.tenant {
+				t.Fatalf("Tenant = %q, want %q", m.Tenant, tt.tenant)
+			}
+		})
+	}
+}

@@ -42,10 +42,14 @@ type Relay struct {
 	reg        prometheus.Registerer
 	m          *metrics
 
-	claimSQL, deleteSQL, lagSQL string
+	deleteSQL, lagSQL string
 
 	hold time.Duration // WithHold; 0: delete rows at their PubAck
 	held holdState
+
+	// tenants: the table has the tenant column (tenant.go). Only the Run
+	// goroutine uses it.
+	tenants tenantState
 
 	mu    sync.Mutex
 	down  map[error]*downState // ErrPostgres, ErrNATS -> why and since when
@@ -89,7 +93,6 @@ func New(cfg config.Outbox, maxPayload int, pub Publisher, opts ...Option) (*Rel
 	r := &Relay{
 		conn: cc, table: t, batch: cfg.Batch, poll: cfg.Poll, maxPayload: maxPayload, pub: pub,
 		log:       slog.New(slog.DiscardHandler),
-		claimSQL:  "SELECT id, event_type, payload, headers, created_at FROM " + t.quoted + " ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
 		deleteSQL: "DELETE FROM " + t.quoted + " WHERE id = ANY($1)",
 		lagSQL:    "SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 FROM " + t.quoted,
 		down:      map[error]*downState{ErrPostgres: {err: errors.New("not connected yet"), since: time.Now()}},
@@ -98,8 +101,7 @@ func New(cfg config.Outbox, maxPayload int, pub Publisher, opts ...Option) (*Rel
 		o(r)
 	}
 	if r.hold > 0 {
-		r.held = holdState{acked: map[string]time.Time{},
-			claimSQL: "SELECT id, event_type, payload, headers, created_at FROM " + t.quoted + " WHERE id > $2 ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"}
+		r.held = holdState{acked: map[string]time.Time{}}
 	}
 	if r.m, err = newMetrics(r.reg); err != nil {
 		return nil, fmt.Errorf("outbox metrics: %w", err)
@@ -172,6 +174,10 @@ func (r *Relay) connect(ctx context.Context) (*pgx.Conn, error) {
 	if _, err := conn.Exec(cctx, "LISTEN "+pgx.Identifier{r.table.channel}.Sanitize()); err != nil {
 		r.closeConn(ctx, conn)
 		return nil, fmt.Errorf("%w: listen: %w", ErrPostgres, err)
+	}
+	if err := r.detectTenant(cctx, conn); err != nil {
+		r.closeConn(ctx, conn)
+		return nil, err
 	}
 	return conn, nil
 }

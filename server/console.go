@@ -7,9 +7,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
 	"time"
 
+	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/console"
+	"github.com/hookjet/hookjet/deliver"
 )
 
 // mountConsole puts the console and the portal (package console) in front
@@ -26,6 +31,7 @@ func (s *Server) mountConsole(api http.Handler) (http.Handler, error) {
 	o := console.Options{
 		API: api, Token: cfg.Admin.Token.Reveal(), SecretKey: s.secretKey,
 		FrameAncestors: cfg.Portal.FrameAncestors, Log: s.log,
+		HideResponses: func(u string) bool { return privateResponses(cfg.Security, u) },
 	}
 	if ln != nil {
 		o.PortalAddr = ln.Addr().String()
@@ -92,3 +98,27 @@ func (s *Server) PortalAddr() string {
 	}
 	return s.portalLn.Addr().String()
 }
+
+// privateResponses reports whether a response from endpoint URL u may have
+// come from a private or loopback address: when security opens private
+// networks (allow_private_networks, allow_cidrs) for any host that is not
+// a public IP address, since a name may resolve inside the network. The
+// portal then hides response excerpts, which could be an internal
+// service's error page.
+func privateResponses(sec config.Security, u string) bool {
+	if !sec.AllowPrivateNetworks && len(sec.AllowCIDRs) == 0 {
+		return false // every delivery went to a public address
+	}
+	pu, err := url.Parse(u)
+	if err != nil {
+		return true
+	}
+	ip, err := netip.ParseAddr(strings.Trim(pu.Hostname(), "[]"))
+	if err != nil {
+		return true // a name: it may resolve to a private address
+	}
+	return publicGuard.Check(ip) != nil
+}
+
+// publicGuard accepts public addresses only.
+var publicGuard = deliver.NewGuard(false, nil)

@@ -4,10 +4,13 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/api"
+	"github.com/hookjet/hookjet/attempt"
 	"github.com/hookjet/hookjet/dispatch"
 	"github.com/hookjet/hookjet/jetstream"
 )
@@ -39,10 +42,58 @@ func (s *Server) startLog(ctx context.Context) error {
 // recorder is the dispatcher's Recorder: nil (not a nil pointer) when the
 // log is off.
 func (s *Server) recorder() dispatch.Recorder {
+	if s.tally != nil {
+		return s.tally // counts, then hands on to the log writer
+	}
 	if s.logw == nil {
 		return nil
 	}
 	return s.logw
+}
+
+// startTally opens HOOKJET_COUNTS: the last hour's delivered and failed
+// attempts of every process, so that the summary's figures are the same
+// from every process and survive restarts. It runs after startLog: the
+// tally hands each record on to the log writer.
+func (s *Server) startTally(ctx context.Context) error {
+	var next interface{ Record(attempt.Record) }
+	if s.logw != nil {
+		next = s.logw
+	}
+	t, err := jetstream.NewTally(ctx, s.node.JetStream(), s.cfg.Streams.Replicas, next, s.log)
+	if err != nil {
+		return err
+	}
+	s.tally = t
+	return nil
+}
+
+func (s *Server) closeTally() {
+	if s.tally != nil {
+		s.tally.Close()
+	}
+}
+
+// withTally makes b's summary report the last hour from HOOKJET_COUNTS.
+func (s *Server) withTally(b admin.Backend) admin.Backend {
+	if s.tally == nil {
+		return b
+	}
+	return tallyBackend{Backend: b, tally: s.tally}
+}
+
+// tallyBackend is an admin backend whose last-hour figures are every
+// process's, from HOOKJET_COUNTS.
+type tallyBackend struct {
+	admin.Backend
+	tally *jetstream.Tally
+}
+
+// Summary is the backend's summary with the shared last-hour figures.
+func (b tallyBackend) Summary(ctx context.Context) (api.Summary, error) {
+	sum, err := b.Backend.Summary(ctx)
+	sum.DeliveredLastHour, sum.FailedLastHour = b.tally.LastHour(time.Now())
+	return sum, err
 }
 
 // closeLog stores the records still queued and stops the writer; it runs
@@ -87,4 +138,21 @@ func (s *Server) lookupEvent(ctx context.Context, id string) (admin.EventInfo, b
 		return admin.EventInfo{}, false, nil // trimmed, and the sequence is another event's
 	}
 	return admin.EventInfo{Type: ev.Type, PublishedAt: ev.PublishedAt, Size: ev.Size}, true, nil
+}
+
+// discardDeadLetters deletes the dead letters matching f (POST
+// /api/v1/dlq/discard) and records each one in the delivery log as
+// discarded, so that the event's delivery to that endpoint reads
+// "discarded" rather than "dead_letter".
+func (s *Server) discardDeadLetters(ctx context.Context, f jetstream.DLQFilter, dryRun bool) (int, int, error) {
+	return jetstream.DiscardDLQ(ctx, s.node.JetStream(), f, dryRun, func(e jetstream.DLQEntry) {
+		if s.logw == nil {
+			return
+		}
+		s.logw.Record(attempt.Record{
+			EventID: e.EventID, EventType: e.EventType, Endpoint: e.Endpoint, Attempt: e.Attempts,
+			StartedAt: time.Now().UTC(), Status: e.LastStatus, Class: attempt.ClassDiscarded,
+			Reason: e.Reason, Error: "discarded by an operator",
+		})
+	})
 }

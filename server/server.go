@@ -107,7 +107,10 @@ type Server struct {
 	// The delivery log's writer and reader (server/deliverylog.go); nil when
 	// log.enabled is false.
 	logw *jetstream.LogWriter
-	logr *jetstream.LogReader
+	// tally counts attempts per minute in HOOKJET_COUNTS, for the
+	// summary's last-hour figures (server/deliverylog.go).
+	tally *jetstream.Tally
+	logr  *jetstream.LogReader
 	// stopTracing flushes and stops the tracer provider Start built; nil
 	// when there is none (tracing off, or Options.TracerProvider given).
 	stopTracing func(context.Context) error
@@ -135,6 +138,7 @@ type Server struct {
 	stateSync, ledgerRun, breakersRun, gauges, adminRun *owned
 	once                                                sync.Once
 	stopped                                             bool // the dispatcher has been stopped
+	marked                                              bool // the run marker is written (server/marker.go)
 }
 
 // owned is a goroutine a Server started: stop cancels its context and waits
@@ -182,6 +186,7 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	if err := s.openState(ctx); err != nil {
 		return nil, err
 	}
+	prev := s.markRunning() // server/marker.go
 	s.starting("connecting to NATS")
 	if err := s.connect(); err != nil {
 		return nil, err
@@ -199,6 +204,9 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	s.starting("starting delivery")
 	if err := s.startEngine(ctx, setupCtx, o); err != nil {
 		return nil, err
+	}
+	if prev != nil {
+		s.logUnclean(prev, s.disp.LeftAtStart())
 	}
 	store, err := s.watchEndpoints(ctx, setupCtx)
 	if err != nil {
@@ -308,6 +316,9 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, o Options) error {
 	if err := s.startLog(setupCtx); err != nil { // the delivery log: server/deliverylog.go
 		return err
 	}
+	if err := s.startTally(setupCtx); err != nil {
+		return err
+	}
 	s.client = deliver.NewClient(deliver.ClientOptions{
 		Guard:        deliver.NewGuard(cfg.Security.AllowPrivateNetworks, cfg.Security.Prefixes()),
 		StrictGuard:  tenantGuard(cfg),
@@ -401,8 +412,13 @@ func (s *Server) listenAdmin() error {
 	s.adminLn = ln
 	s.handler = &startingHandler{token: s.cfg.Admin.Token.Reveal()}
 	s.handler.waiting.Store(ptr("opening the state file"))
+	var h http.Handler = s.handler
+	if s.cfg.Admin.Token.IsZero() {
+		// Open (loopback) mode: refuse what a web page could forge.
+		h = admin.OpenGuard(s.cfg.Admin.Listen, h)
+	}
 	s.admin = &http.Server{
-		Handler:           s.handler,
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
@@ -417,9 +433,9 @@ func (s *Server) listenAdmin() error {
 // startAdmin installs the admin API, with the console and portal in front
 // of it, in place of the start-up answers.
 func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) error {
-	h := admin.NewHandler(s.withInbound(s.adminBackend()), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
+	h := admin.NewHandler(s.withTally(s.withInbound(s.adminBackend())), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
 		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath),
-		admin.WithDurability(api.Durability(s.durability)), s.logOption())
+		admin.WithDurability(api.Durability(s.durability)), s.logOption(), admin.WithDiscard(s.discardDeadLetters))
 	h, err := s.mountConsole(h)
 	if err != nil {
 		return err
@@ -612,6 +628,7 @@ func (s *Server) abort() {
 		s.stopOutbox() // finishes its batch while NATS is still connected
 	}
 	s.gauges.stop()
+	s.closeTally()     // stores the last minutes' counts
 	s.closeLog()       // stores the delivery log's last records
 	s.ledgerRun.stop() // flushes and acks what was delivered
 	s.breakersRun.stop()
@@ -636,6 +653,7 @@ func (s *Server) abort() {
 		}
 	}
 	s.node.Shutdown()
+	s.clearRunning() // last: a stop cut short leaves the marker
 }
 
 // tenantGuard is the SSRF guard of endpoints with a tenant: the default one,

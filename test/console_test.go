@@ -630,6 +630,8 @@ func portalSessionsRefuseBadInput(t *testing.T, h *hookjet) {
 		field string
 	}{
 		{map[string]any{"ttl": "1h"}, "tenant"},
+		{map[string]any{"tenant": "Acme"}, "tenant"}, // not a tenant (config.CheckTenant): no endpoint or event could carry it
+		{map[string]any{"tenant": "acme/globex"}, "tenant"},
 		{map[string]any{"tenant": "acme", "ttl": "169h"}, "ttl"},
 		{map[string]any{"tenant": "acme", "ttl": "soon"}, "ttl"},
 		{map[string]any{"tenant": "acme", "scope": "all"}, "scope"},

@@ -84,6 +84,9 @@ func (h *hookjet) call(method, path, body string) (int, http.Header, apiAnswer) 
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		h.t.Fatal(err)

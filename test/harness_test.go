@@ -361,6 +361,9 @@ func (h *hookjet) api(method, path, token string, in, out any) int {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}

@@ -429,3 +429,53 @@ func TestInboundNATSDown(t *testing.T) {
 		t.Errorf("unavailable = %v", got)
 	}
 }
+
+// GitHub (and Shopify, and hmac) sign the body only: the delivery id
+// header is not covered, so a captured request resent with a new
+// X-GitHub-Delivery must still be a duplicate. A new event (another body)
+// is accepted.
+func TestInboundGitHubReplayUnderNewDeliveryIDIsDuplicate(t *testing.T) {
+	g := startGateway(t, t.TempDir(), "")
+	now := time.Now()
+	seen := uint64(0)
+	for _, id := range []string{"gh", "shop", "custom"} {
+		src := g.source(id)
+		b := []byte(`{"action":"opened","number":42,"source":"` + id + `"}`)
+		h, err := inbound.Sign(src, "delivery-1", "pull_request", b, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, out := g.post(id, h, b)
+		wantAnswer(t, id+" original", code, out, 200, "status", "accepted")
+		g.waitSeenMarks(seen + 1) // the mark is stored after the answer
+		seen++
+		replay := h.Clone()
+		for _, k := range []string{"X-Github-Delivery", "X-Shopify-Webhook-Id", "X-Event-Id"} {
+			if replay.Get(k) != "" {
+				replay.Set(k, "delivery-forged-2")
+			}
+		}
+		code, out = g.post(id, replay, b)
+		wantAnswer(t, id+" replayed under a new delivery id", code, out, 200, "status", "duplicate")
+		other := []byte(`{"action":"closed","number":42,"source":"` + id + `"}`)
+		code, out = g.signed(src, "delivery-3", "pull_request", other, now)
+		wantAnswer(t, id+" another event", code, out, 200, "status", "accepted")
+		g.waitSeenMarks(seen + 1)
+		seen++
+	}
+}
+
+// waitSeenMarks waits until HOOKJET_INBOUND_SEEN holds n marks.
+func (g *gateway) waitSeenMarks(n uint64) {
+	g.t.Helper()
+	checkFor(g.t, 5*time.Second, 10*time.Millisecond, func() error {
+		st, err := g.js.Stream(context.Background(), "KV_"+jetstream.InboundSeenBucket)
+		if err != nil {
+			return err
+		}
+		if got := st.CachedInfo().State.Msgs; got < n {
+			return fmt.Errorf("%d marks, want %d", got, n)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,71 @@
+package console
+
+import (
+	"strconv"
+	"time"
+)
+
+// The portal speaks to a platform's customer, who knows neither circuit
+// breakers nor parking: these say what happens to their deliveries, since
+// when and until when, in UTC.
+
+// customerState says why deliveries to e wait, or "" when they go.
+func customerState(e endpoint) string {
+	b := e.Breaker
+	switch {
+	case e.Disabled:
+		return "Paused by the platform: nothing is sent to this endpoint until it is turned back on. Events keep waiting for it."
+	case b.State == "open":
+		s := "Paused after " + failures(b.ConsecutiveFailures) + " in a row"
+		if b.OpenedAt != nil {
+			s += " since " + clock(*b.OpenedAt)
+		}
+		if b.OpenUntil != nil {
+			return s + "; retrying at " + clock(*b.OpenUntil) + ". Events keep waiting and nothing is lost."
+		}
+		return s + "; retrying soon. Events keep waiting and nothing is lost."
+	case b.State == "half_open":
+		return "Trying one delivery to see whether the endpoint works again (after " + failures(b.ConsecutiveFailures) + " in a row); the others follow once it succeeds."
+	case e.HeldUntil != nil:
+		return "Your endpoint asked us to wait (Retry-After); sending again at " + clock(*e.HeldUntil) + "."
+	}
+	return ""
+}
+
+// customerReason turns a parked record's reason into the customer's words.
+func customerReason(reason string) string {
+	switch reason {
+	case "breaker":
+		return "waiting: deliveries are paused after repeated failures; no request was sent"
+	case "rate_limit":
+		return "waiting: the endpoint's sending rate limit; no request was sent yet"
+	case "in_flight":
+		return "waiting: the most requests allowed at once are in progress"
+	case "disabled":
+		return "waiting: the endpoint is paused"
+	case "held":
+		return "waiting: the endpoint asked us to wait (Retry-After)"
+	}
+	return "waiting to be sent"
+}
+
+// failures is "10 failures" or "1 failure"; "repeated failures" when the
+// count is not known.
+func failures(n int) string {
+	switch n {
+	case 0:
+		return "repeated failures"
+	case 1:
+		return "1 failure"
+	}
+	return strconv.Itoa(n) + " failures"
+}
+
+// clock is t as "14:02 UTC", with the date when it is not today (UTC).
+func clock(t time.Time) string {
+	t = t.UTC()
+	if y, m, d := t.Date(); y != time.Now().UTC().Year() || m != time.Now().UTC().Month() || d != time.Now().UTC().Day() {
+		return t.Format("Jan 2 15:04 UTC")
+	}
+	return t.Format("15:04 UTC")
+}

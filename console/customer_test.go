@@ -1,0 +1,38 @@
+package console
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// The portal tells a customer what happens to their deliveries, since when
+// and until when, instead of "breaker open" and "parked · breaker".
+func TestCustomerStateSpeaksTheCustomersLanguage(t *testing.T) {
+	day := time.Now().UTC().Truncate(24 * time.Hour)
+	opened, until := day.Add(14*time.Hour+2*time.Minute), day.Add(14*time.Hour+7*time.Minute)
+	e := endpoint{}
+	e.Breaker = breakerStatus{State: "open", ConsecutiveFailures: 10, OpenedAt: &opened, OpenUntil: &until}
+	if got, want := customerState(e), "Paused after 10 failures in a row since 14:02 UTC; retrying at 14:07 UTC."; !strings.HasPrefix(got, want) {
+		t.Errorf("open breaker: %q, want it to start %q", got, want)
+	}
+	e.Breaker = breakerStatus{State: "half_open", ConsecutiveFailures: 10}
+	if got := customerState(e); !strings.Contains(got, "Trying one delivery") {
+		t.Errorf("half open: %q", got)
+	}
+	e.Breaker = breakerStatus{State: "closed"}
+	e.HeldUntil = &until
+	if got := customerState(e); !strings.Contains(got, "asked us to wait") || !strings.Contains(got, "14:07 UTC") {
+		t.Errorf("held: %q", got)
+	}
+	if got := customerState(endpoint{Breaker: breakerStatus{State: "closed"}}); got != "" {
+		t.Errorf("healthy: %q, want nothing", got)
+	}
+	if got := customerReason("breaker"); strings.Contains(got, "breaker") || !strings.Contains(got, "paused after repeated failures") {
+		t.Errorf("parked for the breaker: %q", got)
+	}
+	old := opened.AddDate(0, 0, -3)
+	if got := clock(old); !strings.Contains(got, old.Format("Jan 2")) {
+		t.Errorf("a time on another day: %q, want its date", got)
+	}
+}
