@@ -140,6 +140,9 @@ type endpoint struct {
 	// not yet consumed (see bounds.go): max_backlog applies to it.
 	backlog      atomic.Int64
 	backlogBytes atomic.Int64 // their size in HOOKJET_TASKS
+	// busy counts the busy tasks it stored and not yet consumed (see
+	// busyCause): none counts toward max_backlog.
+	busy atomic.Int64
 }
 
 type settings struct {

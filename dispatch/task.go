@@ -47,6 +47,10 @@ const (
 	// endpoint a task was stored for: an endpoint deleted and created again
 	// with the same id never receives the old one's tasks.
 	hdrIncarnation = "Hookjet-Endpoint-Created"
+	// hdrBusy marks a task parked only because its endpoint was busy
+	// (bounds.go, busyCause): the cause. It never counts toward
+	// max_backlog.
+	hdrBusy = "Hookjet-Parked-Busy"
 )
 
 // taskFor builds dl's task (see taskMsg), marked with its endpoint's
