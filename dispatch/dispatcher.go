@@ -168,7 +168,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 		unshare:        map[string]bool{},
 		states:         map[string]endpointState{},
 		global:         make(chan struct{}, cfg.Worker.Concurrency),
-		share:          &poolShare{total: cfg.Worker.Concurrency},
+		share:          &poolShare{total: cfg.Worker.Concurrency, lazy: true},
 		jobs:           newJobs(),
 		guards:         guards{in: map[*guard]struct{}{}},
 		tasksMax:       cfg.Streams.TasksMaxBytes,
@@ -184,7 +184,6 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	if d.now == nil {
 		d.now = time.Now
 	}
-	d.share.inUse = func() int { return len(d.global) }
 	d.drains = newDrainer(d)
 	var err error
 	if d.stateKV, err = o.JS.KeyValue(ctx, jetstream.StateBucket); err != nil {
