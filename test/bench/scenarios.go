@@ -452,7 +452,7 @@ func (b *bench) throughput(ctx context.Context, s throughputSpec) (*result, erro
 	stopGaps := make(chan struct{})
 	var gaps <-chan burstStats
 	if s.burst {
-		gaps = watchGaps(x, stopGaps)
+		gaps = watchGaps(x, h.pubAcked.Load, stopGaps)
 	}
 	go func() {
 		for n := range s.events {
