@@ -144,6 +144,9 @@ type endpoint struct {
 	// not yet consumed (see bounds.go): max_backlog applies to it.
 	backlog      atomic.Int64
 	backlogBytes atomic.Int64 // their size in HOOKJET_TASKS
+	// busy counts the busy tasks it stored and not yet consumed (see
+	// busyCause): none counts toward max_backlog.
+	busy atomic.Int64
 }
 
 type settings struct {
@@ -169,7 +172,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 		unshare:        map[string]bool{},
 		states:         map[string]endpointState{},
 		global:         make(chan struct{}, cfg.Worker.Concurrency),
-		share:          &poolShare{total: cfg.Worker.Concurrency},
+		share:          &poolShare{total: cfg.Worker.Concurrency, lazy: true},
 		jobs:           newJobs(),
 		guards:         guards{in: map[*guard]struct{}{}},
 		tasksMax:       cfg.Streams.TasksMaxBytes,
@@ -185,7 +188,6 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	if d.now == nil {
 		d.now = time.Now
 	}
-	d.share.inUse = func() int { return len(d.global) }
 	d.drains = newDrainer(d)
 	var err error
 	if d.stateKV, err = o.JS.KeyValue(ctx, jetstream.StateBucket); err != nil {

@@ -78,6 +78,19 @@
 //	consumers1100  1,100 endpoints each drain one parked task: consumers on
 //	               HOOKJET_TASKS a minute after the last delivery
 //
+// The burst scenarios (burst.go) publish every event at once (not paced)
+// with hookjet's default worker settings; a sampler reads the receiver every
+// 100 ms for the longest stretch without a delivery while events were owed
+// (target: at most 1 s), and HOOKJET_DLQ is counted at the end:
+//
+//	burst10        60,000 events round-robin over 10 healthy endpoints,
+//	               nats.sync always; its rate beside the raw ceiling
+//	burst10fast    as burst10 with nats.sync 2m
+//	burst1         300,000 events to one healthy endpoint (far past its
+//	               max_backlog of waiting deliveries): every one delivered,
+//	               none dead-lettered
+//	burst1fast     as burst1 with nats.sync 2m
+//
 // Every figure is printed beside the baselines of the same run: the raw
 // ceiling, and the floor.
 //

@@ -28,6 +28,9 @@ func (b *bench) scenarios(ctx context.Context) map[string][]runFunc {
 	for name, fn := range b.isolationScenarios(ctx) {
 		runs[name] = fn
 	}
+	for name, fn := range b.burstScenarios(ctx) { // test/bench/burst.go
+		runs[name] = fn
+	}
 	return runs
 }
 

@@ -92,6 +92,8 @@ type result struct {
 	// Isolation is what the isolation scenarios (isolation.go) measure
 	// besides the healthy endpoints' rate and latency.
 	Isolation *isolationStats `json:"isolation,omitempty"`
+	// Burst is what the burst scenarios (burst.go) measure.
+	Burst *burstStats `json:"burst,omitempty"`
 }
 
 // params are the sizes of a run; quick shrinks them.
@@ -355,6 +357,9 @@ type throughputSpec struct {
 	sync string
 	// logOff turns the delivery log off (test/bench/deliverylog.go).
 	logOff bool
+	// burst watches for stretches without a delivery and counts the dead
+	// letters at the end (test/bench/burst.go).
+	burst bool
 }
 
 // hookjetSpec renders s's endpoints for rec: endpoint i gets event type
@@ -444,6 +449,11 @@ func (b *bench) throughput(ctx context.Context, s throughputSpec) (*result, erro
 	defer stopPub()
 	pubDone := make(chan error, 1)
 	cpu0, t0, m0 := cpuTime(), time.Now(), machineCPU()
+	stopGaps := make(chan struct{})
+	var gaps <-chan burstStats
+	if s.burst {
+		gaps = watchGaps(x, h.pubAcked.Load, stopGaps)
+	}
 	go func() {
 		for n := range s.events {
 			if pubCtx.Err() != nil {
@@ -459,6 +469,16 @@ func (b *bench) throughput(ctx context.Context, s throughputSpec) (*result, erro
 	}()
 	r.Complete = x.wait(ctx, t0.Add(s.bound))
 	cpu, tEnd := cpuTime()-cpu0, time.Now()
+	close(stopGaps)
+	if gaps != nil {
+		st := <-gaps
+		r.Burst = &st
+		n, err := h.deadLetters(ctx)
+		if err != nil {
+			r.Notes = append(r.Notes, "dead letters: "+err.Error())
+		}
+		r.Burst.DeadLetters = n
+	}
 	r.setOther(m0, cpu, tEnd.Sub(t0))
 	stopProfile()
 	stopPub()
