@@ -437,9 +437,11 @@ func TestBinaryHundredThousandConfigEndpointsAndAChangeDuringStart(t *testing.T)
 		t.Fatal(err)
 	}
 	moving := func(rev int) config.EndpointSpec {
-		return config.EndpointSpec{ID: "moving", URL: fmt.Sprintf("%s/moving/%d", r.URL, rev), Events: []string{"moving.>"},
-			Secrets: []config.Secret{config.NewSecret(secretA), config.NewSecret(secretB)},
-			Headers: map[string]config.Secret{"X-Revision": config.NewSecret(strconv.Itoa(rev))}}
+		// A config process shares its endpoints resolved (every setting).
+		return config.SpecOf(config.Endpoint{ID: "moving", URL: fmt.Sprintf("%s/moving/%d", r.URL, rev), Events: []string{"moving.>"},
+			Secrets:  []config.Secret{config.NewSecret(secretA), config.NewSecret(secretB)},
+			Headers:  map[string]config.Secret{"X-Revision": config.NewSecret(strconv.Itoa(rev))},
+			Settings: config.Default().Defaults})
 	}
 	stopWriting := make(chan struct{})
 	var written atomic.Int64 // the last revision stored
@@ -492,7 +494,7 @@ func TestBinaryHundredThousandConfigEndpointsAndAChangeDuringStart(t *testing.T)
 			return fmt.Errorf("HTTP %d: %w", resp.StatusCode, err)
 		}
 		if ep.URL != want {
-			return fmt.Errorf("moving is at %q, want the last revision's %q", ep.URL, want)
+			return fmt.Errorf("moving is at %q (HTTP %d), want the last revision's %q", ep.URL, resp.StatusCode, want)
 		}
 		return nil
 	})
