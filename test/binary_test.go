@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
@@ -411,7 +412,14 @@ func TestBinarySIGHUPReloadsEndpoints(t *testing.T) {
 // is in force, and no watch dropped a message ("slow consumer").
 func TestBinaryHundredThousandConfigEndpointsAndAChangeDuringStart(t *testing.T) {
 	const n = 100_000
-	ns := startNATSNode(t, "ext", standaloneNATS(t))
+	// The server fsyncs every write, as hookjet's embedded one does by
+	// default (nats.sync: always): each value stored costs an fsync.
+	standalone := standaloneNATS(t)
+	ns := startNATSNode(t, "ext", func() *server.Options {
+		o := standalone()
+		o.SyncAlways = true
+		return o
+	})
 	r := newReceiver(t, []string{secretA, secretB}, nil)
 	dir := t.TempDir()
 	adminAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
