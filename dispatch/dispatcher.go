@@ -115,14 +115,14 @@ type Dispatcher struct {
 	fanoutFloor atomic.Uint64
 	fanoutCons  natsjs.Consumer // made by Start, pulled by Run
 	hour        hourStats
-	cfgStore    *jetstream.EndpointStore   // shared config endpoints; nil until ShareConfigEndpoints
-	shareMu     sync.Mutex                 // guards published and unshare
-	published   map[string]config.Endpoint // config endpoints last stored in the bucket
-	unshare     map[string]bool            // removed config endpoints not yet deleted from the bucket
-	applied     appliedRevs                // API endpoint revisions in force (issue 24, dispatch/apply.go)
-	resets      resets                     // breaker resets from other processes (issue 24, dispatch/reset.go)
-	rec         recorded                   // the delivery log's last test per endpoint (dispatch/record.go)
-	leftover    Leftover                   // what waited at start (dispatch/drain.go)
+	cfgStore    *jetstream.EndpointStore // shared config endpoints; nil until ShareConfigEndpoints
+	shareMu     sync.Mutex               // guards published and unshare
+	published   map[string]string        // digests of the config endpoints last stored in the bucket, by id
+	unshare     map[string]bool          // removed config endpoints not yet deleted from the bucket
+	applied     appliedRevs              // API endpoint revisions in force (issue 24, dispatch/apply.go)
+	resets      resets                   // breaker resets from other processes (issue 24, dispatch/reset.go)
+	rec         recorded                 // the delivery log's last test per endpoint (dispatch/record.go)
+	leftover    Leftover                 // what waited at start (dispatch/drain.go)
 
 }
 

@@ -37,6 +37,12 @@
 //	               half always 503); rate of the 900 healthy ones
 //	endpoints100000 100,000 endpoints configured: ready time, idle RSS and CPU
 //	               over 10 s, then events to 10 of them
+//	startup100k    the built binary (go build ./cmd/hookjet, then hookjet
+//	               serve) with 100,000 endpoints in its file, nats.sync:
+//	               always (startup100k) and 2m (startup100kfast), each on an
+//	               empty data_dir and again on the same one (-restart):
+//	               exec to /readyz 200, VmRSS of that process at ready and
+//	               after 10 s idle, VmHWM, "slow consumer" lines in its log
 //	latency        10 endpoints at a fixed 2,000 events/s; publish→delivery percentiles
 //	cost           10 endpoints at 116 events/s (10 million a day); CPU share of one core
 //	cost116        as cost, with the publisher and the receiver in an outside

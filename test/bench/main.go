@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -23,7 +24,7 @@ import (
 // scenarioNames in the order they run.
 var scenarioNames = []string{
 	"raw", "healthy10", "healthy10fast", "slow10", "dead10", "floor", "floorfast", "endpoints1000", "endpoints10000", "dead1000",
-	"endpoints100000", "latency", "cost", "cost116", "apicreate10000", "backlog20000",
+	"endpoints100000", "startup100k", "latency", "cost", "cost116", "apicreate10000", "backlog20000",
 	"healthy10nolog", "healthy10fastnolog", "cost116nolog",
 	"inbound", // test/bench/inbound.go
 	"cluster3",
@@ -138,6 +139,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	b := &bench{p: p, key: key, logOut: logOut, cpuprofile: *cpuprofile, memprofile: *memprofile, profile: *profile, progress: stderr}
 	runErr := b.runAll(rep, b.scenarios(ctx), schedule(want, *repeat), want, *rerunBusy)
+	if b.hookjetBin != "" { // built by startup100k
+		_ = os.RemoveAll(filepath.Dir(b.hookjetBin))
+	}
 	markBest(rep.Results)
 	rep.Finished = time.Now().UTC()
 	rep.Targets = evaluate(rep.Results)

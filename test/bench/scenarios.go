@@ -71,6 +71,12 @@ type result struct {
 	APISeconds      float64 `json:"api_seconds,omitempty"`
 	AppliedSeconds  float64 `json:"applied_seconds,omitempty"`
 	ShutdownSeconds float64 `json:"shutdown_seconds,omitempty"`
+	// StartupRSSMB is the VmRSS of the built binary when /readyz first
+	// answered 200 (startup100k: test/bench/startup.go).
+	StartupRSSMB float64 `json:"startup_rss_mb,omitempty"`
+	// SlowConsumer counts the "slow consumer" lines in the binary's output
+	// (startup100k): a subscription that dropped messages.
+	SlowConsumer int64 `json:"slow_consumer,omitempty"`
 
 	Duplicates       int64    `json:"duplicates"`
 	BadRequests      int64    `json:"bad_requests"`
@@ -167,6 +173,7 @@ type bench struct {
 	logOut     io.Writer
 	cpuprofile string
 	progress   io.Writer
+	hookjetBin string // the built binary startup100k runs; empty until built
 }
 
 func (b *bench) say(format string, args ...any) {
