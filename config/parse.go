@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -380,9 +381,23 @@ type field struct {
 	index []int
 }
 
+// fieldCache holds fieldsOf's answer per type: a file with 100,000
+// endpoints decodes the same few structs hundreds of thousands of times.
+var fieldCache sync.Map // reflect.Type → []field
+
 // fieldsOf lists the YAML keys of struct type t, descending into ",inline"
-// fields. Fields without a yaml tag or tagged "-" are not keys.
+// fields. Fields without a yaml tag or tagged "-" are not keys. The slice
+// is shared: callers do not change it.
 func fieldsOf(t reflect.Type) []field {
+	if fs, ok := fieldCache.Load(t); ok {
+		return fs.([]field)
+	}
+	fs := listFields(t)
+	fieldCache.Store(t, fs)
+	return fs
+}
+
+func listFields(t reflect.Type) []field {
 	var out []field
 	for i := range t.NumField() {
 		f := t.Field(i)

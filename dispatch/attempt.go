@@ -45,6 +45,10 @@ func (dl *delivery) log(l *slog.Logger, level slog.Level, msg string, args ...an
 func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
 	ep := &dl.s.ep
 	if reason, why, ok := precheck(len(dl.data), d.maxPayload, ep.Settings, dl.ev.at, d.now()); !ok {
+		// No request: claim the guard before dl.st changes, so that a
+		// guard being stored meanwhile reads it whole, and none is stored
+		// after.
+		dl.g.claim()
 		adm.release()
 		if dl.st.Error == "" || reason == "rejected" {
 			dl.st.Error = why
@@ -154,12 +158,12 @@ func (d *Dispatcher) retry(dl *delivery, wait time.Duration) {
 	if forgotten(dl) {
 		return
 	}
-	if !d.reserve(dl) {
+	if !d.reserve(dl, false) {
 		return
 	}
 	at := d.now().Add(wait)
 	if err := d.publish(taskFor(dl, at)); err != nil {
-		d.unreserve(dl)
+		d.unreserve(dl, false)
 		dl.log(d.log, slog.LevelWarn, "retry not stored; the source comes back", "err", err)
 		dl.done(false)
 		return
@@ -176,12 +180,17 @@ func (d *Dispatcher) park(dl *delivery, cause string) {
 		return
 	}
 	d.countDeferral(dl.e, cause)
+	busy := busyCause(cause)
 	d.goJob(func() {
-		if !d.reserve(dl) {
+		if !d.reserve(dl, busy) {
 			return
 		}
-		if err := d.publish(taskFor(dl, time.Time{})); err != nil {
-			d.unreserve(dl)
+		msg := taskFor(dl, time.Time{})
+		if busy {
+			msg.Header.Set(hdrBusy, cause)
+		}
+		if err := d.publish(msg); err != nil {
+			d.unreserve(dl, busy)
 			dl.log(d.log, slog.LevelWarn, "task not stored; the event comes back", "err", err)
 			dl.done(false)
 			return

@@ -36,16 +36,41 @@ const housekeeping = time.Second
 // fills at most half, and the others still park what they must.
 const endpointShare = 2
 
+// busyCause reports whether a delivery parked for cause waits only because
+// its endpoint is busy (its in-flight cap, the worker pool, a timeout too
+// long for the fan-out, NATS redeliveries), not because it fails, is
+// disabled or rate-limited: such a delivery never counts toward the
+// endpoint's max_backlog or its share of streams.tasks_max_bytes, so an
+// endpoint that keeps answering 2xx is never dead-lettered as overflow by
+// its own burst.
+func busyCause(cause string) bool {
+	switch cause {
+	case "in_flight", "concurrency", "slow", "redelivered":
+		return true
+	}
+	return false
+}
+
 // reserve takes room for dl's task in its endpoint's max_backlog, its
 // share of streams.tasks_max_bytes and streams.tasks_max_bytes, or
 // dead-letters dl with reason overflow when one is reached (and reports
-// false). A reservation that is not stored after all is given back with
+// false). A busy task (see busyCause) takes room in streams.tasks_max_bytes
+// only. A reservation that is not stored after all is given back with
 // unreserve.
-func (d *Dispatcher) reserve(dl *delivery) bool {
+func (d *Dispatcher) reserve(dl *delivery, busy bool) bool {
 	var why string
 	size := taskSize(len(dl.data))
 	limit := dl.s.ep.MaxBacklog
 	e := dl.e
+	if busy {
+		e.busy.Add(1)
+		if used := d.tasksUsed.Add(size); used <= d.tasksMax {
+			return true
+		}
+		d.tasksUsed.Add(-size)
+		e.consumed(size, true)
+		return d.overflow(dl, fmt.Sprintf("HOOKJET_TASKS reached streams.tasks_max_bytes (%d bytes)", d.tasksMax))
+	}
 	n := e.backlog.Add(1)
 	b := e.backlogBytes.Add(size)
 	switch {
@@ -60,7 +85,13 @@ func (d *Dispatcher) reserve(dl *delivery) bool {
 		d.tasksUsed.Add(-size)
 		why = fmt.Sprintf("HOOKJET_TASKS reached streams.tasks_max_bytes (%d bytes)", d.tasksMax)
 	}
-	e.consumed(size)
+	e.consumed(size, false)
+	return d.overflow(dl, why)
+}
+
+// overflow dead-letters dl with reason overflow, because of why; it
+// reports false, what reserve returns then.
+func (d *Dispatcher) overflow(dl *delivery, why string) bool {
 	if dl.st.Error != "" {
 		why += "; last error: " + dl.st.Error
 	}
@@ -69,10 +100,10 @@ func (d *Dispatcher) reserve(dl *delivery) bool {
 	return false
 }
 
-// unreserve gives back what reserve took for dl.
-func (d *Dispatcher) unreserve(dl *delivery) {
+// unreserve gives back what reserve(dl, busy) took.
+func (d *Dispatcher) unreserve(dl *delivery, busy bool) {
 	size := taskSize(len(dl.data))
-	dl.e.consumed(size)
+	dl.e.consumed(size, busy)
 	d.tasksUsed.Add(-size)
 }
 
@@ -80,10 +111,17 @@ func (d *Dispatcher) unreserve(dl *delivery) {
 func taskSize(n int) int64 { return int64(n) + taskOverhead }
 
 // consumed counts one of e's tasks, of size bytes, taken off the stream
-// (delivered, dead-lettered, rescheduled or expired).
-func (e *endpoint) consumed(size int64) {
+// (delivered, dead-lettered, rescheduled or expired); busy: a busy task
+// (see busyCause), counted apart.
+func (e *endpoint) consumed(size int64, busy bool) {
 	// Tasks stored before a restart or by another process were never
 	// counted here: the counts stop at zero.
+	if busy {
+		if e.busy.Add(-1) < 0 {
+			e.busy.Store(0)
+		}
+		return
+	}
 	if e.backlog.Add(-1) < 0 {
 		e.backlog.Store(0)
 	}

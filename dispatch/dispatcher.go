@@ -115,14 +115,14 @@ type Dispatcher struct {
 	fanoutFloor atomic.Uint64
 	fanoutCons  natsjs.Consumer // made by Start, pulled by Run
 	hour        hourStats
-	cfgStore    *jetstream.EndpointStore   // shared config endpoints; nil until ShareConfigEndpoints
-	shareMu     sync.Mutex                 // guards published and unshare
-	published   map[string]config.Endpoint // config endpoints last stored in the bucket
-	unshare     map[string]bool            // removed config endpoints not yet deleted from the bucket
-	applied     appliedRevs                // API endpoint revisions in force (issue 24, dispatch/apply.go)
-	resets      resets                     // breaker resets from other processes (issue 24, dispatch/reset.go)
-	rec         recorded                   // the delivery log's last test per endpoint (dispatch/record.go)
-	leftover    Leftover                   // what waited at start (dispatch/drain.go)
+	cfgStore    *jetstream.EndpointStore // shared config endpoints; nil until ShareConfigEndpoints
+	shareMu     sync.Mutex               // guards published and unshare
+	published   map[string]string        // digests of the config endpoints last stored in the bucket, by id
+	unshare     map[string]bool          // removed config endpoints not yet deleted from the bucket
+	applied     appliedRevs              // API endpoint revisions in force (issue 24, dispatch/apply.go)
+	resets      resets                   // breaker resets from other processes (issue 24, dispatch/reset.go)
+	rec         recorded                 // the delivery log's last test per endpoint (dispatch/record.go)
+	leftover    Leftover                 // what waited at start (dispatch/drain.go)
 
 }
 
@@ -144,6 +144,9 @@ type endpoint struct {
 	// not yet consumed (see bounds.go): max_backlog applies to it.
 	backlog      atomic.Int64
 	backlogBytes atomic.Int64 // their size in HOOKJET_TASKS
+	// busy counts the busy tasks it stored and not yet consumed (see
+	// busyCause): none counts toward max_backlog.
+	busy atomic.Int64
 }
 
 type settings struct {
@@ -169,7 +172,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 		unshare:        map[string]bool{},
 		states:         map[string]endpointState{},
 		global:         make(chan struct{}, cfg.Worker.Concurrency),
-		share:          &poolShare{total: cfg.Worker.Concurrency},
+		share:          &poolShare{total: cfg.Worker.Concurrency, lazy: true},
 		jobs:           newJobs(),
 		guards:         guards{in: map[*guard]struct{}{}},
 		tasksMax:       cfg.Streams.TasksMaxBytes,
@@ -185,7 +188,6 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	if d.now == nil {
 		d.now = time.Now
 	}
-	d.share.inUse = func() int { return len(d.global) }
 	d.drains = newDrainer(d)
 	var err error
 	if d.stateKV, err = o.JS.KeyValue(ctx, jetstream.StateBucket); err != nil {

@@ -367,9 +367,10 @@ func (r *drainer) rescan(ctx context.Context) {
 			continue
 		}
 		// Tasks stored before a restart or by another process count
-		// toward max_backlog too.
-		if cur := e.backlog.Load(); int64(n) > cur {
-			e.backlog.CompareAndSwap(cur, int64(n))
+		// toward max_backlog too; the busy ones this process knows of
+		// do not.
+		if cur, n := e.backlog.Load(), int64(n)-e.busy.Load(); n > cur {
+			e.backlog.CompareAndSwap(cur, n)
 		}
 		r.note(id, time.Time{})
 	}
@@ -456,11 +457,21 @@ const (
 // in-flight cap, a rate-limit token, its breaker), the drain ends and says
 // when to look again. It returns that time, or empty when e has no task
 // left (its consumer is then deleted).
+//
+// Its consumer is made only once e can take a delivery, and deleted when
+// the drain ends because e cannot take one for a while (a rate limit, a
+// breaker, a hold): drain consumers stay as many as the drains running,
+// not as the endpoints drained within the consumers' inactivity threshold.
 func (r *drainer) drain(ctx context.Context, e *endpoint) (next time.Time, empty bool) {
 	d := r.d
 	s := d.current(e)
+	adm, wait := d.admitNow(ctx, e, s)
+	if adm == nil {
+		return wait, false
+	}
 	cons, err := jetstream.EnsureDrainConsumer(ctx, d.o.JS, s.ep)
 	if err != nil {
+		adm.release()
 		d.log.Warn("open drain", "endpoint", e.id, "err", err)
 		return d.now().Add(5 * time.Second), false
 	}
@@ -468,13 +479,18 @@ func (r *drainer) drain(ctx context.Context, e *endpoint) (next time.Time, empty
 	adms := make([]*admission, 0, maxDrainFetch)
 	end := d.now().Add(drainSlice)
 	for ctx.Err() == nil {
-		if d.now().After(end) {
-			return d.now(), false
-		}
-		s = d.current(e)
-		adm, wait := d.admitNow(ctx, e, s)
 		if adm == nil {
-			return wait, false
+			if d.now().After(end) {
+				return d.now(), false
+			}
+			s = d.current(e)
+			adm, wait = d.admitNow(ctx, e, s)
+			if adm == nil {
+				if wait.After(d.now().Add(drainPoll)) {
+					r.close(ctx, e.id, cons, &mine)
+				}
+				return wait, false
+			}
 		}
 		// Take as many more admissions as e can use at this moment and
 		// fetch that many tasks in one request: a recovering endpoint's
@@ -501,6 +517,7 @@ func (r *drainer) drain(ctx context.Context, e *endpoint) (next time.Time, empty
 		for _, a := range adms[n:] {
 			a.release()
 		}
+		adm = nil
 		if n > 0 {
 			continue
 		}
@@ -509,6 +526,9 @@ func (r *drainer) drain(ctx context.Context, e *endpoint) (next time.Time, empty
 			return d.now().Add(5 * time.Second), false
 		}
 		return time.Time{}, d.dropIfEmpty(ctx, e.id)
+	}
+	if adm != nil {
+		adm.release()
 	}
 	return time.Time{}, false
 }
@@ -555,7 +575,7 @@ func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg 
 		r.release(held)
 		var err error
 		if ok {
-			e.consumed(taskSize(len(msg.Data())))
+			e.consumed(taskSize(len(msg.Data())), msg.Headers().Get(hdrBusy) != "")
 			err = msg.Ack()
 		} else {
 			err = msg.NakWithDelay(2*time.Second + jitter(3*time.Second))
@@ -603,13 +623,22 @@ func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg 
 func (d *Dispatcher) requeue(dl *delivery) {
 	msg := taskFor(dl, time.Time{})
 	msg.Header.Set(jetstream.HdrMsgID, msg.Header.Get(jetstream.HdrMsgID)+"-q"+strconv.FormatInt(d.now().UnixNano(), 36))
+	busy := dl.hdr.Get(hdrBusy)
+	if busy != "" {
+		msg.Header.Set(hdrBusy, busy)
+	}
 	if err := d.publish(msg); err != nil {
 		dl.log(d.log, slog.LevelWarn, "task not stored again; it comes back", "err", err)
 		dl.done(false)
 		return
 	}
-	dl.e.backlog.Add(1) // the copy; settling the old one counts it consumed
-	dl.e.backlogBytes.Add(taskSize(len(dl.data)))
+	// The copy; settling the old one counts it consumed.
+	if busy != "" {
+		dl.e.busy.Add(1)
+	} else {
+		dl.e.backlog.Add(1)
+		dl.e.backlogBytes.Add(taskSize(len(dl.data)))
+	}
 	dl.done(true)
 }
 
@@ -662,7 +691,7 @@ func (r *drainer) expire(ctx context.Context, e *endpoint) (empty bool) {
 			d.log.Warn("remove expired task", "endpoint", e.id, "err", err)
 			return false
 		}
-		e.consumed(taskSize(len(raw.Data)))
+		e.consumed(taskSize(len(raw.Data)), raw.Header.Get(hdrBusy) != "")
 	}
 	return false
 }
@@ -700,6 +729,40 @@ func (d *Dispatcher) admitNow(ctx context.Context, e *endpoint, s *settings) (*a
 	}
 	d.countDeferral(e, "breaker")
 	return nil, now.Add(max(wait, drainPoll))
+}
+
+// drainSettle bounds how long a drain that ends waits for its deliveries
+// before it deletes its consumer: one still unsettled keeps the consumer.
+const drainSettle = time.Second
+
+// close deletes the drain consumer of endpoint id once this drain's
+// deliveries (mine) are settled, unless it holds unsettled tasks or waiting
+// pulls (another process's drain of id); otherwise the consumer's
+// inactivity threshold removes it.
+func (r *drainer) close(ctx context.Context, id string, cons natsjs.Consumer, mine *sync.WaitGroup) {
+	settled := make(chan struct{})
+	go func() {
+		mine.Wait()
+		close(settled)
+	}()
+	t := time.NewTimer(drainSettle)
+	defer t.Stop()
+	select {
+	case <-settled:
+	case <-t.C:
+		return
+	case <-ctx.Done():
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	info, err := cons.Info(ctx)
+	if err != nil || info.NumAckPending > 0 || info.NumWaiting > 0 {
+		return
+	}
+	if err := r.d.o.JS.DeleteConsumer(ctx, jetstream.TasksStream, jetstream.DrainConsumerName(id)); err != nil && !errors.Is(err, natsjs.ErrConsumerNotFound) {
+		r.d.log.Debug("delete drain consumer", "endpoint", id, "err", err)
+	}
 }
 
 // dropIfEmpty deletes e's drain consumer when its subject holds no task at

@@ -35,12 +35,12 @@ func fanoutAckWait(cfg *config.Config) time.Duration {
 // that a slow one never holds an event for long.
 const inFlightWait = 250 * time.Millisecond
 
-// fanoutBytes bounds what the fan-out buffers in the client, and
+// fanoutBytes bounds what one fan-out pull brings into the client, and
 // unsettledBytes the payloads of events being delivered, process-wide: with
 // 1 MB events and slow endpoints, memory stays near 32 + 128 MB whatever
 // the number of endpoints. fanoutBytes stays under the subscription's
-// pending limit (64 MB), so a full buffer never drops a message, and twice
-// over the largest event config allows (security.max_payload_bytes, at most
+// pending limit (64 MB), so a pull never drops a message, and twice over
+// the largest event config allows (security.max_payload_bytes, at most
 // 16 MiB): a pull whose byte limit an event exceeds would never deliver it.
 const (
 	fanoutBytes    = 32 << 20
@@ -51,10 +51,14 @@ const (
 // event out. A consumer that disappears (deleted by an operator) is created
 // again, and the loss is logged.
 //
-// It uses Consume, whose subscription queues what the server sends while
-// every unsettled slot is taken: with Messages, a channel exactly as large as
-// the pull batch fills up with events and the server's status messages
-// (heartbeats, request timeouts) are dropped as a slow consumer.
+// It pulls with Fetch, one request at a time, for exactly as many events as
+// it has unsettled slots free: while events wait in the log and a slot is
+// free, a pull is at the server, and nothing is buffered in the client that
+// no slot is ready for. (Consume re-pulls from its own count of the events
+// it asked for and not yet handed over, which a blocking handler lets drift
+// above what the server still holds: the fan-out then sat idle with every
+// event settled and no pull at the server until the missing heartbeat, 30 s
+// later, made Consume pull again.)
 func (d *Dispatcher) runFanout(ctx context.Context, cons natsjs.Consumer) {
 	for ctx.Err() == nil {
 		err := d.consumeFanout(ctx, cons)
@@ -69,7 +73,7 @@ func (d *Dispatcher) runFanout(ctx context.Context, cons natsjs.Consumer) {
 		// Start after the ack floor last seen, not at the start of the log,
 		// which would resend every event older than the ledger's TTL; the
 		// ledger absorbs what this process sees again. Retried until
-		// JetStream answers: Consume on a missing consumer never fails.
+		// JetStream answers.
 		from := d.fanoutFloor.Load() + 1
 		for ctx.Err() == nil {
 			c, err := jetstream.EnsureFanoutConsumerFrom(ctx, d.o.JS, d.fanoutAckWait, from)
@@ -84,20 +88,23 @@ func (d *Dispatcher) runFanout(ctx context.Context, cons natsjs.Consumer) {
 	}
 }
 
-// consumeFanout runs one Consume of cons until ctx is done or the consumer
-// is gone, and returns why it stopped.
+// fanoutWait is how long one fan-out pull waits at the server for events:
+// an idle process asks once per fanoutWait, and a stopping one waits at
+// most that long for its open pull, whose late events it hands back.
+const fanoutWait = time.Second
+
+// fanoutGather is how long a pull waits for more free unsettled slots when
+// few are free, so that a fan-out whose events are nearly all unsettled
+// does not pay a round trip per event.
+const fanoutGather = 2 * time.Millisecond
+
+// consumeFanout pulls cons until ctx is done or the consumer is gone, and
+// returns why it stopped.
 func (d *Dispatcher) consumeFanout(ctx context.Context, cons natsjs.Consumer) error {
-	gone := make(chan error, 1)
-	signal := func(err error) {
-		select {
-		case gone <- err:
-		default:
-		}
-	}
-	var handlers, workers sync.WaitGroup
-	// The handler only takes an unsettled slot and hands the event to a
-	// fan-out worker: a slow dedupe lookup (HOOKJET_SEEN over the network)
-	// delays one worker, not the consumer.
+	var workers sync.WaitGroup
+	// The pull loop only takes unsettled slots and hands events to the
+	// fan-out workers: a slow dedupe lookup (HOOKJET_SEEN over the network)
+	// delays one worker, not the pulls.
 	queue := make(chan natsjs.Msg, cap(d.unsettled))
 	workers.Add(d.fanoutWorkers())
 	for range d.fanoutWorkers() {
@@ -112,72 +119,95 @@ func (d *Dispatcher) consumeFanout(ctx context.Context, cons natsjs.Consumer) er
 		close(queue)
 		workers.Wait()
 	}()
-	cc, err := cons.Consume(func(msg natsjs.Msg) {
-		handlers.Add(1)
-		defer handlers.Done()
-		if ctx.Err() == nil {
-			select {
-			case d.unsettled <- struct{}{}:
-				if ctx.Err() == nil {
-					queue <- msg // never blocks: as large as d.unsettled
-					return
-				}
-				<-d.unsettled
-			case <-ctx.Done():
-			}
+	for {
+		room := d.takeRoom(ctx)
+		if room == 0 {
+			return ctx.Err()
 		}
-		// Stopping: hand buffered events straight back to JetStream
-		// instead of letting them wait out AckWait.
-		if err := msg.Nak(); err != nil {
-			d.log.Debug("nak buffered event", "err", err)
+		n, err := d.pullFanout(ctx, cons, room, queue)
+		for range room - n {
+			<-d.unsettled
 		}
-	}, natsjs.PullMaxMessagesWithBytesLimit(d.pullSize(), fanoutBytes), natsjs.ConsumeErrHandler(func(_ natsjs.ConsumeContext, err error) {
-		switch {
-		case errors.Is(err, natsjs.ErrConsumerDeleted) || errors.Is(err, natsjs.ErrConsumerNotFound):
-			signal(err)
-		case errors.Is(err, natsjs.ErrNoHeartbeat) || errors.Is(err, nats.ErrNoResponders):
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, natsjs.ErrConsumerDeleted) || errors.Is(err, natsjs.ErrConsumerNotFound) {
+			return err
+		}
+		if errors.Is(err, nats.ErrNoResponders) {
 			// A consumer deleted while no pull was waiting sends no
 			// "consumer deleted"; its pulls go unanswered. Ask.
 			ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			defer cancel()
-			if _, err := cons.Info(ictx); errors.Is(err, natsjs.ErrConsumerNotFound) {
-				signal(err)
-				return
+			_, ierr := cons.Info(ictx)
+			cancel()
+			if errors.Is(ierr, natsjs.ErrConsumerNotFound) {
+				return ierr
 			}
-			d.log.Debug("consume events", "err", err)
-		default:
-			d.log.Debug("consume events", "err", err)
 		}
-	}))
-	if err != nil {
-		return err
+		d.log.Debug("consume events", "err", err)
+		sleep(ctx, 100*time.Millisecond) // NATS reconnecting, or a leader change
 	}
-	select {
-	case <-ctx.Done():
-	case err = <-gone:
-	case <-cc.Closed():
-		err = errors.New("the fan-out subscription closed")
-	}
-	// Drain hands what was buffered to the handler, which naks it when
-	// stopping; wait for every handler, so that none still runs when a new
-	// Consume starts.
-	cc.Drain()
-	t := time.NewTimer(5 * time.Second)
-	defer t.Stop()
-	select {
-	case <-cc.Closed():
-	case <-t.C:
-		cc.Stop()
-	}
-	handlers.Wait()
-	return err
 }
 
-// fanoutPull bounds the events buffered in the client ahead of the
-// handler: a process paused past AckWait (SIGSTOP, a long GC, a VM
-// migration) delivers what it buffered although JetStream has handed it to
-// another process meanwhile, so the buffer is what such a pause can
-// duplicate, on top of what was in flight.
+// takeRoom takes the unsettled slots the next pull asks events for: it waits
+// for one, then takes what else is free, up to pullSize, waiting
+// fanoutGather once for more when less than half is. It returns 0 when ctx
+// is done.
+func (d *Dispatcher) takeRoom(ctx context.Context) int {
+	select {
+	case d.unsettled <- struct{}{}:
+	case <-ctx.Done():
+		return 0
+	}
+	room, want := 1, d.pullSize()
+	gather := func() {
+		for room < want {
+			select {
+			case d.unsettled <- struct{}{}:
+				room++
+			default:
+				return
+			}
+		}
+	}
+	gather()
+	if 2*room < want {
+		sleep(ctx, fanoutGather)
+		gather()
+	}
+	return room
+}
+
+// pullFanout asks cons for up to room events and queues each, holding one
+// of the room unsettled slots taken for it; it returns how many it queued.
+// Events that arrive once ctx is done go straight back to JetStream instead
+// of waiting out AckWait.
+func (d *Dispatcher) pullFanout(ctx context.Context, cons natsjs.Consumer, room int, queue chan<- natsjs.Msg) (int, error) {
+	batch, err := cons.Fetch(room, natsjs.FetchMaxWait(fanoutWait), natsjs.FetchMaxBytes(fanoutBytes))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for msg := range batch.Messages() {
+		if ctx.Err() != nil {
+			if err := msg.Nak(); err != nil {
+				d.log.Debug("nak pulled event", "err", err)
+			}
+			continue
+		}
+		queue <- msg // never blocks: as large as d.unsettled
+		n++
+	}
+	err = batch.Error()
+	if errors.Is(err, natsjs.ErrNoMessages) || errors.Is(err, nats.ErrTimeout) {
+		err = nil
+	}
+	return n, err
+}
+
+// fanoutPull bounds the events one pull asks for: a process paused past
+// AckWait (SIGSTOP, a long GC, a VM migration) delivers what it holds
+// unsettled although JetStream has handed it to another process meanwhile.
 const fanoutPull = 64
 
 // fanoutWorkers is how many events this process fans out at once: more with
@@ -191,9 +221,8 @@ func (d *Dispatcher) fanoutWorkers() int {
 	return 4
 }
 
-// pullSize is how many events the fan-out buffers ahead of its handler
-// (see fanoutPull): more with nats.url, where each pull is a network round
-// trip.
+// pullSize is how many events one fan-out pull asks for at most (see
+// fanoutPull): more with nats.url, where each pull is a network round trip.
 func (d *Dispatcher) pullSize() int {
 	if d.shared != nil {
 		return min(cap(d.unsettled), 4*fanoutPull)
@@ -206,11 +235,22 @@ func (d *Dispatcher) pullSize() int {
 // deliveries already made are then recognised by the ledger, and tasks
 // already stored by their Nats-Msg-Id.
 type fanEvent struct {
-	d      *Dispatcher
-	msg    natsjs.Msg
-	size   int64 // bytes taken from the dispatcher's byte budget
-	left   atomic.Int32
-	failed atomic.Bool
+	d    *Dispatcher
+	msg  natsjs.Msg
+	size int64        // bytes taken from the dispatcher's byte budget
+	left atomic.Int32 // deliveries not settled
+	// holding counts the deliveries not over: a guard settles its
+	// delivery while the request, which holds the payload, goes on, so
+	// the bytes are given back when the last one is over, not settled.
+	holding atomic.Int32
+	failed  atomic.Bool
+}
+
+// over notes that one of f's deliveries is over, request included.
+func (f *fanEvent) over() {
+	if f.holding.Add(-1) == 0 {
+		f.d.unsettledBytes.release(f.size)
+	}
 }
 
 func (f *fanEvent) settle(ok bool) {
@@ -227,7 +267,6 @@ func (f *fanEvent) settle(ok bool) {
 	} else if err := f.msg.Ack(); err != nil {
 		f.d.log.Warn("ack event", "err", err)
 	}
-	f.d.unsettledBytes.release(f.size)
 	<-f.d.unsettled
 }
 
@@ -290,15 +329,21 @@ func (d *Dispatcher) fanOut(ctx context.Context, msg natsjs.Msg) {
 		return
 	}
 	f.left.Store(int32(len(targets)))
+	f.holding.Store(int32(len(targets)))
 	exhausted := meta.NumDelivered >= uint64(jetstream.EventsMaxDeliver-1)
 	for _, id := range targets {
 		e := d.endpoint(id)
-		if e == nil {
-			f.settle(true) // removed meanwhile
+		if e == nil || d.guards.inFlight(id, ev.id) {
+			// Removed meanwhile, or an earlier delivery of this event is
+			// still in flight there: the event came back because another
+			// of its deliveries could not be stored, and this one is
+			// covered by its guard.
+			f.settle(true)
+			f.over()
 			continue
 		}
 		dl := &delivery{e: e, s: d.current(e), ev: &ev, data: msg.Data(), hdr: msg.Headers(), done: f.settle}
-		d.guarded(dl)
+		d.guarded(dl, f.over)
 		if d.alreadyDelivered(dl) {
 			continue
 		}

@@ -40,16 +40,21 @@ type guard struct {
 	d      *Dispatcher
 	dl     *delivery
 	settle func(ok bool) // the event's
-	since  time.Time     // when its attempt began; zero before
+	// end is called once the delivery is over, request included, after
+	// settle: a guard settles the event early, but the request still holds
+	// the payload, so the event's share of the byte budget waits for end.
+	end   func()
+	since time.Time // when its attempt began; zero before
 
 	mu    sync.Mutex
 	state int
 	seq   uint64 // the guard schedule's sequence in HOOKJET_TASKS
 }
 
-// guarded gives dl a guard in front of its event's settle.
-func (d *Dispatcher) guarded(dl *delivery) {
-	g := &guard{d: d, dl: dl, settle: dl.done}
+// guarded gives dl a guard in front of its event's settle; end is called
+// when the delivery is over.
+func (d *Dispatcher) guarded(dl *delivery, end func()) {
+	g := &guard{d: d, dl: dl, settle: dl.done, end: end}
 	dl.g = g
 	dl.done = g.done
 }
@@ -61,10 +66,12 @@ func (g *guard) done(ok bool) {
 	state := g.state
 	g.state = guardDone
 	g.mu.Unlock()
+	defer g.end()
 	switch state {
 	case guardIdle, guardClaimed:
 		g.settle(ok)
 	case guardStored:
+		g.d.guards.landed(g.dl)
 		if !ok {
 			return // not settled (NATS failed, shutdown): the guard fires later
 		}
@@ -119,13 +126,50 @@ func (g *guard) store() {
 	}
 	g.seq = ack.Sequence
 	g.state = guardStored
+	// Noted before the event is settled: a sibling's failure may nak the
+	// event, and its redelivery must find this request still in flight.
+	g.d.guards.flew(dl)
 	g.settle(true)
 }
 
-// guards holds the fan-out deliveries in flight, for the sweeper.
+// guards holds the fan-out deliveries in flight, for the sweeper, and
+// those whose guard settled their event while their request goes on.
 type guards struct {
 	mu sync.Mutex
 	in map[*guard]struct{}
+	// flying counts, by endpoint and event id, the guarded deliveries
+	// still in flight: their event may come back (a sibling delivery
+	// failed to be stored, and the event was put back), and its
+	// delivery to such an endpoint is then already covered by the guard.
+	flying map[flight]int
+}
+
+type flight struct{ endpoint, eventID string }
+
+func (gs *guards) flew(dl *delivery) {
+	gs.mu.Lock()
+	if gs.flying == nil {
+		gs.flying = map[flight]int{}
+	}
+	gs.flying[flight{dl.e.id, dl.ev.id}]++
+	gs.mu.Unlock()
+}
+
+func (gs *guards) landed(dl *delivery) {
+	k := flight{dl.e.id, dl.ev.id}
+	gs.mu.Lock()
+	if gs.flying[k]--; gs.flying[k] <= 0 {
+		delete(gs.flying, k)
+	}
+	gs.mu.Unlock()
+}
+
+// inFlight reports whether a guarded delivery of event id to endpoint is
+// still in flight in this process.
+func (gs *guards) inFlight(endpoint, id string) bool {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	return gs.flying[flight{endpoint, id}] > 0
 }
 
 // watch notes that dl's attempt begins.

@@ -33,13 +33,18 @@ type slots struct {
 // where active counts the endpoints holding at least one. The "+1" keeps
 // room for an endpoint that holds none, which may always take its first.
 //
-// The share applies only while the pool is at least half taken: below that
-// nobody waits for a worker, and holding an endpoint to its share would park
-// deliveries for nothing.
+// With lazy set, the share applies only while at least half the pool is
+// taken: below that nobody waits for a worker, and holding an endpoint to
+// its share would park deliveries for nothing. What is taken is counted in
+// endpoint slots, as each is taken, not in workers: a worker is taken only
+// after the slot, so many endpoints admitted at once all saw the pool below
+// half and together took all of it, leaving a healthy endpoint's deliveries
+// to be parked behind slow ones.
 type poolShare struct {
 	total  int
-	active atomic.Int64
-	inUse  func() int // workers taken; nil: always contended
+	active atomic.Int64 // endpoints holding at least one slot
+	taken  atomic.Int64 // slots held, all endpoints
+	lazy   bool
 }
 
 // allows reports whether an endpoint that holds n slots may take one more.
@@ -47,24 +52,31 @@ func (p *poolShare) allows(n int) bool {
 	if p == nil || n == 0 {
 		return true
 	}
-	if p.inUse != nil && 2*p.inUse() < p.total {
+	if p.lazy && 2*p.taken.Load() < int64(p.total) {
 		return true
 	}
 	return n < max(1, p.total/int(p.active.Load()+1))
 }
 
-// took and gave keep active up to date as an endpoint's count leaves or
-// reaches zero; called with s.mu held.
+// took and gave keep active and taken up to date; called with s.mu held.
 func (s *slots) took() {
 	s.n++
-	if s.n == 1 && s.share != nil {
+	if s.share == nil {
+		return
+	}
+	s.share.taken.Add(1)
+	if s.n == 1 {
 		s.share.active.Add(1)
 	}
 }
 
 func (s *slots) gave() {
 	s.n--
-	if s.n == 0 && s.share != nil {
+	if s.share == nil {
+		return
+	}
+	s.share.taken.Add(-1)
+	if s.n == 0 {
 		s.share.active.Add(-1)
 	}
 }

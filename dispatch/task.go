@@ -84,6 +84,10 @@ const (
 	hdrRollup    = "Nats-Rollup"
 	// hdrIncarnation: see jetstream.HdrIncarnation.
 	hdrIncarnation = jetstream.HdrIncarnation
+	// hdrBusy marks a task parked only because its endpoint was busy
+	// (bounds.go, busyCause): the cause. It never counts toward
+	// max_backlog.
+	hdrBusy = "Hookjet-Parked-Busy"
 )
 
 // taskFor builds dl's task (see taskMsg), marked with its endpoint's

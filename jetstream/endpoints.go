@@ -2,12 +2,13 @@ package jetstream
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
@@ -34,6 +35,8 @@ type (
 type EndpointStore struct {
 	bucket, description string
 	kv                  natsjs.KeyValue
+	js                  natsjs.JetStream
+	digestKey           []byte // keys Digest, derived from the secret key
 	box                 *seal.Box
 	log                 *slog.Logger
 	now                 func() time.Time
@@ -77,10 +80,13 @@ func OpenEndpointStore(ctx context.Context, js natsjs.JetStream, key []byte, rep
 	if err != nil {
 		return nil, fmt.Errorf("endpoint store: %w", err)
 	}
-	s := &EndpointStore{box: box, log: slog.New(slog.DiscardHandler), now: time.Now, bucket: EndpointBucket}
+	s := &EndpointStore{box: box, js: js, log: slog.New(slog.DiscardHandler), now: time.Now, bucket: EndpointBucket}
 	for _, o := range opts {
 		o(s)
 	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(digestContext))
+	s.digestKey = mac.Sum(nil)
 	kc := endpointBucketConfig(replicas)
 	if s.bucket != EndpointBucket {
 		kc.Bucket, kc.Description = s.bucket, s.description
@@ -189,15 +195,20 @@ func (s *EndpointStore) Resolve(rec EndpointRecord, defaults config.Settings) (c
 // decodeRecord decodes a KV value, reporting false for a value that is not
 // an endpoint definition (no url: a disabled state of the first design).
 func decodeRecord(e natsjs.KeyValueEntry) (EndpointRecord, bool, error) {
+	return decodeValue(e.Key(), e.Revision(), e.Value())
+}
+
+// decodeValue decodes the value stored under id at revision rev.
+func decodeValue(id string, rev uint64, value []byte) (EndpointRecord, bool, error) {
 	var rec EndpointRecord
-	if err := json.Unmarshal(e.Value(), &rec); err != nil {
-		return EndpointRecord{}, false, fmt.Errorf("endpoint %s: %w", e.Key(), err)
+	if err := json.Unmarshal(value, &rec); err != nil {
+		return EndpointRecord{}, false, fmt.Errorf("endpoint %s: %w", id, err)
 	}
 	if rec.URL == "" {
 		return EndpointRecord{}, false, nil
 	}
-	rec.ID = e.Key()
-	rec.Revision = e.Revision()
+	rec.ID = id
+	rec.Revision = rev
 	return rec, true, nil
 }
 
@@ -334,62 +345,4 @@ func (s *EndpointStore) Count(ctx context.Context, exact bool) (int, error) {
 		n++
 	}
 	return n, nil
-}
-
-// Watch calls fn with every stored endpoint, then returns and keeps calling
-// fn, from one goroutine and in the bucket's order, for every change: the
-// new record, or nil when the endpoint was deleted. Values that are not
-// endpoints are skipped. stop ends the watch and waits for fn to return;
-// cancelling ctx ends it too.
-func (s *EndpointStore) Watch(ctx context.Context, fn func(id string, rec *EndpointRecord)) (stop func(), err error) {
-	ctx, cancel := context.WithCancel(ctx)
-	w, err := s.kv.WatchAll(ctx)
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("watch %s: %w", EndpointBucket, err)
-	}
-	updates := w.Updates()
-	for e := range updates { // the current values, then nil
-		if e == nil {
-			break
-		}
-		if e.Operation() == natsjs.KeyValuePut {
-			s.apply(e, fn)
-		}
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for e := range updates {
-			if e != nil {
-				s.apply(e, fn)
-			}
-		}
-	})
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			cancel()
-			if err := w.Stop(); err != nil {
-				s.log.Debug("stop endpoint watch", "err", err)
-			}
-			wg.Wait()
-		})
-	}, nil
-}
-
-// apply passes one watched entry to fn.
-func (s *EndpointStore) apply(e natsjs.KeyValueEntry, fn func(string, *EndpointRecord)) {
-	if e.Operation() != natsjs.KeyValuePut {
-		fn(e.Key(), nil)
-		return
-	}
-	rec, ok, err := decodeRecord(e)
-	switch {
-	case err != nil:
-		s.log.Warn("skipping an endpoint that does not decode", "bucket", EndpointBucket, "key", e.Key(), "err", err)
-	case !ok:
-		s.log.Debug("skipping a value that is not an endpoint", "bucket", EndpointBucket, "key", e.Key())
-	default:
-		fn(e.Key(), &rec)
-	}
 }

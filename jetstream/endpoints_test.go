@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -356,5 +357,172 @@ func TestEnsureStreamsKeepsTheStoreBucket(t *testing.T) {
 	}
 	if st.History() != 1 || st.Bytes() == 0 {
 		t.Errorf("bucket status history %d bytes %d", st.History(), st.Bytes())
+	}
+}
+
+// A watch whose fn is slow falls behind and catches up; it never drops a
+// change, even when far more than a subscription buffers (64 MB) is written
+// meanwhile, and it reports no slow consumer.
+func TestEndpointStoreWatchKeepsEveryChangeBehindASlowReader(t *testing.T) {
+	ns, err := StartEmbedded(config.NATS{Listen: "127.0.0.1:-1"}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var slow sync.Once
+	slowErr := make(chan error, 1)
+	nc, err := nats.Connect(ns.ClientURL(), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrSlowConsumer) {
+			slow.Do(func() { slowErr <- err })
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		nc.Close()
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	})
+	js, err := natsjs.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t, js)
+	ctx := t.Context()
+	const keys, revisions, size = 100, 4, 200 << 10 // 80 MB in all
+	gate := make(chan struct{})
+	var mu sync.Mutex
+	seen := map[string]string{}
+	stop, err := s.WatchEntries(ctx, func(e Entry) {
+		<-gate
+		mu.Lock()
+		defer mu.Unlock()
+		seen[e.ID] = string(e.value[:8])
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	kv, err := js.KeyValue(ctx, EndpointBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := func(rev int) []byte {
+		return append(fmt.Appendf(nil, "rev%05d", rev), bytes.Repeat([]byte{'x'}, size)...)
+	}
+	for rev := range revisions {
+		for k := range keys {
+			if _, err := kv.Put(ctx, fmt.Sprintf("k%03d", k), value(rev)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(gate)
+	want := string(value(revisions - 1)[:8])
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		done := len(seen) == keys
+		for _, v := range seen {
+			done = done && v == want
+		}
+		n := len(seen)
+		mu.Unlock()
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s the watch has %d of %d keys at their last revision", n, keys)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	select {
+	case err := <-slowErr:
+		t.Fatalf("the watch's subscription dropped messages: %v", err)
+	default:
+	}
+}
+
+// PutAll stores every definition in atomic batches, each value with the
+// digest of its definition beside it; the digest changes with anything
+// that changes a delivery.
+func TestEndpointStorePutAllAndDigest(t *testing.T) {
+	js := startJS(t)
+	s := openStore(t, js, StoreBucket(ConfigEndpointBucket, "config endpoints"))
+	ctx := t.Context()
+	const n = 2500
+	specs := make([]config.EndpointSpec, n)
+	for i := range specs {
+		specs[i] = testSpec(fmt.Sprintf("ep%04d", i))
+	}
+	failed, err := s.PutAll(ctx, specs)
+	if err != nil || len(failed) > 0 {
+		t.Fatalf("PutAll: %v (%d failed)", err, len(failed))
+	}
+	st, err := js.Stream(ctx, "KV_"+ConfigEndpointBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.CachedInfo().Config.AllowAtomicPublish {
+		t.Error("the bucket's stream does not take atomic batches after PutAll")
+	}
+	if got := st.CachedInfo().State.Msgs; got != n {
+		t.Fatalf("%d values stored, want %d", got, n)
+	}
+	var mu sync.Mutex
+	got := map[string]Entry{}
+	stop, err := s.WatchEntries(ctx, func(e Entry) {
+		mu.Lock()
+		defer mu.Unlock()
+		got[e.ID] = e
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if len(got) != n {
+		t.Fatalf("the watch's first values are %d, want %d", len(got), n)
+	}
+	for _, spec := range specs {
+		e := got[spec.ID]
+		if e.Digest != s.Digest(spec) {
+			t.Fatalf("%s: digest %q beside the value, want %q", spec.ID, e.Digest, s.Digest(spec))
+		}
+		rec, ok, err := e.Record()
+		if err != nil || !ok {
+			t.Fatalf("%s: %v %v", spec.ID, ok, err)
+		}
+		back, err := s.Spec(rec)
+		if err != nil || back.URL != spec.URL || back.Headers["X-Api-Key"].Reveal() != testHeader {
+			t.Fatalf("%s: opened %+v, %v", spec.ID, back, err)
+		}
+	}
+	base := testSpec("crm")
+	if s.Digest(base) != s.Digest(testSpec("crm")) {
+		t.Fatal("equal definitions have different digests")
+	}
+	five := 5
+	hour := time.Now().Add(time.Hour)
+	for name, change := range map[string]func(*config.EndpointSpec){
+		"url":    func(sp *config.EndpointSpec) { sp.URL += "x" },
+		"events": func(sp *config.EndpointSpec) { sp.Events = []string{"order.>"} },
+		"secret": func(sp *config.EndpointSpec) { sp.Secrets = []config.Secret{config.NewSecret(testSecret2)} },
+		"expiry": func(sp *config.EndpointSpec) { sp.SecretExpiry = []time.Time{hour} },
+		"header": func(sp *config.EndpointSpec) {
+			sp.Headers = map[string]config.Secret{"X-Api-Key": config.NewSecret("other")}
+		},
+		"tenant":  func(sp *config.EndpointSpec) { sp.Tenant = "other" },
+		"retries": func(sp *config.EndpointSpec) { sp.Overrides.RetryMaxAttempts = &five },
+		"tls":     func(sp *config.EndpointSpec) { sp.InsecureSkipVerify = true },
+	} {
+		sp := testSpec("crm")
+		change(&sp)
+		if s.Digest(sp) == s.Digest(base) {
+			t.Errorf("a changed %s leaves the digest as it was", name)
+		}
+	}
+	other := openStore(t, js, StoreBucket(ConfigEndpointBucket, "config endpoints"))
+	if other.Digest(base) != s.Digest(base) {
+		t.Error("two stores with the same secret key disagree on a digest")
 	}
 }

@@ -2,23 +2,29 @@ package test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
+	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/internal/testkit"
+	hjs "github.com/hookjet/hookjet/jetstream"
 )
 
 var (
@@ -87,6 +93,12 @@ type process struct {
 
 func startBinary(t *testing.T, configPath, adminAddr string, env ...string) *process {
 	t.Helper()
+	return startBinaryWithin(t, 30*time.Second, configPath, adminAddr, env...)
+}
+
+// startBinaryWithin is startBinary waiting up to ready for /readyz.
+func startBinaryWithin(t *testing.T, ready time.Duration, configPath, adminAddr string, env ...string) *process {
+	t.Helper()
 	cmd := exec.Command(hookjetBinary(t), "serve", "--config", configPath)
 	cmd.Env = append(os.Environ(), env...)
 	p := &process{cmd: cmd, out: &testkit.LockedBuffer{}, done: make(chan error, 1)}
@@ -104,7 +116,7 @@ func startBinary(t *testing.T, configPath, adminAddr string, env ...string) *pro
 			t.Logf("hookjet output:\n%s", p.out.String())
 		}
 	})
-	checkFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+	checkFor(t, ready, 50*time.Millisecond, func() error {
 		select {
 		case err := <-p.done:
 			p.done <- err
@@ -269,15 +281,25 @@ func TestBinaryExitCodes(t *testing.T) {
 
 // SIGTERM under load: in-flight deliveries finish and are acked, buffered
 // messages go back to JetStream, the process exits 0, and after a restart
-// every event arrives with no duplicate. (The embedded server stops with
+// every event arrives with no duplicate. The receiver holds every request
+// after the first 100 until the process has logged that it is shutting
+// down, so the signal lands with deliveries in flight and most events not
+// yet delivered, however fast the machine. (The embedded server stops with
 // hookjet; messages its consumers still had as pending at that moment come
 // back after AckWait, 30 s here, and those already delivered are then
 // suppressed by the ledger: that wait is most of this test's run time.)
 func TestBinarySIGTERMUnderLoadLosesNothing(t *testing.T) {
+	const before = 100 // requests answered at once; the rest wait for the gate
+	gate := make(chan struct{})
+	var answered atomic.Int64
 	r := newReceiver(t, []string{secretA, secretB}, func(w http.ResponseWriter, _ delivery) {
-		time.Sleep(10 * time.Millisecond)
+		if answered.Add(1) > before {
+			<-gate
+		}
 		w.WriteHeader(http.StatusOK)
 	})
+	var openGate sync.Once
+	t.Cleanup(func() { openGate.Do(func() { close(gate) }) }) // before the receiver closes
 	_, cfgPath, natsAddr, adminAddr := binaryConfig(t, r.URL)
 	p := startBinary(t, cfgPath, adminAddr)
 	_, js := connectJS(t, "nats://"+natsAddr)
@@ -287,13 +309,29 @@ func TestBinarySIGTERMUnderLoadLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkFor(t, 15*time.Second, time.Millisecond, func() error {
-		if r.distinct() < 100 {
-			return fmt.Errorf("received %d", r.distinct())
+		if n := r.count(); n <= before {
+			return fmt.Errorf("received %d, want more than %d (some held at the gate)", n, before)
 		}
 		return nil
 	})
-	if err := p.signal(t, syscall.SIGTERM); err != nil {
-		t.Fatalf("exit after SIGTERM under load: %v\n%s", err, p.out.String())
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 15*time.Second, 5*time.Millisecond, func() error {
+		if !strings.Contains(p.out.String(), "shutting down") {
+			return errors.New("hookjet has not started shutting down yet")
+		}
+		return nil
+	})
+	held := r.count() - before
+	openGate.Do(func() { close(gate) }) // the deliveries in flight finish within the grace
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM under load: %v\n%s", err, p.out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("hookjet did not exit after SIGTERM")
 	}
 	atStop := r.distinct()
 	if atStop == len(ids) {
@@ -302,11 +340,11 @@ func TestBinarySIGTERMUnderLoadLosesNothing(t *testing.T) {
 	restarted := time.Now()
 	startBinary(t, cfgPath, adminAddr)
 	waitAllDelivered(t, r, ids, 30*time.Second)
-	t.Logf("%d of %d had arrived at SIGTERM; all arrived %s after the restart", atStop, len(ids), time.Since(restarted).Round(time.Millisecond))
+	t.Logf("%d requests held at SIGTERM, %d of %d events had arrived at the exit; all arrived %s after the restart", held, atStop, len(ids), time.Since(restarted).Round(time.Millisecond))
 	_, js2 := connectJS(t, "nats://"+natsAddr)
 	waitSettled(t, js2, "sink", 15*time.Second)
 	if dups := r.count() - r.distinct(); dups != 0 {
-		t.Fatalf("%d duplicate deliveries after a graceful stop (%d had arrived at SIGTERM)", dups, atStop)
+		t.Fatalf("%d duplicate deliveries after a graceful stop (%d had arrived at the exit)", dups, atStop)
 	}
 }
 
@@ -365,4 +403,140 @@ func TestBinarySIGHUPReloadsEndpoints(t *testing.T) {
 	if err := p.signal(t, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A process with 100,000 endpoints in its file starts, shares them all
+// before it is ready, and applies what another process's file changes in
+// the shared bucket meanwhile (here the test writes an endpoint's
+// definition again and again, through the whole start): the last change
+// is in force, and no watch dropped a message ("slow consumer").
+func TestBinaryHundredThousandConfigEndpointsAndAChangeDuringStart(t *testing.T) {
+	const n = 100_000
+	// The server fsyncs every write, as hookjet's embedded one does by
+	// default (nats.sync: always): each value stored costs an fsync.
+	standalone := standaloneNATS(t)
+	ns := startNATSNode(t, "ext", func() *server.Options {
+		o := standalone()
+		o.SyncAlways = true
+		return o
+	})
+	r := newReceiver(t, []string{secretA, secretB}, nil)
+	dir := t.TempDir()
+	adminAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	var b strings.Builder
+	fmt.Fprintf(&b, "data_dir: %s\nnats:\n  url: %s\nadmin:\n  listen: %s\nlog:\n  format: json\n", filepath.Join(dir, "data"), ns.url(), adminAddr)
+	fmt.Fprintf(&b, "security:\n  allow_private_networks: true\n  secret_key: %s\nendpoints:\n", testSecretKey)
+	for i := range n {
+		fmt.Fprintf(&b, "  - id: ep%06d\n    url: %s/ep/%d\n    secrets: [%s]\n    events: [\"tenant%d.>\"]\n", i, r.URL, i, secretA, i)
+	}
+	cfgPath := filepath.Join(dir, "hookjet.yaml")
+	if err := os.WriteFile(cfgPath, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The other process: its file's endpoint "moving" changes all through
+	// the start.
+	_, js := connectJS(t, ns.url())
+	key, err := config.DecodeSecretKey(config.NewSecret(testSecretKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := hjs.OpenEndpointStore(t.Context(), js, key, 1, hjs.StoreBucket(hjs.ConfigEndpointBucket, "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	moving := func(rev int) config.EndpointSpec {
+		// A config process shares its endpoints resolved (every setting).
+		return config.SpecOf(config.Endpoint{ID: "moving", URL: fmt.Sprintf("%s/moving/%d", r.URL, rev), Events: []string{"moving.>"},
+			Secrets:  []config.Secret{config.NewSecret(secretA), config.NewSecret(secretB)},
+			Headers:  map[string]config.Secret{"X-Revision": config.NewSecret(strconv.Itoa(rev))},
+			Settings: config.Default().Defaults})
+	}
+	stopWriting := make(chan struct{})
+	var written atomic.Int64 // the last revision stored
+	var writer sync.WaitGroup
+	writer.Go(func() {
+		for rev := 1; ; rev++ {
+			select {
+			case <-stopWriting:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			if err := other.Put(t.Context(), other.Record(moving(rev))); err != nil {
+				t.Errorf("the other process's write %d: %v", rev, err)
+				return
+			}
+			written.Store(int64(rev))
+		}
+	})
+	started := time.Now()
+	p := startBinaryWithin(t, 5*time.Minute, cfgPath, adminAddr)
+	close(stopWriting)
+	writer.Wait()
+	last := written.Load()
+	t.Logf("ready after %s; the other process wrote %d revisions meanwhile", time.Since(started).Round(time.Millisecond), last)
+	if last < 2 {
+		t.Fatalf("only %d revisions written during the start: the test proves nothing", last)
+	}
+	kv, err := js.KeyValue(t.Context(), hjs.ConfigEndpointBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Values() != n+1 {
+		t.Errorf("the bucket holds %d values at ready, want the %d of the file and the other process's one", st.Values(), n)
+	}
+	want := moving(int(last)).URL
+	checkFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		var ep struct {
+			URL string `json:"url"`
+		}
+		resp, err := http.Get("http://" + adminAddr + "/api/v1/endpoints/moving")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(&ep); err != nil {
+			return fmt.Errorf("HTTP %d: %w", resp.StatusCode, err)
+		}
+		if ep.URL != want {
+			return fmt.Errorf("moving is at %q (HTTP %d), want the last revision's %q", ep.URL, resp.StatusCode, want)
+		}
+		return nil
+	})
+	m := nats.NewMsg(hjs.EventsPrefix + "moving.created")
+	m.Header.Set(hjs.HdrMsgID, "evt_moving")
+	m.Data = []byte(`{}`)
+	if _, err := js.PublishMsg(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(t, "evt_moving")
+	for _, d := range r.deliveries() {
+		if got := d.Header.Get("X-Revision"); got != strconv.FormatInt(last, 10) {
+			t.Errorf("delivered with revision %s of moving, want the last, %d", got, last)
+		}
+	}
+	if out := p.out.String(); strings.Contains(out, "slow consumer") {
+		t.Errorf("a subscription dropped messages during the start:\n%s", grepLines(out, "slow consumer", 5))
+	}
+	if err := p.signal(t, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testSecretKey is the security.secret_key of the processes that share a
+// NATS in these tests (the harness's testConfig uses the same).
+const testSecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+
+// grepLines returns the first max lines of s that contain sub.
+func grepLines(s, sub string, max int) string {
+	var out []string
+	for line := range strings.Lines(s) {
+		if strings.Contains(line, sub) && len(out) < max {
+			out = append(out, strings.TrimRight(line, "\n"))
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -37,6 +37,12 @@
 //	               half always 503); rate of the 900 healthy ones
 //	endpoints100000 100,000 endpoints configured: ready time, idle RSS and CPU
 //	               over 10 s, then events to 10 of them
+//	startup100k    the built binary (go build ./cmd/hookjet, then hookjet
+//	               serve) with 100,000 endpoints in its file, nats.sync:
+//	               always (startup100k) and 2m (startup100kfast), each on an
+//	               empty data_dir and again on the same one (-restart):
+//	               exec to /readyz 200, VmRSS of that process at ready and
+//	               after 10 s idle, VmHWM, "slow consumer" lines in its log
 //	latency        10 endpoints at a fixed 2,000 events/s; publish→delivery percentiles
 //	cost           10 endpoints at 116 events/s (10 million a day); CPU share of one core
 //	cost116        as cost, with the publisher and the receiver in an outside
@@ -77,6 +83,19 @@
 //	               letters = owed), HOOKJET_TASKS' largest size
 //	consumers1100  1,100 endpoints each drain one parked task: consumers on
 //	               HOOKJET_TASKS a minute after the last delivery
+//
+// The burst scenarios (burst.go) publish every event at once (not paced)
+// with hookjet's default worker settings; a sampler reads the receiver every
+// 100 ms for the longest stretch without a delivery while events were owed
+// (target: at most 1 s), and HOOKJET_DLQ is counted at the end:
+//
+//	burst10        60,000 events round-robin over 10 healthy endpoints,
+//	               nats.sync always; its rate beside the raw ceiling
+//	burst10fast    as burst10 with nats.sync 2m
+//	burst1         300,000 events to one healthy endpoint (far past its
+//	               max_backlog of waiting deliveries): every one delivered,
+//	               none dead-lettered
+//	burst1fast     as burst1 with nats.sync 2m
 //
 // Every figure is printed beside the baselines of the same run: the raw
 // ceiling, and the floor.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -23,11 +24,12 @@ import (
 // scenarioNames in the order they run.
 var scenarioNames = []string{
 	"raw", "healthy10", "healthy10fast", "slow10", "dead10", "floor", "floorfast", "endpoints1000", "endpoints10000", "dead1000",
-	"endpoints100000", "latency", "cost", "cost116", "apicreate10000", "backlog20000",
+	"endpoints100000", "startup100k", "latency", "cost", "cost116", "apicreate10000", "backlog20000",
 	"healthy10nolog", "healthy10fastnolog", "cost116nolog",
 	"inbound", // test/bench/inbound.go
 	"cluster3",
 	"slow16", "slow1at2500", "ratelimited70", "dead10pct", "logfull", "consumers1100",
+	"burst10", "burst10fast", "burst1", "burst1fast", // test/bench/burst.go
 }
 
 func main() {
@@ -137,6 +139,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	b := &bench{p: p, key: key, logOut: logOut, cpuprofile: *cpuprofile, memprofile: *memprofile, profile: *profile, progress: stderr}
 	runErr := b.runAll(rep, b.scenarios(ctx), schedule(want, *repeat), want, *rerunBusy)
+	if b.hookjetBin != "" { // built by startup100k
+		_ = os.RemoveAll(filepath.Dir(b.hookjetBin))
+	}
 	markBest(rep.Results)
 	rep.Finished = time.Now().UTC()
 	rep.Targets = evaluate(rep.Results)
@@ -377,6 +382,7 @@ func evaluate(rs []*result) []target {
 	}
 	ts = append(ts, scaleTargets(get)...)
 	ts = append(ts, inboundTargets(get)...) // test/bench/inbound.go
+	ts = append(ts, burstTargets(get)...)   // test/bench/burst.go
 	ts = append(ts, clusterTargets(get)...)
 	return append(ts, isolationTargets(get)...)
 }

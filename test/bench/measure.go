@@ -35,9 +35,13 @@ func resetPeakRSS() bool {
 // memStatus reads the memory lines of /proc/self/status, in bytes:
 // VmHWM (peak RSS), VmRSS, RssAnon and RssFile (mapped files, such as the
 // bbolt state file); zero where unknown.
-func memStatus() map[string]int64 {
+func memStatus() map[string]int64 { return procStatus("self") }
+
+// procStatus reads the memory lines of /proc/<pid>/status (pid "self":
+// this process), in bytes; zero where unknown.
+func procStatus(pid string) map[string]int64 {
 	out := map[string]int64{}
-	b, err := os.ReadFile("/proc/self/status")
+	b, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
 		return out
 	}

@@ -24,8 +24,14 @@ func (b *bench) scenarios(ctx context.Context) map[string][]runFunc {
 	for name, fn := range b.inboundScenarios(ctx) { // test/bench/inbound.go
 		runs[name] = fn
 	}
+	for name, fn := range b.startupScenarios(ctx) { // test/bench/startup.go
+		runs[name] = fn
+	}
 	runs["cluster3"] = b.cluster3(ctx)
 	for name, fn := range b.isolationScenarios(ctx) {
+		runs[name] = fn
+	}
+	for name, fn := range b.burstScenarios(ctx) { // test/bench/burst.go
 		runs[name] = fn
 	}
 	return runs

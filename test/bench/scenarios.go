@@ -71,6 +71,12 @@ type result struct {
 	APISeconds      float64 `json:"api_seconds,omitempty"`
 	AppliedSeconds  float64 `json:"applied_seconds,omitempty"`
 	ShutdownSeconds float64 `json:"shutdown_seconds,omitempty"`
+	// StartupRSSMB is the VmRSS of the built binary when /readyz first
+	// answered 200 (startup100k: test/bench/startup.go).
+	StartupRSSMB float64 `json:"startup_rss_mb,omitempty"`
+	// SlowConsumer counts the "slow consumer" lines in the binary's output
+	// (startup100k): a subscription that dropped messages.
+	SlowConsumer int64 `json:"slow_consumer,omitempty"`
 
 	Duplicates       int64    `json:"duplicates"`
 	BadRequests      int64    `json:"bad_requests"`
@@ -92,6 +98,8 @@ type result struct {
 	// Isolation is what the isolation scenarios (isolation.go) measure
 	// besides the healthy endpoints' rate and latency.
 	Isolation *isolationStats `json:"isolation,omitempty"`
+	// Burst is what the burst scenarios (burst.go) measure.
+	Burst *burstStats `json:"burst,omitempty"`
 }
 
 // params are the sizes of a run; quick shrinks them.
@@ -165,6 +173,7 @@ type bench struct {
 	logOut     io.Writer
 	cpuprofile string
 	progress   io.Writer
+	hookjetBin string // the built binary startup100k runs; empty until built
 }
 
 func (b *bench) say(format string, args ...any) {
@@ -355,6 +364,9 @@ type throughputSpec struct {
 	sync string
 	// logOff turns the delivery log off (test/bench/deliverylog.go).
 	logOff bool
+	// burst watches for stretches without a delivery and counts the dead
+	// letters at the end (test/bench/burst.go).
+	burst bool
 }
 
 // hookjetSpec renders s's endpoints for rec: endpoint i gets event type
@@ -444,6 +456,11 @@ func (b *bench) throughput(ctx context.Context, s throughputSpec) (*result, erro
 	defer stopPub()
 	pubDone := make(chan error, 1)
 	cpu0, t0, m0 := cpuTime(), time.Now(), machineCPU()
+	stopGaps := make(chan struct{})
+	var gaps <-chan burstStats
+	if s.burst {
+		gaps = watchGaps(x, h.pubAcked.Load, stopGaps)
+	}
 	go func() {
 		for n := range s.events {
 			if pubCtx.Err() != nil {
@@ -459,6 +476,16 @@ func (b *bench) throughput(ctx context.Context, s throughputSpec) (*result, erro
 	}()
 	r.Complete = x.wait(ctx, t0.Add(s.bound))
 	cpu, tEnd := cpuTime()-cpu0, time.Now()
+	close(stopGaps)
+	if gaps != nil {
+		st := <-gaps
+		r.Burst = &st
+		n, err := h.deadLetters(ctx)
+		if err != nil {
+			r.Notes = append(r.Notes, "dead letters: "+err.Error())
+		}
+		r.Burst.DeadLetters = n
+	}
 	r.setOther(m0, cpu, tEnd.Sub(t0))
 	stopProfile()
 	stopPub()

@@ -46,6 +46,7 @@ func scaleTargets(get func(string) *result) []target {
 			}),
 	}
 	cs = append(cs, idleChecks("100,000 endpoints", e100k, "endpoints100000", true)...)
+	cs = append(cs, startupChecks(get)...) // test/bench/startup.go
 	cs = append(cs, costChecks(get("cost116"), get("floor116"))...)
 	api := get("apicreate10000")
 	c := check{name: "10,000 endpoints created through the API, one request each", goal: "<= 60 s", unit: "s", need: "apicreate10000"}
@@ -129,8 +130,14 @@ func scaleExtras(r *result) []string {
 	if r.ConfigSeconds > 0 {
 		out = append(out, fmt.Sprintf("config parse %.2fs", r.ConfigSeconds))
 	}
+	if r.StartupRSSMB > 0 {
+		out = append(out, fmt.Sprintf("VmRSS at ready %.0f MB", r.StartupRSSMB))
+	}
 	if r.IdleRSSMB > 0 {
 		out = append(out, fmt.Sprintf("idle RSS %.0f MB", r.IdleRSSMB))
+	}
+	if r.SlowConsumer > 0 {
+		out = append(out, fmt.Sprintf("%d slow consumer lines in the log", r.SlowConsumer))
 	}
 	if r.OutsideCPUPercent > 0 {
 		out = append(out, fmt.Sprintf("outside process %.2f%% of one core", r.OutsideCPUPercent))
