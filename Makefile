@@ -1,7 +1,7 @@
 # hookjet — see README.md (reference in docs/). `make run` serves the example, `make test` tests.
 GO       ?= go
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -X github.com/hookjet/hookjet/cli.Version=$(VERSION)
+LDFLAGS  := -X github.com/hookjet/hookjet/server.Version=$(VERSION)
 TOOLS    := $(CURDIR)/bin/tools
 GOLANGCI := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 PROMETHEUS := github.com/prometheus/prometheus@v0.310.0

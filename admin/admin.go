@@ -1,5 +1,3 @@
-// Package admin serves hookjet's HTTP admin API: health, readiness, Prometheus
-// metrics, endpoint status and control, and the dead-letter tools.
 package admin
 
 import (
@@ -17,39 +15,39 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/config"
-	"github.com/hookjet/hookjet/jetstream"
 )
 
 // Backend is what the admin API reads and controls.
 type Backend interface {
 	Ready(ctx context.Context) error
-	Summary(ctx context.Context) (Summary, error)
-	Endpoints(ctx context.Context) ([]EndpointStatus, error)
+	Summary(ctx context.Context) (api.Summary, error)
+	Endpoints(ctx context.Context) ([]api.EndpointStatus, error)
 	// EndpointPage returns up to limit endpoints whose ids sort after
 	// after, of tenant when not empty, ordered by id, and the cursor of
 	// the next page (empty after the last).
-	EndpointPage(ctx context.Context, tenant, after string, limit int) ([]EndpointStatus, string, error)
-	Endpoint(ctx context.Context, id string) (EndpointStatus, error)
+	EndpointPage(ctx context.Context, tenant, after string, limit int) ([]api.EndpointStatus, string, error)
+	Endpoint(ctx context.Context, id string) (api.EndpointStatus, error)
 	SetDisabled(ctx context.Context, id string, disabled bool, reason string) error
 	// ResetBreaker closes endpoint id's breaker (and lifts a Retry-After
 	// hold) in this process before it returns and in every process soon
 	// after; its waiting deliveries go at once.
 	ResetBreaker(ctx context.Context, id string) error
 	// Waiting lists why deliveries wait, per endpoint that cannot take
-	// them now (at most MaxWaiting endpoints), and how many endpoints
+	// them now (at most api.MaxWaiting endpoints), and how many endpoints
 	// those are.
-	Waiting(ctx context.Context) ([]Wait, int, error)
-	DeadLetters(ctx context.Context, f jetstream.DLQFilter) ([]jetstream.DLQEntry, error)
-	DeadLetterStats(ctx context.Context) ([]jetstream.DLQStat, error)
-	Replay(ctx context.Context, r ReplayRequest) (ReplayResult, error)
+	Waiting(ctx context.Context) ([]api.Wait, int, error)
+	DeadLetters(ctx context.Context, f api.DLQFilter) ([]api.DLQEntry, error)
+	DeadLetterStats(ctx context.Context) ([]api.DLQStat, error)
+	Replay(ctx context.Context, r api.ReplayRequest) (api.ReplayResult, error)
 }
 
 // NewHandler returns the admin API. When token is not empty every route but
 // /healthz and /readyz requires "Authorization: Bearer <token>". Endpoint
 // management needs [WithEndpointStore].
 func NewHandler(b Backend, g prometheus.Gatherer, token string, log *slog.Logger, opts ...Option) http.Handler {
-	a := &api{b: b, log: log, now: time.Now}
+	a := &handler{b: b, log: log, now: time.Now}
 	for _, o := range opts {
 		o(a)
 	}
@@ -97,13 +95,13 @@ func allowed(mux *http.ServeMux, r *http.Request) []string {
 	return out
 }
 
-type api struct {
+type handler struct {
 	b   Backend
 	log *slog.Logger
 	now func() time.Time
 
 	// Endpoint management; store is nil when it is off.
-	store      *jetstream.EndpointStore
+	store      EndpointStore
 	deliveries Deliveries
 	cfg        func() *config.Config
 	configPath string
@@ -114,14 +112,14 @@ type api struct {
 	// discard deletes dead letters (admin/discard.go); nil: off.
 	discard DiscardFunc
 	// durability is reported by /readyz; nil: not reported.
-	durability *jetstream.Durability
+	durability *api.Durability
 }
 
 // WithDurability makes /readyz report d (the servers' sync policy, the
 // streams' replicas, and the streams at risk of losing acknowledged
 // messages to a power cut) under "durability".
-func WithDurability(d jetstream.Durability) Option {
-	return func(a *api) { a.durability = &d }
+func WithDurability(d api.Durability) Option {
+	return func(a *handler) { a.durability = &d }
 }
 
 func requireToken(token string, next http.Handler) http.Handler {
@@ -165,11 +163,11 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]string{"error": msg})
 }
 
-func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
+func (a *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
-	case errors.Is(err, jetstream.ErrUnknownEndpoint):
+	case errors.Is(err, api.ErrUnknownEndpoint):
 		writeError(w, http.StatusNotFound, err.Error())
-	case errors.Is(err, jetstream.ErrBadRequest):
+	case errors.Is(err, api.ErrBadRequest):
 		writeError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		writeError(w, http.StatusGatewayTimeout, "timed out")
@@ -183,7 +181,7 @@ func timeout(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), 30*time.Second)
 }
 
-func (a *api) ready(w http.ResponseWriter, r *http.Request) {
+func (a *handler) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
 	if err := a.b.Ready(ctx); err != nil {
@@ -195,11 +193,11 @@ func (a *api) ready(w http.ResponseWriter, r *http.Request) {
 
 // readyAnswer is the body of a 200 from /readyz.
 type readyAnswer struct {
-	Status     string                `json:"status"`
-	Durability *jetstream.Durability `json:"durability,omitempty"`
+	Status     string          `json:"status"`
+	Durability *api.Durability `json:"durability,omitempty"`
 }
 
-func (a *api) summary(w http.ResponseWriter, r *http.Request) {
+func (a *handler) summary(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := timeout(r)
 	defer cancel()
 	s, err := a.b.Summary(ctx)
@@ -213,7 +211,7 @@ func (a *api) summary(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s)
 }
 
-func (a *api) endpoint(w http.ResponseWriter, r *http.Request) {
+func (a *handler) endpoint(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := timeout(r)
 	defer cancel()
 	ep, err := a.b.Endpoint(ctx, r.PathValue("id"))
@@ -224,7 +222,7 @@ func (a *api) endpoint(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ep)
 }
 
-func (a *api) setDisabled(disabled bool) http.HandlerFunc {
+func (a *handler) setDisabled(disabled bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := timeout(r)
 		defer cancel()
@@ -243,16 +241,16 @@ func (a *api) setDisabled(disabled bool) http.HandlerFunc {
 	}
 }
 
-func (a *api) dlqList(w http.ResponseWriter, r *http.Request) {
+func (a *handler) dlqList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	now := time.Now()
-	f := jetstream.DLQFilter{Endpoint: q.Get("endpoint"), Limit: 100}
+	f := api.DLQFilter{Endpoint: q.Get("endpoint"), Limit: 100}
 	var err error
-	if f.Since, err = jetstream.ParseTime(q.Get("since"), now); err != nil {
+	if f.Since, err = api.ParseTime(q.Get("since"), now); err != nil {
 		writeError(w, http.StatusBadRequest, "since: "+err.Error())
 		return
 	}
-	if f.Until, err = jetstream.ParseTime(q.Get("until"), now); err != nil {
+	if f.Until, err = api.ParseTime(q.Get("until"), now); err != nil {
 		writeError(w, http.StatusBadRequest, "until: "+err.Error())
 		return
 	}
@@ -295,7 +293,7 @@ func deletedParam(v string) (bool, error) {
 	return false, errors.New("deleted: must be true or false")
 }
 
-func (a *api) dlqStats(w http.ResponseWriter, r *http.Request) {
+func (a *handler) dlqStats(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := timeout(r)
 	defer cancel()
 	stats, err := a.b.DeadLetterStats(ctx)
@@ -306,8 +304,8 @@ func (a *api) dlqStats(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"endpoints": stats})
 }
 
-func (a *api) dlqReplay(w http.ResponseWriter, r *http.Request) {
-	var req ReplayRequest
+func (a *handler) dlqReplay(w http.ResponseWriter, r *http.Request) {
+	var req api.ReplayRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {

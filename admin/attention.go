@@ -1,6 +1,10 @@
 package admin
 
-import "context"
+import (
+	"context"
+
+	"github.com/hookjet/hookjet/api"
+)
 
 // attentionChunk is how many endpoints an attention=true listing asks the
 // engine for at a time while it looks for ones that need attention: each
@@ -10,7 +14,7 @@ const attentionChunk = 25000
 // NeedsAttention reports whether an operator should look at an endpoint:
 // it is disabled or held, its breaker is not closed, its last attempts
 // failed, it has dead letters, or deliveries wait for it.
-func NeedsAttention(e EndpointStatus) bool {
+func NeedsAttention(e api.EndpointStatus) bool {
 	return e.Disabled || e.HeldUntil != nil || (e.Breaker.State != "" && e.Breaker.State != "closed") ||
 		e.ConsecutiveFailures > 0 || e.Breaker.ConsecutiveFailures > 0 || e.DeadLetters > 0 || e.Pending > 0
 }
@@ -20,18 +24,18 @@ func NeedsAttention(e EndpointStatus) bool {
 // status ([NeedsAttention] over EndpointPage, which the API does
 // otherwise).
 type AttentionLister interface {
-	AttentionPage(ctx context.Context, tenant, after string, limit int) ([]EndpointStatus, string, error)
+	AttentionPage(ctx context.Context, tenant, after string, limit int) ([]api.EndpointStatus, string, error)
 }
 
 // attentionPage is GET /api/v1/endpoints?attention=true: the page of
 // endpoints after after (of tenant when set) that need attention, in id
 // order, read from the engine in chunks so that memory stays bounded with
 // 100,000 endpoints.
-func (a *api) attentionPage(ctx context.Context, tenant, after string, limit int) ([]EndpointStatus, string, error) {
+func (a *handler) attentionPage(ctx context.Context, tenant, after string, limit int) ([]api.EndpointStatus, string, error) {
 	if l, ok := a.b.(AttentionLister); ok {
 		return l.AttentionPage(ctx, tenant, after, limit)
 	}
-	var out []EndpointStatus
+	var out []api.EndpointStatus
 	for {
 		eps, next, err := a.b.EndpointPage(ctx, tenant, after, attentionChunk)
 		if err != nil {

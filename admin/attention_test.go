@@ -3,24 +3,26 @@ package admin
 import (
 	"testing"
 	"time"
+
+	"github.com/hookjet/hookjet/api"
 )
 
 func TestNeedsAttention(t *testing.T) {
 	now := time.Now()
-	closed := BreakerStatus{State: "closed"}
+	closed := api.BreakerStatus{State: "closed"}
 	tests := []struct {
 		name string
-		e    EndpointStatus
+		e    api.EndpointStatus
 		want bool
 	}{
-		{"healthy", EndpointStatus{Breaker: closed}, false},
-		{"disabled", EndpointStatus{Breaker: closed, Disabled: true}, true},
-		{"held", EndpointStatus{Breaker: closed, HeldUntil: &now}, true},
-		{"breaker open", EndpointStatus{Breaker: BreakerStatus{State: "open"}}, true},
-		{"half open", EndpointStatus{Breaker: BreakerStatus{State: "half_open"}}, true},
-		{"failing", EndpointStatus{Breaker: BreakerStatus{State: "closed", ConsecutiveFailures: 2}}, true},
-		{"dead letters", EndpointStatus{Breaker: closed, DeadLetters: 1}, true},
-		{"waiting", EndpointStatus{Breaker: closed, Pending: 3}, true},
+		{"healthy", api.EndpointStatus{Breaker: closed}, false},
+		{"disabled", api.EndpointStatus{Breaker: closed, Disabled: true}, true},
+		{"held", api.EndpointStatus{Breaker: closed, HeldUntil: &now}, true},
+		{"breaker open", api.EndpointStatus{Breaker: api.BreakerStatus{State: "open"}}, true},
+		{"half open", api.EndpointStatus{Breaker: api.BreakerStatus{State: "half_open"}}, true},
+		{"failing", api.EndpointStatus{Breaker: api.BreakerStatus{State: "closed", ConsecutiveFailures: 2}}, true},
+		{"dead letters", api.EndpointStatus{Breaker: closed, DeadLetters: 1}, true},
+		{"waiting", api.EndpointStatus{Breaker: closed, Pending: 3}, true},
 	}
 	for _, tt := range tests {
 		if got := NeedsAttention(tt.e); got != tt.want {

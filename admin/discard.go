@@ -8,42 +8,24 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/hookjet/hookjet/jetstream"
+	"github.com/hookjet/hookjet/api"
 )
 
 // DiscardFunc deletes the dead letters matching f from HOOKJET_DLQ (with
 // dryRun it only counts them) and returns how many matched and how many
 // it deleted.
-type DiscardFunc func(ctx context.Context, f jetstream.DLQFilter, dryRun bool) (matched, discarded int, err error)
+type DiscardFunc func(ctx context.Context, f api.DLQFilter, dryRun bool) (matched, discarded int, err error)
 
 // WithDiscard serves POST /api/v1/dlq/discard with fn; without it the
 // route answers 501.
-func WithDiscard(fn DiscardFunc) Option { return func(a *api) { a.discard = fn } }
+func WithDiscard(fn DiscardFunc) Option { return func(a *handler) { a.discard = fn } }
 
-// DiscardRequest selects dead letters to discard: those of an endpoint,
-// with these event ids, stored in [since, until). At least one is needed.
-type DiscardRequest struct {
-	Endpoint string   `json:"endpoint"`
-	IDs      []string `json:"ids"`
-	Since    string   `json:"since"`
-	Until    string   `json:"until"`
-	DryRun   bool     `json:"dry_run"`
-}
-
-// DiscardResult reports a discard: dead letters matched, and deleted
-// (0 for a dry run).
-type DiscardResult struct {
-	Matched   int  `json:"matched"`
-	Discarded int  `json:"discarded"`
-	DryRun    bool `json:"dry_run,omitempty"`
-}
-
-func (a *api) dlqDiscard(w http.ResponseWriter, r *http.Request) {
+func (a *handler) dlqDiscard(w http.ResponseWriter, r *http.Request) {
 	if a.discard == nil {
 		writeError(w, http.StatusNotImplemented, "discarding dead letters is not available in this process")
 		return
 	}
-	var req DiscardRequest
+	var req api.DiscardRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
@@ -60,13 +42,13 @@ func (a *api) dlqDiscard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := a.now()
-	f := jetstream.DLQFilter{Endpoint: req.Endpoint, IDs: req.IDs}
+	f := api.DLQFilter{Endpoint: req.Endpoint, IDs: req.IDs}
 	var err error
-	if f.Since, err = jetstream.ParseTime(req.Since, now); err != nil {
+	if f.Since, err = api.ParseTime(req.Since, now); err != nil {
 		writeError(w, http.StatusBadRequest, "since: "+err.Error())
 		return
 	}
-	if f.Until, err = jetstream.ParseTime(req.Until, now); err != nil {
+	if f.Until, err = api.ParseTime(req.Until, now); err != nil {
 		writeError(w, http.StatusBadRequest, "until: "+err.Error())
 		return
 	}
@@ -77,5 +59,5 @@ func (a *api) dlqDiscard(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, DiscardResult{Matched: matched, Discarded: discarded, DryRun: req.DryRun})
+	writeJSON(w, http.StatusOK, api.DiscardResult{Matched: matched, Discarded: discarded, DryRun: req.DryRun})
 }

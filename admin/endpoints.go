@@ -17,8 +17,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/config"
-	"github.com/hookjet/hookjet/jetstream"
+	"github.com/hookjet/hookjet/endpoints"
 )
 
 // Deliveries is what endpoint management needs from the delivery engine.
@@ -41,29 +42,46 @@ type Deliveries interface {
 	// just deleted (rev: its last revision). The API calls them before it
 	// answers, so that a change is in effect when the call returns; the
 	// other processes learn of it from their watch of the bucket.
-	Applied(ctx context.Context, rec jetstream.EndpointRecord) error
+	Applied(ctx context.Context, rec endpoints.Record) error
 	Removed(id string, rev uint64)
 }
 
+// EndpointStore keeps the endpoints created through the API, shared by
+// every process (jetstream.EndpointStore): Record seals a definition, Spec
+// opens one, Update retries fn on a concurrent change and answers
+// [api.ErrConflict] when it keeps losing, Get and Update answer
+// [api.ErrUnknownEndpoint] for an id it does not hold, Create
+// [api.ErrEndpointExists] for one it does. Count is cheap and may count
+// too many unless exact.
+type EndpointStore interface {
+	Record(spec config.EndpointSpec) endpoints.Record
+	Spec(rec endpoints.Record) (config.EndpointSpec, error)
+	Create(ctx context.Context, rec endpoints.Record) error
+	Get(ctx context.Context, id string) (endpoints.Record, error)
+	Update(ctx context.Context, id string, fn func(*endpoints.Record) error) (endpoints.Record, error)
+	Delete(ctx context.Context, id string) error
+	Count(ctx context.Context, exact bool) (int, error)
+}
+
 // Option configures the admin API.
-type Option func(*api)
+type Option func(*handler)
 
 // WithEndpointStore turns on endpoint management (create, update, delete,
 // rotate, test, redeliver): s stores the API endpoints, d reaches the
 // delivery engine, and cfg returns the configuration in force (defaults,
 // security settings), which a reload may change. Without it those routes
 // answer 501.
-func WithEndpointStore(s *jetstream.EndpointStore, d Deliveries, cfg func() *config.Config) Option {
-	return func(a *api) { a.store, a.deliveries, a.cfg = s, d, cfg }
+func WithEndpointStore(s EndpointStore, d Deliveries, cfg func() *config.Config) Option {
+	return func(a *handler) { a.store, a.deliveries, a.cfg = s, d, cfg }
 }
 
 // WithConfigPath names the config file in the 409 answers for endpoints it
 // owns.
-func WithConfigPath(path string) Option { return func(a *api) { a.configPath = path } }
+func WithConfigPath(path string) Option { return func(a *handler) { a.configPath = path } }
 
 // WithClock sets the clock for timestamps, secret expiry and "ago"
 // durations; the default is time.Now.
-func WithClock(now func() time.Time) Option { return func(a *api) { a.now = now } }
+func WithClock(now func() time.Time) Option { return func(a *handler) { a.now = now } }
 
 // Limits of endpoint management.
 const (
@@ -78,7 +96,7 @@ const (
 )
 
 // routeEndpoints registers the endpoint management routes on mux.
-func (a *api) routeEndpoints(mux *http.ServeMux) {
+func (a *handler) routeEndpoints(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/endpoints", a.listEndpoints)
 	mux.HandleFunc("POST /api/v1/endpoints", a.managed(a.createEndpoint))
 	mux.HandleFunc("PATCH /api/v1/endpoints/{id}", a.managed(a.patchEndpoint))
@@ -89,7 +107,7 @@ func (a *api) routeEndpoints(mux *http.ServeMux) {
 }
 
 // managed answers 501 when endpoint management is not configured.
-func (a *api) managed(h http.HandlerFunc) http.HandlerFunc {
+func (a *handler) managed(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if a.store == nil {
 			writeError(w, http.StatusNotImplemented, "endpoint management is not enabled in this process")
@@ -182,13 +200,13 @@ func joinProblems(decoding, validation error) error {
 }
 
 // failEndpoint answers an error of endpoint management.
-func (a *api) failEndpoint(w http.ResponseWriter, r *http.Request, err error) {
+func (a *handler) failEndpoint(w http.ResponseWriter, r *http.Request, err error) {
 	switch fes := fieldErrors(err); {
 	case len(fes) > 0:
 		writeFieldErrors(w, fes)
-	case errors.Is(err, jetstream.ErrEndpointExists):
+	case errors.Is(err, api.ErrEndpointExists):
 		writeFieldError(w, http.StatusConflict, "id", err.Error())
-	case errors.Is(err, jetstream.ErrConflict):
+	case errors.Is(err, api.ErrConflict):
 		writeError(w, http.StatusConflict, err.Error())
 	case errors.Is(err, errors.ErrUnsupported):
 		writeError(w, http.StatusNotImplemented, err.Error())
@@ -238,7 +256,7 @@ func decodeStrict(w http.ResponseWriter, body []byte, v any) bool {
 }
 
 // refuseConfigEndpoint answers 409 when id is a config-file endpoint.
-func (a *api) refuseConfigEndpoint(w http.ResponseWriter, id, action string) bool {
+func (a *handler) refuseConfigEndpoint(w http.ResponseWriter, id, action string) bool {
 	if _, ok := a.deliveries.ConfigEndpoint(id); !ok {
 		return false
 	}
@@ -268,7 +286,7 @@ func newID() string {
 // where the endpoint comes from. Never a secret, except Secret in the
 // answers to create and rotate.
 type endpointObject struct {
-	EndpointStatus
+	api.EndpointStatus
 	Source      string     `json:"source"`
 	Tenant      string     `json:"tenant"`
 	Description string     `json:"description"`
@@ -279,16 +297,16 @@ type endpointObject struct {
 
 // objectOf builds the answer for an API endpoint from its resolved
 // definition, over the engine's status when it already runs it.
-func (a *api) objectOf(ctx context.Context, ep config.Endpoint) endpointObject {
+func (a *handler) objectOf(ctx context.Context, ep config.Endpoint) endpointObject {
 	st, err := a.b.Endpoint(ctx, ep.ID)
 	if err != nil {
 		// Not running yet (just created): a new breaker, closed, with
 		// the endpoint's first cooldown.
-		st = EndpointStatus{Breaker: BreakerStatus{State: "closed", CooldownSeconds: ep.Breaker.Cooldown.Seconds()}}
+		st = api.EndpointStatus{Breaker: api.BreakerStatus{State: "closed", CooldownSeconds: ep.Breaker.Cooldown.Seconds()}}
 	}
 	st.ID, st.URL, st.Events, st.Secrets = ep.ID, ep.URL, ep.Events, len(ep.Secrets)
 	st.HeaderNames = slices.Sorted(maps.Keys(ep.Headers))
-	st.Owner, st.Settings = ep.Owner, SettingsOf(ep, time.Now()) // admin/settings.go
+	st.Owner, st.Settings = ep.Owner, endpoints.SettingsOf(ep, time.Now()) // admin/settings.go
 	created, updated := ep.CreatedAt.UTC(), ep.UpdatedAt.UTC()
 	return endpointObject{
 		EndpointStatus: st,
@@ -302,7 +320,7 @@ func (a *api) objectOf(ctx context.Context, ep config.Endpoint) endpointObject {
 
 // resolve checks spec as the config file would, plus security.https_only,
 // and reports every problem at once.
-func (a *api) resolve(spec config.EndpointSpec) (config.Endpoint, error) {
+func (a *handler) resolve(spec config.EndpointSpec) (config.Endpoint, error) {
 	cfg := a.cfg()
 	ep, err := config.ResolveEndpoint(cfg.Defaults, spec)
 	badURL := false
@@ -320,7 +338,7 @@ func (a *api) resolve(spec config.EndpointSpec) (config.Endpoint, error) {
 	return ep, nil
 }
 
-func (a *api) createEndpoint(w http.ResponseWriter, r *http.Request) {
+func (a *handler) createEndpoint(w http.ResponseWriter, r *http.Request) {
 	body, ok := readBody(w, r)
 	if !ok {
 		return
@@ -372,7 +390,7 @@ func (a *api) createEndpoint(w http.ResponseWriter, r *http.Request) {
 
 // checkRoom refuses a new endpoint beyond security.max_endpoints. The cheap
 // count is an upper bound; the exact one is taken only near the limit.
-func (a *api) checkRoom(ctx context.Context) error {
+func (a *handler) checkRoom(ctx context.Context) error {
 	limit := a.cfg().Security.MaxEndpoints
 	n, err := a.store.Count(ctx, false)
 	if err == nil && n >= limit {
@@ -382,12 +400,12 @@ func (a *api) checkRoom(ctx context.Context) error {
 		return err
 	}
 	if n >= limit {
-		return fmt.Errorf("%w: security.max_endpoints (%d) reached", jetstream.ErrConflict, limit)
+		return fmt.Errorf("%w: security.max_endpoints (%d) reached", api.ErrConflict, limit)
 	}
 	return nil
 }
 
-func (a *api) patchEndpoint(w http.ResponseWriter, r *http.Request) {
+func (a *handler) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if a.refuseConfigEndpoint(w, id, "change") {
 		return
@@ -408,12 +426,12 @@ func (a *api) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := timeout(r)
 	defer cancel()
 	var ep config.Endpoint
-	stored, err := a.store.Update(ctx, id, func(rec *jetstream.EndpointRecord) error {
+	stored, err := a.store.Update(ctx, id, func(rec *endpoints.Record) error {
 		spec, err := a.store.Spec(*rec)
 		if err != nil {
 			return err
 		}
-		spec = jetstream.DropExpiredSecrets(patch.Apply(spec), a.now())
+		spec = endpoints.DropExpiredSecrets(patch.Apply(spec), a.now())
 		ep, err = a.resolve(spec)
 		if err = joinProblems(derr, err); err != nil {
 			return err
@@ -437,7 +455,7 @@ func (a *api) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 // apply puts the endpoint id just stored (rec, or what the bucket holds
 // when nil) in force in this process before the answer, answering an error
 // itself when it cannot.
-func (a *api) apply(ctx context.Context, w http.ResponseWriter, r *http.Request, id string, rec *jetstream.EndpointRecord) bool {
+func (a *handler) apply(ctx context.Context, w http.ResponseWriter, r *http.Request, id string, rec *endpoints.Record) bool {
 	if rec == nil {
 		got, err := a.store.Get(ctx, id)
 		if err != nil {
@@ -453,7 +471,7 @@ func (a *api) apply(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	return true
 }
 
-func (a *api) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
+func (a *handler) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if a.refuseConfigEndpoint(w, id, "remove") {
 		return
@@ -479,7 +497,7 @@ func (a *api) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (a *api) rotateSecret(w http.ResponseWriter, r *http.Request) {
+func (a *handler) rotateSecret(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if a.refuseConfigEndpoint(w, id, "rotate its secrets") {
 		return
@@ -506,12 +524,12 @@ func (a *api) rotateSecret(w http.ResponseWriter, r *http.Request) {
 	secret := newSecret()
 	ctx, cancel := timeout(r)
 	defer cancel()
-	stored, err := a.store.Update(ctx, id, func(rec *jetstream.EndpointRecord) error {
+	stored, err := a.store.Update(ctx, id, func(rec *endpoints.Record) error {
 		spec, err := a.store.Spec(*rec)
 		if err != nil {
 			return err
 		}
-		spec = rotate(jetstream.DropExpiredSecrets(spec, a.now()), secret, a.now().Add(grace))
+		spec = rotate(endpoints.DropExpiredSecrets(spec, a.now()), secret, a.now().Add(grace))
 		created := rec.CreatedAt
 		*rec = a.store.Record(spec)
 		rec.CreatedAt, rec.UpdatedAt = created, a.now().UTC()
@@ -545,7 +563,7 @@ func rotate(spec config.EndpointSpec, secret config.Secret, until time.Time) con
 }
 
 // known answers 404 unless id is an API or a config endpoint.
-func (a *api) known(ctx context.Context, w http.ResponseWriter, r *http.Request, id string) bool {
+func (a *handler) known(ctx context.Context, w http.ResponseWriter, r *http.Request, id string) bool {
 	if _, ok := a.deliveries.ConfigEndpoint(id); ok {
 		return true
 	}
@@ -556,7 +574,7 @@ func (a *api) known(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	return true
 }
 
-func (a *api) testEndpoint(w http.ResponseWriter, r *http.Request) {
+func (a *handler) testEndpoint(w http.ResponseWriter, r *http.Request) {
 	body, ok := readBody(w, r)
 	if !ok || !decodeStrict(w, body, &struct{}{}) {
 		return
@@ -575,7 +593,7 @@ func (a *api) testEndpoint(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]string{"event_id": eventID})
 }
 
-func (a *api) redeliver(w http.ResponseWriter, r *http.Request) {
+func (a *handler) redeliver(w http.ResponseWriter, r *http.Request) {
 	body, ok := readBody(w, r)
 	if !ok {
 		return
@@ -593,12 +611,12 @@ func (a *api) redeliver(w http.ResponseWriter, r *http.Request) {
 		writeFieldError(w, http.StatusBadRequest, "since", "since: is required (RFC 3339 time or a duration ago, such as 24h)")
 		return
 	}
-	since, err := jetstream.ParseTime(req.Since, now)
+	since, err := api.ParseTime(req.Since, now)
 	if err != nil {
 		writeFieldError(w, http.StatusBadRequest, "since", "since: "+err.Error())
 		return
 	}
-	until, err := jetstream.ParseTime(req.Until, now)
+	until, err := api.ParseTime(req.Until, now)
 	if err != nil || (!until.IsZero() && !until.After(since)) {
 		writeFieldError(w, http.StatusBadRequest, "until", "until: must be an RFC 3339 time or a duration ago, after since")
 		return
@@ -617,7 +635,7 @@ func (a *api) redeliver(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]int{"matched": matched, "queued": queued})
 }
 
-func (a *api) listEndpoints(w http.ResponseWriter, r *http.Request) {
+func (a *handler) listEndpoints(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	limit := defaultPage
 	if v := q.Get("limit"); v != "" {
@@ -640,7 +658,7 @@ func (a *api) listEndpoints(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if eps == nil {
-		eps = []EndpointStatus{}
+		eps = []api.EndpointStatus{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"endpoints": eps, "next": next})
 }

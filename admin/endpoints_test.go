@@ -19,6 +19,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/jetstream"
 )
@@ -90,15 +91,15 @@ func (e *engine) ConfigEndpoint(id string) (config.Endpoint, bool) {
 	return config.Endpoint{}, false
 }
 
-func (e *engine) Endpoint(_ context.Context, id string) (EndpointStatus, error) {
-	return EndpointStatus{}, fmt.Errorf("%w: %q", jetstream.ErrUnknownEndpoint, id)
+func (e *engine) Endpoint(_ context.Context, id string) (api.EndpointStatus, error) {
+	return api.EndpointStatus{}, fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, id)
 }
 
-func (e *engine) EndpointPage(_ context.Context, tenant, after string, limit int) ([]EndpointStatus, string, error) {
+func (e *engine) EndpointPage(_ context.Context, tenant, after string, limit int) ([]api.EndpointStatus, string, error) {
 	e.mu.Lock()
 	e.pages = append(e.pages, fmt.Sprintf("%s|%s|%d", tenant, after, limit))
 	e.mu.Unlock()
-	return []EndpointStatus{{ID: "a"}}, "a", nil
+	return []api.EndpointStatus{{ID: "a"}}, "a", nil
 }
 
 func (e *engine) Calls() []string {
@@ -369,7 +370,7 @@ func TestDeleteEndpoint(t *testing.T) {
 	if status != http.StatusNoContent || h.Get(DiscardedHeader) != "3" {
 		t.Errorf("delete: %d %s=%q", status, DiscardedHeader, h.Get(DiscardedHeader))
 	}
-	if _, err := f.store.Get(t.Context(), "shop"); !errors.Is(err, jetstream.ErrUnknownEndpoint) {
+	if _, err := f.store.Get(t.Context(), "shop"); !errors.Is(err, api.ErrUnknownEndpoint) {
 		t.Errorf("still stored: %v", err)
 	}
 	if status, _, _ := f.do(t, http.MethodDelete, "/api/v1/endpoints/shop", ""); status != http.StatusNotFound {

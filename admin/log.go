@@ -11,15 +11,15 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/attempt"
-	"github.com/hookjet/hookjet/jetstream"
 )
 
 // DeliveryLog reads the delivery log (jetstream.LogReader).
 type DeliveryLog interface {
 	EventRecords(ctx context.Context, id string) ([]attempt.Record, error)
-	Page(ctx context.Context, q jetstream.LogQuery) ([]attempt.Record, uint64, error)
-	Export(ctx context.Context, q jetstream.LogQuery, fn func(*attempt.Record) error) error
+	Page(ctx context.Context, q api.LogQuery) ([]attempt.Record, uint64, error)
+	Export(ctx context.Context, q api.LogQuery, fn func(*attempt.Record) error) error
 }
 
 // EventInfo is what the event log holds about one event.
@@ -36,43 +36,11 @@ type EventLookup func(ctx context.Context, id string) (info EventInfo, found boo
 // WithDeliveryLog serves the delivery log's routes from l, with events
 // looked up in the event log by events (nil: none are).
 func WithDeliveryLog(l DeliveryLog, events EventLookup) Option {
-	return func(a *api) { a.dlog, a.events = l, events }
-}
-
-// Event is the answer of GET /api/v1/events/{id}.
-type Event struct {
-	ID          string          `json:"id"`
-	Type        string          `json:"type"`
-	PublishedAt *time.Time      `json:"published_at"`
-	Size        *int            `json:"size"`
-	Deliveries  []EventDelivery `json:"deliveries"`
-}
-
-// EventDelivery is one delivery of the event to one endpoint: its state
-// and its records, oldest first. An endpoint has one for the event's first
-// delivery and one more for each redelivery and replay, numbered in order.
-type EventDelivery struct {
-	Endpoint string `json:"endpoint"`
-	// Delivery is the records' delivery (empty for records written before
-	// deliveries were named).
-	Delivery string `json:"delivery,omitempty"`
-	// Number counts the endpoint's deliveries of the event, from 1.
-	Number int `json:"number"`
-	// Trigger says what started the delivery: delivery (the event's fan-out),
-	// redeliver, replay or test.
-	Trigger  string           `json:"trigger"`
-	State    string           `json:"state"` // delivered, pending, dead_letter, discarded
-	Attempts []attempt.Record `json:"attempts"`
-}
-
-// AttemptPage is the answer of the attempts routes.
-type AttemptPage struct {
-	Attempts []attempt.Record `json:"attempts"`
-	Next     string           `json:"next"`
+	return func(a *handler) { a.dlog, a.events = l, events }
 }
 
 // routeLog adds the delivery log's routes.
-func (a *api) routeLog(mux *http.ServeMux) {
+func (a *handler) routeLog(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/events/{id}", a.event)
 	mux.HandleFunc("GET /api/v1/endpoints/{id}/attempts", a.endpointAttempts)
 	mux.HandleFunc("GET /api/v1/attempts", a.attempts)
@@ -80,7 +48,7 @@ func (a *api) routeLog(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/export/dlq", a.exportDLQ)
 }
 
-func (a *api) logOff(w http.ResponseWriter) bool {
+func (a *handler) logOff(w http.ResponseWriter) bool {
 	if a.dlog == nil {
 		writeError(w, http.StatusNotFound, "the delivery log is off (log.enabled: false)")
 		return true
@@ -88,11 +56,11 @@ func (a *api) logOff(w http.ResponseWriter) bool {
 	return false
 }
 
-func (a *api) event(w http.ResponseWriter, r *http.Request) {
+func (a *handler) event(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	ctx, cancel := timeout(r)
 	defer cancel()
-	ev := Event{ID: id, Deliveries: []EventDelivery{}}
+	ev := api.Event{ID: id, Deliveries: []api.EventDelivery{}}
 	var known bool
 	if a.events != nil {
 		info, found, err := a.events(ctx, id)
@@ -130,26 +98,26 @@ func (a *api) event(w http.ResponseWriter, r *http.Request) {
 
 // deliveriesOf groups an event's records (oldest first) by endpoint and
 // delivery ([attempt.Deliveries]).
-func deliveriesOf(recs []attempt.Record) []EventDelivery {
-	out := []EventDelivery{}
+func deliveriesOf(recs []attempt.Record) []api.EventDelivery {
+	out := []api.EventDelivery{}
 	for _, d := range attempt.Deliveries(recs) {
-		out = append(out, EventDelivery{Endpoint: d.Endpoint, Delivery: d.ID, Number: d.Number, Trigger: d.Trigger, State: d.State, Attempts: d.Records})
+		out = append(out, api.EventDelivery{Endpoint: d.Endpoint, Delivery: d.ID, Number: d.Number, Trigger: d.Trigger, State: d.State, Attempts: d.Records})
 	}
 	return out
 }
 
 // logQuery reads the filters of the attempts routes; a bad one is answered
 // with 400 naming it.
-func (a *api) logQuery(w http.ResponseWriter, r *http.Request, paged bool) (jetstream.LogQuery, bool) {
+func (a *handler) logQuery(w http.ResponseWriter, r *http.Request, paged bool) (api.LogQuery, bool) {
 	q := r.URL.Query()
 	now := a.now()
-	var lq jetstream.LogQuery
+	var lq api.LogQuery
 	var err error
-	if lq.Since, err = jetstream.ParseTime(q.Get("since"), now); err != nil {
+	if lq.Since, err = api.ParseTime(q.Get("since"), now); err != nil {
 		writeFieldError(w, http.StatusBadRequest, "since", "since: "+err.Error())
 		return lq, false
 	}
-	if lq.Until, err = jetstream.ParseTime(q.Get("until"), now); err != nil {
+	if lq.Until, err = api.ParseTime(q.Get("until"), now); err != nil {
 		writeFieldError(w, http.StatusBadRequest, "until", "until: "+err.Error())
 		return lq, false
 	}
@@ -185,7 +153,7 @@ func (a *api) logQuery(w http.ResponseWriter, r *http.Request, paged bool) (jets
 	return lq, true
 }
 
-func (a *api) endpointAttempts(w http.ResponseWriter, r *http.Request) {
+func (a *handler) endpointAttempts(w http.ResponseWriter, r *http.Request) {
 	if a.logOff(w) {
 		return
 	}
@@ -209,7 +177,7 @@ func ownRecord(rec *attempt.Record, created *time.Time) bool {
 	return created == nil || !rec.StartedAt.Before(*created)
 }
 
-func (a *api) attempts(w http.ResponseWriter, r *http.Request) {
+func (a *handler) attempts(w http.ResponseWriter, r *http.Request) {
 	if a.logOff(w) {
 		return
 	}
@@ -221,14 +189,14 @@ func (a *api) attempts(w http.ResponseWriter, r *http.Request) {
 	a.page(w, r, lq)
 }
 
-func (a *api) page(w http.ResponseWriter, r *http.Request, lq jetstream.LogQuery) {
+func (a *handler) page(w http.ResponseWriter, r *http.Request, lq api.LogQuery) {
 	a.pageOf(w, r, lq, false)
 }
 
 // pageOf answers a page of attempts; with own, only those of the endpoint
 // in force with id lq.Endpoint (a page may then hold fewer than its limit).
-func (a *api) pageOf(w http.ResponseWriter, r *http.Request, lq jetstream.LogQuery, own bool) {
-	if lq.Endpoint != "" && !jetstream.ValidToken(lq.Endpoint) {
+func (a *handler) pageOf(w http.ResponseWriter, r *http.Request, lq api.LogQuery, own bool) {
+	if lq.Endpoint != "" && !api.ValidToken(lq.Endpoint) {
 		writeFieldError(w, http.StatusBadRequest, "endpoint", fmt.Sprintf("endpoint: %q is not an endpoint id", lq.Endpoint))
 		return
 	}
@@ -244,7 +212,7 @@ func (a *api) pageOf(w http.ResponseWriter, r *http.Request, lq jetstream.LogQue
 			recs = slices.DeleteFunc(recs, func(rec attempt.Record) bool { return !ownRecord(&rec, ep.CreatedAt) })
 		}
 	}
-	p := AttemptPage{Attempts: recs}
+	p := api.AttemptPage{Attempts: recs}
 	if p.Attempts == nil {
 		p.Attempts = []attempt.Record{}
 	}
@@ -329,7 +297,7 @@ func (e *exporter) end() error {
 	return nil
 }
 
-func (a *api) exportAttempts(w http.ResponseWriter, r *http.Request) {
+func (a *handler) exportAttempts(w http.ResponseWriter, r *http.Request) {
 	if a.logOff(w) {
 		return
 	}
@@ -342,7 +310,7 @@ func (a *api) exportAttempts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lq.Endpoint = r.URL.Query().Get("endpoint")
-	if lq.Endpoint != "" && !jetstream.ValidToken(lq.Endpoint) {
+	if lq.Endpoint != "" && !api.ValidToken(lq.Endpoint) {
 		writeFieldError(w, http.StatusBadRequest, "endpoint", fmt.Sprintf("endpoint: %q is not an endpoint id", lq.Endpoint))
 		return
 	}
@@ -365,24 +333,24 @@ var dlqColumns = []string{"seq", "event_id", "event_type", "endpoint", "reason",
 
 // DLQExport is one dead letter in a JSON-lines export.
 type DLQExport struct {
-	jetstream.DLQEntry
+	api.DLQEntry
 	AgeSeconds float64 `json:"age_seconds"`
 }
 
-func (a *api) exportDLQ(w http.ResponseWriter, r *http.Request) {
+func (a *handler) exportDLQ(w http.ResponseWriter, r *http.Request) {
 	format, ok := exportFormat(w, r)
 	if !ok {
 		return
 	}
 	q := r.URL.Query()
 	now := a.now()
-	f := jetstream.DLQFilter{Endpoint: q.Get("endpoint")}
+	f := api.DLQFilter{Endpoint: q.Get("endpoint")}
 	var err error
-	if f.Since, err = jetstream.ParseTime(q.Get("since"), now); err != nil {
+	if f.Since, err = api.ParseTime(q.Get("since"), now); err != nil {
 		writeFieldError(w, http.StatusBadRequest, "since", "since: "+err.Error())
 		return
 	}
-	if f.Until, err = jetstream.ParseTime(q.Get("until"), now); err != nil {
+	if f.Until, err = api.ParseTime(q.Get("until"), now); err != nil {
 		writeFieldError(w, http.StatusBadRequest, "until", "until: "+err.Error())
 		return
 	}
@@ -420,7 +388,7 @@ const maxResponseLookups = 1000
 
 // addResponses fills in each dead letter's last response excerpt from the
 // delivery log, when it is on and holds the event's records.
-func (a *api) addResponses(ctx context.Context, entries []jetstream.DLQEntry) {
+func (a *handler) addResponses(ctx context.Context, entries []api.DLQEntry) {
 	if a.dlog == nil {
 		return
 	}

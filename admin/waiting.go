@@ -2,19 +2,17 @@ package admin
 
 import (
 	"context"
-	"fmt"
-	"maps"
 	"net/http"
 	"slices"
-	"strings"
-	"time"
+
+	"github.com/hookjet/hookjet/api"
 )
 
 // resetBreaker is POST /api/v1/endpoints/{id}/breaker/reset: the breaker is
 // closed (and a hold lifted) in this process when the answer comes, in
 // every process within about a NATS round trip, and the endpoint's waiting
 // deliveries go at once. It answers the endpoint.
-func (a *api) resetBreaker(w http.ResponseWriter, r *http.Request) {
+func (a *handler) resetBreaker(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := timeout(r)
 	defer cancel()
 	id := r.PathValue("id")
@@ -32,15 +30,13 @@ func (a *api) resetBreaker(w http.ResponseWriter, r *http.Request) {
 
 // replayWaits adds to res why the deliveries it replayed (or, in a dry run,
 // would replay) wait instead of going now, per endpoint.
-func (a *api) replayWaits(ctx context.Context, req ReplayRequest, res *ReplayResult) {
-	targets := maps.Clone(res.targets)
-	if targets == nil {
-		targets = map[string]bool{}
+func (a *handler) replayWaits(ctx context.Context, req api.ReplayRequest, res *api.ReplayResult) {
+	targets := res.Targets()
+	if req.Endpoint != "" && !slices.Contains(targets, req.Endpoint) {
+		targets = append(targets, req.Endpoint)
+		slices.Sort(targets)
 	}
-	if req.Endpoint != "" {
-		targets[req.Endpoint] = true
-	}
-	for _, id := range slices.Sorted(maps.Keys(targets)) {
+	for _, id := range targets {
 		st, err := a.b.Endpoint(ctx, id)
 		if err != nil {
 			continue // not configured: Skipped and Errors say so
@@ -48,42 +44,7 @@ func (a *api) replayWaits(ctx context.Context, req ReplayRequest, res *ReplayRes
 		for _, wt := range st.Waiting {
 			wt.Endpoint = id
 			res.Waiting = append(res.Waiting, wt)
-			res.Warnings = append(res.Warnings, "the replayed events wait: "+Describe(wt, a.now()))
+			res.Warnings = append(res.Warnings, "the replayed events wait: "+api.Describe(wt, a.now()))
 		}
 	}
-}
-
-// Describe says in words why deliveries to an endpoint wait and until when,
-// for people: "endpoint gone is disabled (answered 410 Gone): enable it to
-// deliver".
-func Describe(wt Wait, now time.Time) string {
-	until := ""
-	if wt.Until != nil {
-		until = fmt.Sprintf(" until %s (in %s)", wt.Until.UTC().Format(time.RFC3339), wt.Until.Sub(now).Round(time.Second))
-	}
-	detail := ""
-	if wt.Detail != "" {
-		detail = " (" + wt.Detail + ")"
-	}
-	ep := "endpoint " + wt.Endpoint
-	if wt.Endpoint == "" {
-		ep = "the endpoint"
-	}
-	switch wt.Reason {
-	case WaitDisabled:
-		return fmt.Sprintf("%s is disabled%s: nothing goes until it is enabled (hookjet endpoints --enable %s)", ep, detail, wt.Endpoint)
-	case WaitBreakerOpen:
-		return fmt.Sprintf("%s: circuit breaker open%s%s; 'hookjet endpoints reset %s' closes it now", ep, until, detail, wt.Endpoint)
-	case WaitHalfOpen:
-		return fmt.Sprintf("%s: circuit breaker half-open%s", ep, detail)
-	case WaitHeld:
-		return fmt.Sprintf("%s: held by the receiver's Retry-After%s%s", ep, until, detail)
-	case WaitRateLimited:
-		return fmt.Sprintf("%s: rate limited%s%s", ep, until, detail)
-	case WaitInFlightFull:
-		return fmt.Sprintf("%s: all in-flight slots busy%s", ep, detail)
-	case WaitTaken:
-		return fmt.Sprintf("%s: deliveries taken by a hookjet process that has not settled them (stopped uncleanly, or another one still delivering them); NATS gives them back%s%s", ep, until, detail)
-	}
-	return strings.TrimSpace(fmt.Sprintf("%s: %s%s%s", ep, wt.Reason, until, detail))
 }

@@ -1,6 +1,3 @@
-// Package cli is the hookjet command line: serve, publish, listen, version and
-// the operator commands that talk to the admin API. cmd/hookjet only wires it
-// to the process, so tests run the whole program in-process.
 package cli
 
 import (
@@ -13,13 +10,6 @@ import (
 
 	"github.com/hookjet/hookjet/config"
 )
-
-// Version is hookjet's version, set at build time with
-// -ldflags "-X github.com/hookjet/hookjet/cli.Version=...".
-var Version = "0.1.0-dev"
-
-// UserAgent is sent with every delivery.
-func UserAgent() string { return "hookjet/" + Version }
 
 // ErrUsage marks command-line mistakes; the process exits with code 2.
 var ErrUsage = errors.New("usage")

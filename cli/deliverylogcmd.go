@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"text/tabwriter"
 
-	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/attempt"
 )
 
@@ -55,7 +55,7 @@ func runEvents(ctx context.Context, args []string, getenv func(string) string, s
 	if *asJSON {
 		return printJSON(stdout, raw)
 	}
-	var ev admin.Event
+	var ev api.Event
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func runEndpointAttempts(ctx context.Context, args []string, getenv func(string)
 			q.Set(k, v)
 		}
 	}
-	var page admin.AttemptPage
+	var page api.AttemptPage
 	if printed, err := f.callFor(ctx, http.MethodGet, "/api/v1/endpoints/"+url.PathEscape(id)+"/attempts?"+q.Encode(), nil, &page, stdout); printed || err != nil {
 		return err
 	}
@@ -220,7 +220,7 @@ func (c *adminClient) stream(ctx context.Context, path string, w io.Writer) erro
 // testFromLog fills out from the delivery log's records of the test event,
 // when the log has its outcome; it reports whether it did.
 func (c *adminClient) testFromLog(ctx context.Context, endpoint string, out *testOutcome) bool {
-	var ev admin.Event
+	var ev api.Event
 	if err := c.do(ctx, http.MethodGet, "/api/v1/events/"+url.PathEscape(out.EventID), nil, &ev); err != nil {
 		return false // no log (off, older server) or not yet on record
 	}

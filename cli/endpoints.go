@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/attempt"
 	"github.com/hookjet/hookjet/jetstream"
 )
@@ -209,7 +209,7 @@ func runEndpointShow(ctx context.Context, args []string, getenv func(string) str
 	if err != nil {
 		return err
 	}
-	var e admin.EndpointStatus
+	var e api.EndpointStatus
 	if printed, err := f.callFor(ctx, http.MethodGet, "/api/v1/endpoints/"+url.PathEscape(id), nil, &e, stdout); printed || err != nil {
 		return err
 	}
@@ -218,7 +218,7 @@ func runEndpointShow(ctx context.Context, args []string, getenv func(string) str
 }
 
 // printEndpoint prints what `endpoints show` shows of e.
-func printEndpoint(stdout io.Writer, e admin.EndpointStatus) {
+func printEndpoint(stdout io.Writer, e api.EndpointStatus) {
 	st := "enabled"
 	if e.Disabled {
 		st = "disabled " + e.DisabledReason
@@ -264,7 +264,7 @@ func printEndpoint(stdout io.Writer, e admin.EndpointStatus) {
 }
 
 // lastTestText is the last test event's outcome for `endpoints show`.
-func lastTestText(lt *admin.LastTest) string {
+func lastTestText(lt *api.LastTest) string {
 	if lt == nil {
 		return "- (none sent by this process; hookjet endpoints test ID)"
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/server"
 )
 
 // Main is Run for a process: environ is its environment (os.Environ()).
@@ -50,6 +51,6 @@ func runVersion(args []string, stdout io.Writer) error {
 	if _, err := parseArgs(fs, args, 0); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, "hookjet", Version)
+	fmt.Fprintln(stdout, "hookjet", server.Version)
 	return nil
 }

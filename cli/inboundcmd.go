@@ -19,6 +19,7 @@ import (
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/inbound"
 	"github.com/hookjet/hookjet/jetstream"
+	"github.com/hookjet/hookjet/server"
 )
 
 const inboundHelp = `hookjet inbound test <source> [--wait-consumer NAME] [--config FILE] [--url URL] [--timeout 30s]
@@ -108,7 +109,7 @@ func runInboundTest(ctx context.Context, args []string, getenv func(string) stri
 		}
 		base = "http://" + dialable(cfg.Inbound.Listen)
 	}
-	log := NewLogger(cfg.Log, stderr)
+	log := server.NewLogger(cfg.Log, stderr)
 	node, err := jetstream.DialClient(cfg.NATS, "hookjet-inbound-test", log)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"github.com/hookjet/hookjet/server"
 	"net"
 	"os"
 	"path/filepath"
@@ -87,7 +88,7 @@ func TestHelpGoesToStdoutEverywhere(t *testing.T) {
 			if code != 0 || stderr != "" || !strings.Contains(stdout, "hookjet") {
 				t.Errorf("%v: exit %d, stdout %q, stderr %q: want 0, the help on stdout, nothing on stderr", args, code, stdout, stderr)
 			}
-			if len(cmd) == 1 && cmd[0] == "version" && strings.Contains(stdout, Version) && !strings.Contains(stdout, "Prints") {
+			if len(cmd) == 1 && cmd[0] == "version" && strings.Contains(stdout, server.Version) && !strings.Contains(stdout, "Prints") {
 				t.Errorf("version --help printed the version: %q", stdout)
 			}
 		}

@@ -14,7 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/jetstream"
 )
@@ -179,7 +179,7 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	if *asJSON {
 		return printJSON(stdout, raw)
 	}
-	var s admin.Summary
+	var s api.Summary
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return err
 	}
@@ -197,8 +197,8 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	title := "waiting:"
-	if s.WaitingEndpoints > admin.MaxWaiting {
-		title = fmt.Sprintf("waiting (the first %d of %d endpoints):", admin.MaxWaiting, s.WaitingEndpoints)
+	if s.WaitingEndpoints > api.MaxWaiting {
+		title = fmt.Sprintf("waiting (the first %d of %d endpoints):", api.MaxWaiting, s.WaitingEndpoints)
 	}
 	printWaits(stdout, s.Waiting, title)
 	return nil
@@ -266,15 +266,15 @@ func runEndpoints(ctx context.Context, args []string, getenv func(string) string
 		return printJSON(stdout, raw)
 	}
 	var list struct {
-		Endpoints []admin.EndpointStatus `json:"endpoints"`
-		Next      string                 `json:"next"`
+		Endpoints []api.EndpointStatus `json:"endpoints"`
+		Next      string               `json:"next"`
 	}
 	if err := json.Unmarshal(raw, &list); err != nil || list.Endpoints == nil {
-		var one admin.EndpointStatus
+		var one api.EndpointStatus
 		if err := json.Unmarshal(raw, &one); err != nil {
 			return err
 		}
-		list.Endpoints = []admin.EndpointStatus{one}
+		list.Endpoints = []api.EndpointStatus{one}
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tBREAKER\tFAILS\tP50\tP95\tP99\tSAMPLES\t1ST OK\tPENDING\tDLQ\tWAITING\tURL")
@@ -375,16 +375,16 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdo
 		}
 		return printDLQStats(stdout, raw)
 	case "discard":
-		return dlqDiscard(ctx, c, admin.DiscardRequest{Endpoint: *endpoint, Since: *since, Until: *until, IDs: ids, DryRun: *dry}, *asJSON, stdout)
+		return dlqDiscard(ctx, c, api.DiscardRequest{Endpoint: *endpoint, Since: *since, Until: *until, IDs: ids, DryRun: *dry}, *asJSON, stdout)
 	default:
-		req := admin.ReplayRequest{Endpoint: *endpoint, Since: *since, Until: *until, IDs: ids, DryRun: *dry}
+		req := api.ReplayRequest{Endpoint: *endpoint, Since: *since, Until: *until, IDs: ids, DryRun: *dry}
 		if err := c.do(ctx, http.MethodPost, "/api/v1/dlq/replay", req, &raw); err != nil {
 			return err
 		}
 		if *asJSON {
 			return printJSON(stdout, raw)
 		}
-		var res admin.ReplayResult
+		var res api.ReplayResult
 		if err := json.Unmarshal(raw, &res); err != nil {
 			return err
 		}
@@ -410,7 +410,7 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdo
 }
 
 // dlqDiscard is `hookjet dlq discard`.
-func dlqDiscard(ctx context.Context, c *adminClient, req admin.DiscardRequest, asJSON bool, stdout io.Writer) error {
+func dlqDiscard(ctx context.Context, c *adminClient, req api.DiscardRequest, asJSON bool, stdout io.Writer) error {
 	if req.Endpoint == "" && len(req.IDs) == 0 && req.Since == "" && req.Until == "" {
 		return usagef("dlq discard: name the dead letters: --endpoint ID, --id EVENT_ID or --since T (discarding is final)")
 	}
@@ -421,7 +421,7 @@ func dlqDiscard(ctx context.Context, c *adminClient, req admin.DiscardRequest, a
 	if asJSON {
 		return printJSON(stdout, raw)
 	}
-	var res admin.DiscardResult
+	var res api.DiscardResult
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/jetstream"
+	"github.com/hookjet/hookjet/server"
 )
 
 const publishHelp = `hookjet publish <event-type> [--id ID] [--tenant T] [--data JSON|@file] [--config FILE]
@@ -66,7 +67,7 @@ func runPublish(ctx context.Context, args []string, getenv func(string) string, 
 	if *id == "" {
 		*id = jetstream.NewEventID()
 	}
-	nc, err := jetstream.Dial(cfg.NATS, "hookjet-publish", NewLogger(cfg.Log, stderr))
+	nc, err := jetstream.Dial(cfg.NATS, "hookjet-publish", server.NewLogger(cfg.Log, stderr))
 	if err != nil {
 		return err
 	}

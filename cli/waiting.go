@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/api"
 )
 
 // runEndpointReset is `hookjet endpoints reset ID`.
@@ -19,7 +19,7 @@ func runEndpointReset(ctx context.Context, args []string, getenv func(string) st
 	if err != nil {
 		return err
 	}
-	var e admin.EndpointStatus
+	var e api.EndpointStatus
 	if printed, err := f.callFor(ctx, http.MethodPost, "/api/v1/endpoints/"+url.PathEscape(id)+"/breaker/reset", nil, &e, stdout); printed || err != nil {
 		return err
 	}
@@ -29,20 +29,20 @@ func runEndpointReset(ctx context.Context, args []string, getenv func(string) st
 }
 
 // printWaits prints why deliveries wait, one reason a line, under title.
-func printWaits(w io.Writer, waits []admin.Wait, title string) {
+func printWaits(w io.Writer, waits []api.Wait, title string) {
 	if len(waits) == 0 {
 		return
 	}
 	fmt.Fprintln(w, title)
 	now := time.Now()
 	for _, wt := range waits {
-		fmt.Fprintln(w, "  "+admin.Describe(wt, now))
+		fmt.Fprintln(w, "  "+api.Describe(wt, now))
 	}
 }
 
 // waitColumn is the WAITING column of the endpoints table: each reason and
 // until when ("breaker_open until 2026-12-01T08:40:00Z"), "-" for none.
-func waitColumn(waits []admin.Wait) string {
+func waitColumn(waits []api.Wait) string {
 	if len(waits) == 0 {
 		return "-"
 	}

@@ -11,6 +11,7 @@ import (
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/breaker"
 )
 
@@ -225,7 +226,7 @@ func (d *Dispatcher) disable(id, reason string) {
 // or they pass retry.max_age (then they are dead-lettered as expired).
 func (d *Dispatcher) SetDisabled(ctx context.Context, id string, disabled bool, reason string) error {
 	if d.endpoint(id) == nil {
-		return fmt.Errorf("%w: %q", jetstream.ErrUnknownEndpoint, id)
+		return fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, id)
 	}
 	err := d.updateState(ctx, id, func(s *endpointState) bool {
 		s.Disabled, s.Reason, s.At = disabled, reason, d.now().UTC()

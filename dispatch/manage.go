@@ -14,6 +14,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/breaker"
 	"github.com/hookjet/hookjet/config"
 )
@@ -128,7 +129,7 @@ const TestEventType = "hookjet.test"
 func (d *Dispatcher) SendTest(ctx context.Context, id string) (string, error) {
 	e := d.endpoint(id)
 	if e == nil {
-		return "", fmt.Errorf("%w: %q", jetstream.ErrUnknownEndpoint, id)
+		return "", fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, id)
 	}
 	ep := e.set.Load().ep
 	now := d.now().UTC()
@@ -156,13 +157,13 @@ func (d *Dispatcher) SendTest(ctx context.Context, id string) (string, error) {
 func (d *Dispatcher) Redeliver(ctx context.Context, id string, since, until time.Time, dryRun bool) (matched, queued int, err error) {
 	e := d.endpoint(id)
 	if e == nil {
-		return 0, 0, fmt.Errorf("%w: %q", jetstream.ErrUnknownEndpoint, id)
+		return 0, 0, fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, id)
 	}
 	if until.IsZero() {
 		until = d.now()
 	}
 	if !since.Before(until) {
-		return 0, 0, fmt.Errorf("%w: since must be before until", jetstream.ErrBadRequest)
+		return 0, 0, fmt.Errorf("%w: since must be before until", api.ErrBadRequest)
 	}
 	st, err := d.o.JS.Stream(ctx, jetstream.EventsStream)
 	if err != nil {

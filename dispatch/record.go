@@ -4,10 +4,11 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/attempt"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/deliver"
+	"github.com/hookjet/hookjet/endpoints"
 )
 
 // Recorder takes the delivery log's records (package jetstream's LogWriter
@@ -134,9 +135,9 @@ func (d *Dispatcher) recordEnd(dl *delivery, class, reason string) {
 
 // logStatus adds the endpoint object's owner, effective settings and last
 // test outcome.
-func (d *Dispatcher) logStatus(s *admin.EndpointStatus, ep config.Endpoint) {
-	s.Owner, s.Settings = ep.Owner, admin.SettingsOf(ep, d.now())
+func (d *Dispatcher) logStatus(s *api.EndpointStatus, ep config.Endpoint) {
+	s.Owner, s.Settings = ep.Owner, endpoints.SettingsOf(ep, d.now())
 	if r, ok := d.LastTest(ep.ID); ok {
-		s.LastTest = admin.LastTestOf(r)
+		s.LastTest = api.LastTestOf(r)
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/jetstream"
 	"github.com/hookjet/hookjet/tracing"
 )
@@ -24,27 +24,27 @@ const maxReplayErrors = 100
 // A dead letter is removed from HOOKJET_DLQ only after its task is stored.
 // Matches are read and sent in batches, so memory does not grow with the
 // number of dead letters.
-func (d *Dispatcher) Replay(ctx context.Context, r admin.ReplayRequest) (admin.ReplayResult, error) {
+func (d *Dispatcher) Replay(ctx context.Context, r api.ReplayRequest) (api.ReplayResult, error) {
 	now := d.now()
-	since, err := jetstream.ParseTime(r.Since, now)
+	since, err := api.ParseTime(r.Since, now)
 	if err != nil {
-		return admin.ReplayResult{}, fmt.Errorf("since: %w", err)
+		return api.ReplayResult{}, fmt.Errorf("since: %w", err)
 	}
-	until, err := jetstream.ParseTime(r.Until, now)
+	until, err := api.ParseTime(r.Until, now)
 	if err != nil {
-		return admin.ReplayResult{}, fmt.Errorf("until: %w", err)
+		return api.ReplayResult{}, fmt.Errorf("until: %w", err)
 	}
 	if r.Endpoint == "" && len(r.IDs) == 0 && r.Since == "" && r.Until == "" {
-		return admin.ReplayResult{}, fmt.Errorf("%w: name an endpoint, ids or a time range (replaying everything must be asked for with since)", jetstream.ErrBadRequest)
+		return api.ReplayResult{}, fmt.Errorf("%w: name an endpoint, ids or a time range (replaying everything must be asked for with since)", api.ErrBadRequest)
 	}
 	if r.Endpoint != "" && d.endpoint(r.Endpoint) == nil {
-		return admin.ReplayResult{}, fmt.Errorf("%w: %q", jetstream.ErrUnknownEndpoint, r.Endpoint)
+		return api.ReplayResult{}, fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, r.Endpoint)
 	}
 	st, err := d.o.JS.Stream(ctx, jetstream.DLQStream)
 	if err != nil {
-		return admin.ReplayResult{}, fmt.Errorf("stream %s: %w", jetstream.DLQStream, err)
+		return api.ReplayResult{}, fmt.Errorf("stream %s: %w", jetstream.DLQStream, err)
 	}
-	var res admin.ReplayResult
+	var res api.ReplayResult
 	var sendErr error
 	// Only the dead letters of the endpoints in force: a deleted endpoint's
 	// never go to a later one with its id (dispatch/deadletters.go).

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 
-	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/breaker"
 	"github.com/hookjet/hookjet/jetstream"
 )
@@ -51,7 +51,7 @@ func (d *Dispatcher) self() string {
 // at once. A disabled endpoint stays disabled (SetDisabled enables it).
 func (d *Dispatcher) ResetBreaker(ctx context.Context, id string) error {
 	if d.endpoint(id) == nil {
-		return fmt.Errorf("%w: %q", jetstream.ErrUnknownEndpoint, id)
+		return fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, id)
 	}
 	err := d.updateState(ctx, id, func(s *endpointState) bool {
 		if s.HoldUntil.IsZero() {
@@ -103,20 +103,20 @@ func (d *Dispatcher) WatchResets() error {
 
 // waits says why deliveries to e wait at now, and until when (nil: they go
 // at once). The admin API shows it in the endpoint's "waiting".
-func (d *Dispatcher) waits(e *endpoint, now time.Time) []admin.Wait { return d.waitsOf(e, now, true) }
+func (d *Dispatcher) waits(e *endpoint, now time.Time) []api.Wait { return d.waitsOf(e, now, true) }
 
 // waitsOf is waits, looking at the breaker only when breakers is set.
-func (d *Dispatcher) waitsOf(e *endpoint, now time.Time, breakers bool) []admin.Wait {
-	var out []admin.Wait
+func (d *Dispatcher) waitsOf(e *endpoint, now time.Time, breakers bool) []api.Wait {
+	var out []api.Wait
 	add := func(reason string, until time.Time, detail string) {
-		out = append(out, admin.Wait{Endpoint: e.id, Reason: reason, Until: timePtr(until), Detail: detail})
+		out = append(out, api.Wait{Endpoint: e.id, Reason: reason, Until: timePtr(until), Detail: detail})
 	}
 	st := d.state(e.id)
 	if st.Disabled {
-		add(admin.WaitDisabled, time.Time{}, st.Reason)
+		add(api.WaitDisabled, time.Time{}, st.Reason)
 	}
 	if st.HoldUntil.After(now) {
-		add(admin.WaitHeld, st.HoldUntil, st.HoldCause)
+		add(api.WaitHeld, st.HoldUntil, st.HoldCause)
 	}
 	if breakers {
 		d.breakerWait(e.id, add)
@@ -125,14 +125,14 @@ func (d *Dispatcher) waitsOf(e *endpoint, now time.Time, breakers bool) []admin.
 	if s.limiter != nil {
 		if tokens := s.limiter.TokensAt(now); tokens < 1 {
 			wait := time.Duration((1 - tokens) / float64(s.limiter.Limit()) * float64(time.Second))
-			add(admin.WaitRateLimited, now.Add(wait), fmt.Sprintf("rate_limit.rps %g", float64(s.limiter.Limit())))
+			add(api.WaitRateLimited, now.Add(wait), fmt.Sprintf("rate_limit.rps %g", float64(s.limiter.Limit())))
 		}
 	}
 	if limit := s.ep.MaxInFlight; limit > 0 && e.slots.inUse() >= limit {
-		add(admin.WaitInFlightFull, time.Time{}, fmt.Sprintf("max_in_flight %d", limit))
+		add(api.WaitInFlightFull, time.Time{}, fmt.Sprintf("max_in_flight %d", limit))
 	}
 	if n, until := d.drains.takenWait(e.id, now); n > 0 {
-		add(admin.WaitTaken, until, fmt.Sprintf("%d taken before this process started", n))
+		add(api.WaitTaken, until, fmt.Sprintf("%d taken before this process started", n))
 	}
 	return out
 }
@@ -145,17 +145,17 @@ func (d *Dispatcher) breakerWait(id string, add func(reason string, until time.T
 	}
 	switch h.State {
 	case breaker.Open:
-		add(admin.WaitBreakerOpen, h.OpenUntil, fmt.Sprintf("%d consecutive failures; then one probe request", h.ConsecutiveFailures))
+		add(api.WaitBreakerOpen, h.OpenUntil, fmt.Sprintf("%d consecutive failures; then one probe request", h.ConsecutiveFailures))
 	case breaker.HalfOpen:
-		add(admin.WaitHalfOpen, time.Time{}, "one probe request at a time until one succeeds")
+		add(api.WaitHalfOpen, time.Time{}, "one probe request at a time until one succeeds")
 	case breaker.Closed:
 	}
 }
 
 // Waiting lists why deliveries wait, for every endpoint of this process
-// that cannot take them now, by id: those of at most admin.MaxWaiting
+// that cannot take them now, by id: those of at most api.MaxWaiting
 // endpoints, and how many endpoints there are.
-func (d *Dispatcher) Waiting(_ context.Context) ([]admin.Wait, int, error) {
+func (d *Dispatcher) Waiting(_ context.Context) ([]api.Wait, int, error) {
 	now := d.now()
 	_, halfOpen, open := d.o.Breakers.States()
 	breakers := halfOpen+open > 0 // else no breaker needs a look
@@ -165,15 +165,15 @@ func (d *Dispatcher) Waiting(_ context.Context) ([]admin.Wait, int, error) {
 		eps = append(eps, e)
 	}
 	d.mu.RUnlock()
-	var waiting [][]admin.Wait
+	var waiting [][]api.Wait
 	for _, e := range eps {
 		if w := d.waitsOf(e, now, breakers); len(w) > 0 {
 			waiting = append(waiting, w)
 		}
 	}
-	slices.SortFunc(waiting, func(a, b []admin.Wait) int { return strings.Compare(a[0].Endpoint, b[0].Endpoint) })
-	var out []admin.Wait
-	for _, w := range waiting[:min(len(waiting), admin.MaxWaiting)] {
+	slices.SortFunc(waiting, func(a, b []api.Wait) int { return strings.Compare(a[0].Endpoint, b[0].Endpoint) })
+	var out []api.Wait
+	for _, w := range waiting[:min(len(waiting), api.MaxWaiting)] {
 		out = append(out, w...)
 	}
 	return out, len(waiting), nil

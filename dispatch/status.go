@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/jetstream"
 	"math"
 	"sort"
@@ -25,7 +25,7 @@ func timePtr(t time.Time) *time.Time {
 func ms(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Microsecond)) / 1000 }
 
 // Endpoints returns the status of every endpoint, ordered by id.
-func (d *Dispatcher) Endpoints(ctx context.Context) ([]admin.EndpointStatus, error) {
+func (d *Dispatcher) Endpoints(ctx context.Context) ([]api.EndpointStatus, error) {
 	out, _, err := d.EndpointPage(ctx, "", "", 0)
 	return out, err
 }
@@ -34,7 +34,7 @@ func (d *Dispatcher) Endpoints(ctx context.Context) ([]admin.EndpointStatus, err
 // of tenant when it is not empty, ordered by id, and the cursor of the next
 // page ("" after the last). Waiting counts come from two stream lookups per
 // page, whatever its size.
-func (d *Dispatcher) EndpointPage(ctx context.Context, tenant, after string, limit int) ([]admin.EndpointStatus, string, error) {
+func (d *Dispatcher) EndpointPage(ctx context.Context, tenant, after string, limit int) ([]api.EndpointStatus, string, error) {
 	ids := d.sortedIDs()
 	i := sort.SearchStrings(ids, after)
 	if i < len(ids) && ids[i] == after {
@@ -68,37 +68,37 @@ func (d *Dispatcher) EndpointPage(ctx context.Context, tenant, after string, lim
 	if err := d.ownCounts(ctx, pageIDs, dlq); err != nil { // dispatch/deadletters.go
 		return nil, "", err
 	}
-	out := make([]admin.EndpointStatus, 0, len(page))
+	out := make([]api.EndpointStatus, 0, len(page))
 	for _, e := range page {
 		out = append(out, d.status(e, w[e.id], dlq[e.id]))
 	}
 	return out, next, nil
 }
 
-// Endpoint returns one endpoint's status or jetstream.ErrUnknownEndpoint.
-func (d *Dispatcher) Endpoint(ctx context.Context, id string) (admin.EndpointStatus, error) {
+// Endpoint returns one endpoint's status or api.ErrUnknownEndpoint.
+func (d *Dispatcher) Endpoint(ctx context.Context, id string) (api.EndpointStatus, error) {
 	e := d.endpoint(id)
 	if e == nil {
-		return admin.EndpointStatus{}, fmt.Errorf("%w: %q", jetstream.ErrUnknownEndpoint, id)
+		return api.EndpointStatus{}, fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, id)
 	}
 	w, err := d.waiting(ctx, id)
 	if err != nil {
-		return admin.EndpointStatus{}, err
+		return api.EndpointStatus{}, err
 	}
 	dlq, err := d.dlqCounts(ctx, id)
 	if err != nil {
-		return admin.EndpointStatus{}, err
+		return api.EndpointStatus{}, err
 	}
 	if err := d.ownCounts(ctx, []string{id}, dlq); err != nil {
-		return admin.EndpointStatus{}, err
+		return api.EndpointStatus{}, err
 	}
 	return d.status(e, w[id], dlq[id]), nil
 }
 
-func (d *Dispatcher) status(e *endpoint, w waitingCount, deadLetters uint64) admin.EndpointStatus {
+func (d *Dispatcher) status(e *endpoint, w waitingCount, deadLetters uint64) api.EndpointStatus {
 	ep := e.set.Load().ep
 	st := d.state(e.id)
-	s := admin.EndpointStatus{
+	s := api.EndpointStatus{
 		ID: ep.ID, URL: ep.URL, Events: ep.Events, Disabled: st.Disabled, DisabledReason: st.Reason,
 		DeadLetters: deadLetters, Secrets: len(ep.Secrets), Source: ep.Source, Tenant: ep.Tenant,
 		Description: ep.Description, CreatedAt: timePtr(ep.CreatedAt), UpdatedAt: timePtr(ep.UpdatedAt),
@@ -114,14 +114,14 @@ func (d *Dispatcher) status(e *endpoint, w waitingCount, deadLetters uint64) adm
 	}
 	sort.Strings(s.HeaderNames)
 	if h, ok := d.o.Breakers.Health(e.id); ok {
-		s.Breaker = admin.BreakerStatus{
+		s.Breaker = api.BreakerStatus{
 			State:               h.State.String(),
 			ConsecutiveFailures: h.ConsecutiveFailures,
 			CooldownSeconds:     h.Cooldown.Seconds(),
 			OpenedAt:            timePtr(h.OpenedAt),
 			OpenUntil:           timePtr(h.OpenUntil),
 		}
-		s.LatencyMS = admin.Latency{P50: ms(h.P50), P95: ms(h.P95), P99: ms(h.P99), Samples: h.Samples}
+		s.LatencyMS = api.Latency{P50: ms(h.P50), P95: ms(h.P95), P99: ms(h.P99), Samples: h.Samples}
 		s.FirstAttemptSuccessRate = h.FirstAttemptSuccessRate
 		s.ConsecutiveFailures = h.ConsecutiveFailures
 		s.LastSuccess = timePtr(h.LastSuccess)
@@ -203,12 +203,12 @@ func (d *Dispatcher) dlqCounts(ctx context.Context, id string) (map[string]uint6
 	return out, nil
 }
 
-// admin.Summary computes the summary from stream and consumer state (a fixed
+// api.Summary computes the summary from stream and consumer state (a fixed
 // number of lookups, whatever the number of endpoints) and this process's
 // counters. It changes nothing: RunGauges sets the gauges.
-func (d *Dispatcher) Summary(ctx context.Context) (admin.Summary, error) {
+func (d *Dispatcher) Summary(ctx context.Context) (api.Summary, error) {
 	d.mu.RLock()
-	s := admin.Summary{InFlight: d.inFlightN.Load(), Endpoints: len(d.eps)}
+	s := api.Summary{InFlight: d.inFlightN.Load(), Endpoints: len(d.eps)}
 	for _, st := range d.states {
 		if st.Disabled {
 			s.DisabledEndpoints++
@@ -272,7 +272,7 @@ func (d *Dispatcher) Summary(ctx context.Context) (admin.Summary, error) {
 	}
 	s.DeliveredLastHour, s.FailedLastHour = d.hour.sum(d.now())
 	if len(errs) == len([]string{"fanout", "tasks", "dlq", "events"}) {
-		return admin.Summary{}, errors.Join(errs...)
+		return api.Summary{}, errors.Join(errs...)
 	}
 	for _, err := range errs {
 		s.Errors = append(s.Errors, err.Error())

@@ -16,9 +16,9 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/hookjet/hookjet/cli"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/jetstream"
+	"github.com/hookjet/hookjet/server"
 )
 
 // TB is the part of testing.TB that hookjettest uses; *testing.T and
@@ -38,7 +38,7 @@ type TB interface {
 type Hookjet struct {
 	t   TB
 	o   options
-	srv *cli.Server
+	srv *server.Server
 	nc  *nats.Conn
 	js  natsjs.JetStream
 	api *http.Client
@@ -68,7 +68,7 @@ func Start(t TB, opts ...Option) *Hookjet {
 	if o.log == nil {
 		o.log = slog.New(slog.NewTextHandler(logWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	srv, err := cli.Start(context.Background(), &cfg, cli.Options{Log: o.log, TracerProvider: o.tp})
+	srv, err := server.Start(context.Background(), &cfg, server.Options{Log: o.log, TracerProvider: o.tp})
 	if err != nil {
 		t.Fatalf("hookjettest: start hookjet: %v", err)
 	}

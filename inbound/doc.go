@@ -17,6 +17,7 @@
 // Every request of a known source is counted in
 // hookjet_inbound_requests_total{source,outcome} and in [Gateway.Counts].
 //
-// The package never imports dispatch; its NATS glue (stream, bucket,
-// subjects, headers) is package jetstream's InboundStore.
+// The package imports neither NATS nor dispatch: it declares the [Store]
+// it needs with its own [Event] and [Stored], and package jetstream's
+// InboundStore implements it (stream, bucket, subjects, headers).
 package inbound

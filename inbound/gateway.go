@@ -18,14 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hookjet/hookjet/config"
-	"github.com/hookjet/hookjet/jetstream"
 )
-
-// Store stores a verified event, once per provider id; it is
-// *jetstream.InboundStore.
-type Store interface {
-	Store(ctx context.Context, ev jetstream.InboundEvent) (jetstream.InboundStored, error)
-}
 
 // maxID bounds a provider's event id as stored; a longer one (or one with
 // control characters) is replaced by "sha256:" and its hash.
@@ -214,7 +207,7 @@ func (g *Gateway) accept(w http.ResponseWriter, r *http.Request, s *source, body
 		answer(w, http.StatusUnauthorized, ErrInvalidSignature.Error())
 		return
 	}
-	ev := jetstream.InboundEvent{
+	ev := Event{
 		Source: s.id, ID: eventID(m.id, body), Type: m.typ,
 		ContentType: r.Header.Get("Content-Type"), ReceivedAt: now, Body: body,
 	}

@@ -10,84 +10,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookjet/hookjet/api"
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 )
 
-// DLQEntry is one dead letter as the admin API lists it. The payload is not
-// part of it; `nats stream get HOOKJET_DLQ <seq>` shows it.
-type DLQEntry struct {
-	Seq          uint64 `json:"seq"`
-	EventID      string `json:"event_id"`
-	EventType    string `json:"event_type"`
-	Endpoint     string `json:"endpoint"`
-	Reason       string `json:"reason"`
-	Attempts     int    `json:"attempts"`
-	LastStatus   int    `json:"last_status"` // the last HTTP status; 0 when there was no response
-	LastError    string `json:"last_error"`
-	FirstAttempt string `json:"first_attempt"`
-	LastAttempt  string `json:"last_attempt"`
-	StoredAt     string `json:"stored_at"`
-	Bytes        int    `json:"bytes"`
-	// LastResponse is the start of the last non-2xx response body, from
-	// the delivery log (filled in by the admin API when the log holds it).
-	LastResponse string `json:"last_response,omitempty"`
-	// Tenant is the event's tenant (Hookjet-Tenant); empty when it named
-	// none.
-	Tenant string `json:"tenant,omitempty"`
-	// EndpointCreatedAt is the incarnation of the endpoint the dead letter
-	// was stored for (its created_at, RFC 3339 UTC); empty for a
-	// config-file endpoint and for dead letters stored before hookjet kept
-	// it.
-	EndpointCreatedAt string `json:"endpoint_created_at,omitempty"`
-	// Incarnation is EndpointCreatedAt as stored (Unix nanoseconds), for
-	// comparing with the endpoint in force; "" when absent.
-	Incarnation string `json:"-"`
-	// Stored is StoredAt as a time.
-	Stored time.Time `json:"-"`
-}
-
-// DLQFilter selects dead letters. Zero fields match everything.
-type DLQFilter struct {
-	Endpoint string
-	Since    time.Time // stored at or after
-	Until    time.Time // stored before
-	IDs      []string  // event ids
-	Limit    int       // 0: no limit
-	// Deleted asks for the dead letters of endpoints deleted since (of an
-	// earlier incarnation of the id, or of no endpoint in force) instead of
-	// those of the endpoints in force. The engine turns it into Keep.
-	Deleted bool
-	// Keep, when not nil, is a last test every listed or counted entry
-	// passes: the engine's "belongs to the endpoint in force".
-	Keep func(DLQEntry) bool
-}
-
-// DLQStat summarises one endpoint's dead letters.
-type DLQStat struct {
-	Endpoint         string  `json:"endpoint"`
-	Count            int     `json:"count"`
-	MostCommonReason string  `json:"most_common_reason"`
-	MostCommonError  string  `json:"most_common_error"`
-	MostCommonStatus int     `json:"most_common_status"` // an HTTP status; 0: no response
-	First            string  `json:"first"`
-	Last             string  `json:"last"`
-	AverageAttempts  float64 `json:"average_attempts"`
-}
-
-// ParseTime accepts RFC 3339 or a duration meaning "that long ago".
-func ParseTime(s string, now time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, nil
-	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return now.Add(-d), nil
-	}
-	return time.Time{}, fmt.Errorf("%w: %q is neither an RFC 3339 time nor a duration such as 2h", ErrBadRequest, s)
-}
+// The dead letters' vocabulary is the admin API's (package api): ScanDLQ
+// and the engine fill it in.
+type (
+	DLQEntry  = api.DLQEntry
+	DLQFilter = api.DLQFilter
+	DLQStat   = api.DLQStat
+)
 
 // DLQMsg is a dead letter read by ScanDLQ: its entry and the message.
 type DLQMsg struct {

@@ -1,15 +1,22 @@
 // Package jetstream is hookjet's glue to NATS JetStream: the embedded
 // server, the connection, the streams, consumers and KV buckets hookjet
 // owns (their names, configurations and upgrades), the endpoint store, the
-// outbox publisher, and reading the dead-letter stream. It knows nothing of
-// how deliveries are decided: that is package dispatch.
+// inbound store, the outbox publisher, the delivery log's writer and
+// reader, and reading the dead-letter stream. It knows nothing of how
+// deliveries are decided: that is package dispatch. Where another room
+// declares what it needs, this package implements it with that room's
+// types: [InboundStore] is an inbound.Store, [EndpointStore] an
+// admin.EndpointStore over endpoints.Record, and the dead letters and the
+// delivery log's queries are package api's.
 //
 // Throughout the repository the nats.go client package
 // github.com/nats-io/nats.go/jetstream is imported as natsjs, so that this
-// package's name stays free. Only this package, dispatch, cmd/hookjet and
-// the consumer-side helpers webhook/kvdedupe and examples/inboundconsumer
-// import NATS; deliver, dedupe, breaker, signature, webhook and inbound
-// never do (inbound stores through this package).
+// package's name stays free. Only this package, dispatch, hookjettest, the
+// consumer-side helper webhook/kvdedupe, the examples and the test
+// harnesses (test/bench, test/soak) import NATS; the process (package
+// server) and the commands (cli) reach it through this package. deliver,
+// dedupe, breaker, signature, webhook, api, endpoints, admin, console and
+// inbound never import it, even through another package.
 //
 // # Streams, consumers and buckets
 //

@@ -13,57 +13,21 @@ import (
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/endpoints"
 	"github.com/hookjet/hookjet/seal"
 )
 
 // endpointRecordVersion is the version of EndpointRecord's JSON form.
 const endpointRecordVersion = 1
 
-// EndpointRecord is an endpoint created through the admin API as the KV
-// bucket HOOKJET_ENDPOINTS stores it under its id: its own definition (the
-// settings it overrides, not resolved values, so that a change of the
-// defaults reaches it) with signing secrets and header values sealed
-// (AES-256-GCM with security.secret_key). [EndpointStore.Record] builds one
-// from a [config.EndpointSpec]; [EndpointStore.Spec] and
-// [EndpointStore.Resolve] open it.
-type EndpointRecord struct {
-	// V is the version of this JSON form; 0 is read as 1.
-	V int `json:"v"`
-	// ID is the endpoint id, also the KV key.
-	ID string `json:"id"`
-	// URL is where deliveries go. Every record has one; a value without it
-	// is not an endpoint (the first design kept disabled states here).
-	URL string `json:"url"`
-	// Events are the endpoint's patterns; nil means every event.
-	Events []string `json:"events,omitempty"`
-	// Tenant and Description are free text; empty means none.
-	Tenant      string `json:"tenant,omitempty"`
-	Description string `json:"description,omitempty"`
-	Owner       string `json:"owner,omitempty"`
-	// Headers maps extra header names to sealed values; nil means none.
-	Headers map[string][]byte `json:"headers,omitempty"`
-	// Secrets are the sealed signing secrets, newest first.
-	Secrets []SealedSecret `json:"secrets"`
-	// InsecureSkipVerify turns off TLS certificate verification.
-	InsecureSkipVerify bool `json:"insecure_skip_verify,omitempty"`
-	// Overrides are the settings the endpoint sets itself.
-	Overrides config.Overrides `json:"overrides"`
-	// CreatedAt and UpdatedAt are set by the admin API.
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-	// Revision is the KV revision the record was read at; 0 when it was not
-	// read from the bucket.
-	Revision uint64 `json:"-"`
-}
-
-// SealedSecret is one sealed signing secret.
-type SealedSecret struct {
-	// Sealed is the secret sealed with the context "<id>/secrets".
-	Sealed []byte `json:"sealed"`
-	// Expires is when a rotated-out secret stops signing; nil means never.
-	Expires *time.Time `json:"expires,omitempty"`
-}
+// EndpointRecord and SealedSecret are the stored form of an API endpoint
+// (package endpoints), which the store reads and writes.
+type (
+	EndpointRecord = endpoints.Record
+	SealedSecret   = endpoints.SealedSecret
+)
 
 // EndpointStore keeps the endpoints created through the admin API in the KV
 // bucket HOOKJET_ENDPOINTS, shared by every hookjet process on the same
@@ -218,7 +182,7 @@ func (s *EndpointStore) Resolve(rec EndpointRecord, defaults config.Settings) (c
 	if err != nil {
 		return config.Endpoint{}, err
 	}
-	spec = DropExpiredSecrets(spec, s.now())
+	spec = endpoints.DropExpiredSecrets(spec, s.now())
 	ep, err := config.ResolveEndpoint(defaults, spec)
 	if err != nil {
 		return config.Endpoint{}, fmt.Errorf("endpoint %s: %w", rec.ID, err)
@@ -226,26 +190,6 @@ func (s *EndpointStore) Resolve(rec EndpointRecord, defaults config.Settings) (c
 	ep.Source = config.SourceAPI
 	ep.CreatedAt, ep.UpdatedAt = rec.CreatedAt, rec.UpdatedAt
 	return ep, nil
-}
-
-// DropExpiredSecrets returns spec without the secrets whose expiry is at or
-// before now.
-func DropExpiredSecrets(spec config.EndpointSpec, now time.Time) config.EndpointSpec {
-	var secrets []config.Secret
-	var expiry []time.Time
-	for i, sec := range spec.Secrets {
-		var exp time.Time
-		if i < len(spec.SecretExpiry) {
-			exp = spec.SecretExpiry[i]
-		}
-		if !exp.IsZero() && !exp.After(now) {
-			continue
-		}
-		secrets = append(secrets, sec)
-		expiry = append(expiry, exp)
-	}
-	spec.Secrets, spec.SecretExpiry = secrets, expiry
-	return spec
 }
 
 // decodeRecord decodes a KV value, reporting false for a value that is not
@@ -269,7 +213,7 @@ func decodeValue(id string, rev uint64, value []byte) (EndpointRecord, bool, err
 }
 
 // Create stores a new record under rec.ID. It returns an error wrapping
-// [ErrEndpointExists] when an endpoint has that id; a leftover value that
+// [api.ErrEndpointExists] when an endpoint has that id; a leftover value that
 // is not an endpoint is replaced.
 func (s *EndpointStore) Create(ctx context.Context, rec EndpointRecord) error {
 	rec.V = endpointRecordVersion
@@ -284,12 +228,12 @@ func (s *EndpointStore) Create(ctx context.Context, rec EndpointRecord) error {
 			return fmt.Errorf("endpoint %s: %w", rec.ID, gerr)
 		}
 		if _, ok, _ := decodeRecord(e); ok {
-			return fmt.Errorf("%w: %q", ErrEndpointExists, rec.ID)
+			return fmt.Errorf("%w: %q", api.ErrEndpointExists, rec.ID)
 		}
 		s.log.Debug("replacing a value that is not an endpoint", "bucket", EndpointBucket, "key", rec.ID)
 		_, err = s.kv.Update(ctx, rec.ID, b, e.Revision())
 		if errors.Is(err, natsjs.ErrKeyRevisionMismatch) {
-			return fmt.Errorf("%w: %q", ErrEndpointExists, rec.ID)
+			return fmt.Errorf("%w: %q", api.ErrEndpointExists, rec.ID)
 		}
 	}
 	if err != nil {
@@ -299,11 +243,11 @@ func (s *EndpointStore) Create(ctx context.Context, rec EndpointRecord) error {
 }
 
 // Get returns the record stored under id, or an error wrapping
-// [ErrUnknownEndpoint].
+// [api.ErrUnknownEndpoint].
 func (s *EndpointStore) Get(ctx context.Context, id string) (EndpointRecord, error) {
 	e, err := s.kv.Get(ctx, id)
 	if errors.Is(err, natsjs.ErrKeyNotFound) || errors.Is(err, natsjs.ErrInvalidKey) {
-		return EndpointRecord{}, fmt.Errorf("%w: %q", ErrUnknownEndpoint, id)
+		return EndpointRecord{}, fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, id)
 	}
 	if err != nil {
 		return EndpointRecord{}, fmt.Errorf("endpoint %s: %w", id, err)
@@ -313,7 +257,7 @@ func (s *EndpointStore) Get(ctx context.Context, id string) (EndpointRecord, err
 		return EndpointRecord{}, err
 	}
 	if !ok {
-		return EndpointRecord{}, fmt.Errorf("%w: %q", ErrUnknownEndpoint, id)
+		return EndpointRecord{}, fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, id)
 	}
 	return rec, nil
 }
@@ -349,11 +293,11 @@ func (s *EndpointStore) Update(ctx context.Context, id string, fn func(*Endpoint
 		}
 		return rec, nil
 	}
-	return EndpointRecord{}, fmt.Errorf("update endpoint %s: %w", id, ErrConflict)
+	return EndpointRecord{}, fmt.Errorf("update endpoint %s: %w", id, api.ErrConflict)
 }
 
 // Delete removes the record under id, or returns an error wrapping
-// [ErrUnknownEndpoint].
+// [api.ErrUnknownEndpoint].
 func (s *EndpointStore) Delete(ctx context.Context, id string) error {
 	rec, err := s.Get(ctx, id)
 	if err != nil {

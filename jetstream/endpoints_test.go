@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/seal"
 )
@@ -83,8 +84,8 @@ func TestEndpointStoreCreateGetResolve(t *testing.T) {
 	if err := s.Create(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Create(ctx, s.Record(testSpec("crm"))); !errors.Is(err, ErrEndpointExists) {
-		t.Fatalf("second create: %v, want ErrEndpointExists", err)
+	if err := s.Create(ctx, s.Record(testSpec("crm"))); !errors.Is(err, api.ErrEndpointExists) {
+		t.Fatalf("second create: %v, want api.ErrEndpointExists", err)
 	}
 	got, err := s.Get(ctx, "crm")
 	if err != nil {
@@ -102,7 +103,7 @@ func TestEndpointStoreCreateGetResolve(t *testing.T) {
 	if len(ep.Secrets) != 1 || ep.Secrets[0].Reveal() != testSecret || ep.Headers["X-Api-Key"].Reveal() != testHeader {
 		t.Error("secrets or headers did not survive the round trip")
 	}
-	if _, err := s.Get(ctx, "nope"); !errors.Is(err, ErrUnknownEndpoint) {
+	if _, err := s.Get(ctx, "nope"); !errors.Is(err, api.ErrUnknownEndpoint) {
 		t.Errorf("Get(nope) = %v", err)
 	}
 }
@@ -198,7 +199,7 @@ func TestEndpointStoreUpdate(t *testing.T) {
 	if rec, _ := s.Get(ctx, "a"); rec.Description != "xxxxxxxx" {
 		t.Errorf("description = %q after 8 concurrent appends", rec.Description)
 	}
-	if _, err := s.Update(ctx, "nope", func(*EndpointRecord) error { return nil }); !errors.Is(err, ErrUnknownEndpoint) {
+	if _, err := s.Update(ctx, "nope", func(*EndpointRecord) error { return nil }); !errors.Is(err, api.ErrUnknownEndpoint) {
 		t.Errorf("update unknown = %v", err)
 	}
 }
@@ -303,7 +304,7 @@ func TestEndpointStoreCreateReplacesLegacyState(t *testing.T) {
 	if _, err := kv.Put(ctx, "old", []byte(`{"reason":"operator"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Get(ctx, "old"); !errors.Is(err, ErrUnknownEndpoint) {
+	if _, err := s.Get(ctx, "old"); !errors.Is(err, api.ErrUnknownEndpoint) {
 		t.Errorf("a legacy state reads as an endpoint: %v", err)
 	}
 	if err := s.Create(ctx, s.Record(testSpec("old"))); err != nil {
@@ -318,7 +319,7 @@ func TestEndpointStoreDelete(t *testing.T) {
 	js := startJS(t)
 	s := openStore(t, js)
 	ctx := t.Context()
-	if err := s.Delete(ctx, "nope"); !errors.Is(err, ErrUnknownEndpoint) {
+	if err := s.Delete(ctx, "nope"); !errors.Is(err, api.ErrUnknownEndpoint) {
 		t.Errorf("delete unknown = %v", err)
 	}
 	if err := s.Create(ctx, s.Record(testSpec("a"))); err != nil {
@@ -327,7 +328,7 @@ func TestEndpointStoreDelete(t *testing.T) {
 	if err := s.Delete(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Get(ctx, "a"); !errors.Is(err, ErrUnknownEndpoint) {
+	if _, err := s.Get(ctx, "a"); !errors.Is(err, api.ErrUnknownEndpoint) {
 		t.Errorf("get after delete = %v", err)
 	}
 	if err := s.Create(ctx, s.Record(testSpec("a"))); err != nil {

@@ -15,6 +15,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/inbound"
 )
 
 // Names of the inbound gateway's stream, bucket, subjects and headers.
@@ -178,34 +179,12 @@ func inboundSeenKey(source, id string) string {
 	return source + "." + hex.EncodeToString(sum[:16])
 }
 
-// InboundEvent is one verified webhook to store.
-type InboundEvent struct {
-	Source string // the source's id
-	ID     string // the provider's event id (header-safe)
-	// DedupeID is what HOOKJET_INBOUND_SEEN recognises a copy by; empty
-	// means ID. A source whose signature does not cover the id sets it to
-	// the body's hash, so that a captured request resent under a new id is
-	// still a duplicate; Nats-Msg-Id stays <source>:<ID>, which catches a
-	// copy under the same id within the duplicate window.
-	DedupeID string
-	Type     string // the provider's event type, before sanitising
-	// ContentType is the request's Content-Type; empty means
-	// application/json.
-	ContentType string
-	ReceivedAt  time.Time
-	Body        []byte
-}
-
-// InboundStored says where an inbound event is.
-type InboundStored struct {
-	// Seq is the event's sequence in HOOKJET_INBOUND (for a duplicate, the
-	// first copy's).
-	Seq uint64
-	// Duplicate means the event had been stored before (within the
-	// duplicate window, or remembered in HOOKJET_INBOUND_SEEN) and was not
-	// stored again.
-	Duplicate bool
-}
+// InboundEvent and InboundStored are the gateway's (package inbound):
+// InboundStore implements [inbound.Store].
+type (
+	InboundEvent  = inbound.Event
+	InboundStored = inbound.Stored
+)
 
 // InboundStore stores inbound events exactly once per provider id for
 // dedupe.ttl: HOOKJET_INBOUND_SEEN is consulted first, the event is

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/attempt"
 	"github.com/hookjet/hookjet/config"
 )
@@ -83,7 +84,7 @@ func laterDelivery(r *attempt.Record) bool {
 	case attempt.TriggerDelivery, attempt.TriggerRetry, attempt.TriggerDrain:
 		return false
 	}
-	return ValidToken(r.Delivery)
+	return api.ValidToken(r.Delivery)
 }
 
 // logStreamConfig is HOOKJET_LOG: limits retention with Discard: Old, so a
@@ -280,7 +281,7 @@ func (w *LogWriter) flush() {
 }
 
 func (w *LogWriter) publish(r *attempt.Record) {
-	if err := r.Validate(); err != nil || !ValidToken(r.Endpoint) {
+	if err := r.Validate(); err != nil || !api.ValidToken(r.Endpoint) {
 		w.lost.Add(1) // it could not be found again: no subject for it
 		return
 	}
@@ -295,19 +296,4 @@ func (w *LogWriter) publish(r *attempt.Record) {
 		w.lost.Add(1)
 		w.log.Debug("delivery log record not stored", "err", err)
 	}
-}
-
-// ValidToken reports whether s can stand as one subject token: not empty,
-// and without dots, wildcards or white space.
-func ValidToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		switch c {
-		case '.', '*', '>', ' ', '\t', '\r', '\n':
-			return false
-		}
-	}
-	return true
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/attempt"
 )
 
@@ -39,19 +40,9 @@ type LogReader struct {
 // NewLogReader reads HOOKJET_LOG through nc.
 func NewLogReader(nc *nats.Conn, js natsjs.JetStream) *LogReader { return &LogReader{nc: nc, js: js} }
 
-// LogQuery selects records for [LogReader.Page] and [LogReader.Export].
-// Zero fields match everything.
-type LogQuery struct {
-	Endpoint string
-	Since    time.Time // stored at or after
-	Until    time.Time // stored before
-	// Before is the paging cursor: only records with a smaller sequence.
-	Before uint64
-	// Limit is the page size; 0 means 100.
-	Limit int
-	// Match filters further (tenant, event type, class); nil matches all.
-	Match func(*attempt.Record) bool
-}
+// LogQuery selects records for [LogReader.Page] and [LogReader.Export]: the
+// admin API's query ([api.LogQuery]).
+type LogQuery = api.LogQuery
 
 // Paging bounds.
 const (

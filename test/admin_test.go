@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookjet/hookjet/cli"
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/server"
 )
 
 func TestAdminAPIAuthShapesAndSecrets(t *testing.T) {
@@ -30,7 +31,7 @@ func TestAdminAPIAuthShapesAndSecrets(t *testing.T) {
 	cfg.Admin.Token = config.NewSecret(token)
 	reg := prometheus.NewRegistry()
 	logs := &lockedWriter{w: &strings.Builder{}}
-	h := startHookjet(t, cfg, cli.Options{Registry: reg, Log: cli.NewLogger(config.Log{Format: "json", Level: "debug"}, logs)})
+	h := startHookjet(t, cfg, cli.Options{Registry: reg, Log: server.NewLogger(config.Log{Format: "json", Level: "debug"}, logs)})
 
 	h.publish("order.created", "evt_ok", []byte(`{"ok":true}`))
 	h.publish("order.created", "evt_bad", []byte(`{"fail":true}`))

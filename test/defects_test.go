@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookjet/hookjet/cli"
 	hjs "github.com/hookjet/hookjet/jetstream"
+	hjserver "github.com/hookjet/hookjet/server"
 )
 
 // Regression tests for the defects of issue 13, named by item.
@@ -184,7 +185,7 @@ func TestDefect11StartWaitsForJetStream(t *testing.T) {
 	adminAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cfg.Admin.Listen = adminAddr
 	type started struct {
-		srv *cli.Server
+		srv *hjserver.Server
 		err error
 	}
 	done := make(chan started, 1)

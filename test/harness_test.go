@@ -19,9 +19,9 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/hookjet/hookjet/cli"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/internal/testkit"
+	"github.com/hookjet/hookjet/server"
 )
 
 // Two secrets, so every test checks rotation: each request must carry a valid
@@ -246,7 +246,7 @@ func freePort(t testing.TB) int {
 type hookjet struct {
 	t   testing.TB
 	cfg *config.Config
-	srv *cli.Server
+	srv *server.Server
 	nc  *nats.Conn
 	js  natsjs.JetStream
 }
@@ -258,12 +258,12 @@ func (w tLogWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func startHookjet(t testing.TB, cfg *config.Config, o cli.Options) *hookjet {
+func startHookjet(t testing.TB, cfg *config.Config, o server.Options) *hookjet {
 	t.Helper()
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(tLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	srv, err := cli.Start(context.Background(), cfg, o)
+	srv, err := server.Start(context.Background(), cfg, o)
 	if err != nil {
 		t.Fatalf("start hookjet: %v", err)
 	}

@@ -1,4 +1,3 @@
-// Command hookjet delivers webhooks from NATS JetStream. See `hookjet --help`.
 package main
 
 import (

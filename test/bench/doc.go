@@ -10,7 +10,7 @@
 // JSON file.
 //
 // Everything runs in this one process (but for cost116 and floor116): the receiver (one net/http listener,
-// one path per endpoint), hookjet started with cli.Start and its embedded
+// one path per endpoint), hookjet started with server.Start and its embedded
 // NATS server (data in a temporary directory removed after each scenario), and
 // the publisher (nats.go, asynchronous JetStream publishes with Nats-Msg-Id).
 // CPU time and peak RSS are therefore those of the whole process, receiver and

@@ -17,8 +17,8 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/hookjet/hookjet/cli"
 	"github.com/hookjet/hookjet/config"
+	hjserver "github.com/hookjet/hookjet/server"
 )
 
 // The one signing secret of every endpoint.
@@ -48,13 +48,13 @@ type hookjetSpec struct {
 // publisher connection to its embedded NATS server.
 type instance struct {
 	dir     string
-	srv     *cli.Server
-	ns      *server.Server // the floor's own nats-server; nil for hookjet (cli.Server owns its own)
+	srv     *hjserver.Server
+	ns      *server.Server // the floor's own nats-server; nil for hookjet (hookjet's server owns its own)
 	stopSub func()         // stops the floor's consumer; nil for hookjet
 	nc      *nats.Conn
 	js      natsjs.JetStream
 	logs    *logCounter
-	startup time.Duration // cli.Start
+	startup time.Duration // hjserver.Start
 	parse   time.Duration // rendering and parsing the config, before startup
 
 	pubAcked, pubFailed atomic.Int64
@@ -118,7 +118,7 @@ func startHookjet(ctx context.Context, spec hookjetSpec, logOut io.Writer) (*ins
 	}
 	h.parse = time.Since(start)
 	start = time.Now()
-	h.srv, err = cli.Start(ctx, cfg, cli.Options{Log: slog.New(h.logs)})
+	h.srv, err = hjserver.Start(ctx, cfg, hjserver.Options{Log: slog.New(h.logs)})
 	if err != nil {
 		return nil, fmt.Errorf("start hookjet: %w", err)
 	}

@@ -14,9 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hookjet/hookjet/cli"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/inbound"
+	"github.com/hookjet/hookjet/server"
 )
 
 // inboundSource is the source the inbound scenarios post to: GitHub's
@@ -73,7 +73,7 @@ func startInbound(ctx context.Context, logOut io.Writer) (*instance, string, err
 		return nil, "", fmt.Errorf("config: %w", err)
 	}
 	start := time.Now()
-	if h.srv, err = cli.Start(ctx, cfg, cli.Options{Log: slog.New(h.logs)}); err != nil {
+	if h.srv, err = server.Start(ctx, cfg, server.Options{Log: slog.New(h.logs)}); err != nil {
 		h.stop()
 		return nil, "", fmt.Errorf("start hookjet: %w", err)
 	}

@@ -17,8 +17,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hookjet/hookjet/cli"
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/server"
 )
 
 // scenarioNames in the order they run.
@@ -128,7 +128,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Started:    time.Now().UTC(),
 		Command:    "go run ./test/bench " + strings.Join(args, " "),
 		Quick:      *quick,
-		Version:    cli.Version,
+		Version:    server.Version,
 		GoVersion:  runtime.Version(),
 		OS:         runtime.GOOS + "/" + runtime.GOARCH,
 		CPUs:       runtime.NumCPU(),

@@ -1,18 +1,16 @@
-package cli
+package server
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/inbound"
 	"github.com/hookjet/hookjet/jetstream"
@@ -136,24 +134,15 @@ type inboundBackend struct {
 }
 
 // Summary is the backend's summary with the inbound gateway's counts.
-func (b inboundBackend) Summary(ctx context.Context) (admin.Summary, error) {
+func (b inboundBackend) Summary(ctx context.Context) (api.Summary, error) {
 	sum, err := b.Backend.Summary(ctx)
 	counts := b.gw.Counts()
-	sum.Inbound = make(map[string]admin.InboundCounts, len(counts))
+	sum.Inbound = make(map[string]api.InboundCounts, len(counts))
 	for id, c := range counts {
-		sum.Inbound[id] = admin.InboundCounts{
+		sum.Inbound[id] = api.InboundCounts{
 			Accepted: c.Accepted, Duplicates: c.Duplicates, SignatureFailures: c.SignatureFailures,
 			WindowRejections: c.WindowRejections, TooLarge: c.TooLarge, Unavailable: c.Unavailable,
 		}
 	}
 	return sum, err
-}
-
-// printInboundCounts writes a `hookjet status` line per inbound source.
-func printInboundCounts(w io.Writer, counts map[string]admin.InboundCounts) {
-	for _, id := range slices.Sorted(maps.Keys(counts)) {
-		c := counts[id]
-		fmt.Fprintf(w, "inbound %s\t%d accepted, %d duplicates, %d signature failures, %d outside the window, %d too large, %d unavailable\n",
-			id, c.Accepted, c.Duplicates, c.SignatureFailures, c.WindowRejections, c.TooLarge, c.Unavailable)
-	}
 }

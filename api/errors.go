@@ -1,6 +1,10 @@
-package jetstream
+package api
 
 import "errors"
+
+// The error kinds of the admin API. Whoever answers a call wraps one of
+// them (fmt.Errorf("%w: ...")); package admin maps them to HTTP statuses
+// (404, 400, 409).
 
 var (
 	// ErrUnknownEndpoint is returned for an endpoint id that is not configured.

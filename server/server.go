@@ -1,4 +1,4 @@
-package cli
+package server
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -18,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/lmittmann/tint"
@@ -28,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/breaker"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/console"
@@ -40,65 +39,6 @@ import (
 	"github.com/hookjet/hookjet/state"
 	"github.com/hookjet/hookjet/tracing"
 )
-
-const serveHelp = `hookjet serve [--config FILE]
-
-Runs hookjet: with no nats.url it starts an embedded nats-server with
-JetStream (data under data_dir, clients on nats.listen; every event is fsynced
-before its PubAck unless nats.sync is a duration); with nats.url it joins
-an existing NATS deployment, sharing the work with other hookjet processes.
-With inbound.listen set it also runs the inbound gateway there (POST
-/in/<source>; see 'hookjet inbound test').
-The admin listener also serves the console (/console/) and, unless
-portal.listen is set, the customer portal (/portal/).
-SIGTERM/SIGINT stop it gracefully (exit 0); SIGHUP reloads the endpoints.
-Every config key can be overridden with HOOKJET_<SECTION>_<KEY>; any other
-HOOKJET_* variable is refused (exit 2), so a misspelt one is not ignored.
-OTEL_EXPORTER_OTLP_ENDPOINT (or tracing.enabled) exports a span per delivery
-attempt over OTLP; the other OTEL_* variables apply as usual.`
-
-func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", serveHelp, stdout)
-	path := fs.String("config", getenv("HOOKJET_CONFIG"), "config file (YAML); empty: defaults and environment only")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usagef("serve: unexpected argument %q", fs.Arg(0))
-	}
-	cfg, err := loadConfig(*path, getenv)
-	if err != nil {
-		return err
-	}
-	log := NewLogger(cfg.Log, stderr)
-	// Caught from the start: a SIGHUP while Start waits (a cluster electing
-	// leaders) would otherwise kill the process; it is handled once started.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	s, err := Start(ctx, cfg, Options{Log: log, Getenv: getenv, ConfigPath: *path})
-	if err != nil {
-		return err
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			log.Info("shutting down", "grace", cfg.Worker.ShutdownGrace)
-			return s.Shutdown()
-		case <-hup:
-			next, err := loadConfig(*path, getenv)
-			if err != nil {
-				log.Error("reload refused; keeping the running endpoints", "err", err)
-				continue
-			}
-			if err := s.Reload(ctx, next); err != nil {
-				log.Error("reload", "err", err)
-				continue
-			}
-			log.Info("reloaded endpoints", "endpoints", len(next.Endpoints))
-		}
-	}
-}
 
 // NewLogger returns the logger cfg asks for: tint text (coloured only on a
 // terminal) or JSON.
@@ -164,11 +104,11 @@ type Server struct {
 	registry *prometheus.Registry
 	client   *deliver.Client
 	ledger   *dedupe.Ledger
-	// The delivery log's writer and reader (cli/deliverylog.go); nil when
+	// The delivery log's writer and reader (server/deliverylog.go); nil when
 	// log.enabled is false.
 	logw *jetstream.LogWriter
 	// tally counts attempts per minute in HOOKJET_COUNTS, for the
-	// summary's last-hour figures (cli/deliverylog.go).
+	// summary's last-hour figures (server/deliverylog.go).
 	tally *jetstream.Tally
 	logr  *jetstream.LogReader
 	// stopTracing flushes and stops the tracer provider Start built; nil
@@ -179,15 +119,15 @@ type Server struct {
 	// store holds the endpoints of the admin API (Reload re-resolves them
 	// when the defaults change).
 	store *jetstream.EndpointStore
-	// outbox is the in-process outbox relay (outbox.dsn set; cli/outbox.go).
+	// outbox is the in-process outbox relay (outbox.dsn set; server/outbox.go).
 	outbox     *outbox.Relay
 	stopOutbox func()
-	// durability is how the streams are stored (cli/durability.go).
+	// durability is how the streams are stored (server/durability.go).
 	durability jetstream.Durability
-	// inbound is the inbound gateway (inbound.listen set; cli/inbound.go).
+	// inbound is the inbound gateway (inbound.listen set; server/inbound.go).
 	inbound *inboundServer
 
-	// portal serves portal.listen (cli/console.go); nil without one.
+	// portal serves portal.listen (server/console.go); nil without one.
 	portal    *http.Server
 	portalLn  net.Listener
 	portalRun *owned
@@ -198,7 +138,7 @@ type Server struct {
 	stateSync, ledgerRun, breakersRun, gauges, adminRun *owned
 	once                                                sync.Once
 	stopped                                             bool // the dispatcher has been stopped
-	marked                                              bool // the run marker is written (cli/marker.go)
+	marked                                              bool // the run marker is written (server/marker.go)
 }
 
 // owned is a goroutine a Server started: stop cancels its context and waits
@@ -246,7 +186,7 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	if err := s.openState(ctx); err != nil {
 		return nil, err
 	}
-	prev := s.markRunning() // cli/marker.go
+	prev := s.markRunning() // server/marker.go
 	s.starting("connecting to NATS")
 	if err := s.connect(); err != nil {
 		return nil, err
@@ -273,17 +213,17 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 		return nil, err
 	}
 	s.store = store
-	s.durability = readDurability(setupCtx, cfg, s.node, log) // cli/durability.go
+	s.durability = readDurability(setupCtx, cfg, s.node, log) // server/durability.go
 	// Pull only now: every endpoint (file, API, other processes') is known.
 	if err := s.disp.Run(setupCtx); err != nil {
 		return nil, err
 	}
-	if !cfg.Outbox.DSN.IsZero() { // the outbox relay in-process: cli/outbox.go
+	if !cfg.Outbox.DSN.IsZero() { // the outbox relay in-process: server/outbox.go
 		if s.outbox, s.stopOutbox, err = startOutbox(ctx, cfg, s.node, log, s.registry, s.durability.EventsHold()); err != nil {
 			return nil, err
 		}
 	}
-	if err := s.startInbound(setupCtx); err != nil { // cli/inbound.go
+	if err := s.startInbound(setupCtx); err != nil { // server/inbound.go
 		return nil, err
 	}
 	if err := s.startAdmin(store, o); err != nil {
@@ -373,7 +313,7 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, o Options) error {
 		}
 		s.stopTracing = stop
 	}
-	if err := s.startLog(setupCtx); err != nil { // the delivery log: cli/deliverylog.go
+	if err := s.startLog(setupCtx); err != nil { // the delivery log: server/deliverylog.go
 		return err
 	}
 	if err := s.startTally(setupCtx); err != nil {
@@ -495,7 +435,7 @@ func (s *Server) listenAdmin() error {
 func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) error {
 	h := admin.NewHandler(s.withTally(s.withInbound(s.adminBackend())), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
 		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath),
-		admin.WithDurability(s.durability), s.logOption(), admin.WithDiscard(s.discardDeadLetters))
+		admin.WithDurability(api.Durability(s.durability)), s.logOption(), admin.WithDiscard(s.discardDeadLetters))
 	h, err := s.mountConsole(h)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package cli
+package server
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hookjet/hookjet/admin"
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/attempt"
 	"github.com/hookjet/hookjet/dispatch"
 	"github.com/hookjet/hookjet/jetstream"
@@ -89,7 +90,7 @@ type tallyBackend struct {
 }
 
 // Summary is the backend's summary with the shared last-hour figures.
-func (b tallyBackend) Summary(ctx context.Context) (admin.Summary, error) {
+func (b tallyBackend) Summary(ctx context.Context) (api.Summary, error) {
 	sum, err := b.Backend.Summary(ctx)
 	sum.DeliveredLastHour, sum.FailedLastHour = b.tally.LastHour(time.Now())
 	return sum, err

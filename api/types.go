@@ -1,14 +1,16 @@
-package admin
+package api
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/hookjet/hookjet/attempt"
 )
 
-// The JSON the admin API answers with. The delivery engine fills them in;
-// the admin package owns their shape, which is part of the user contract
-// (shared/DESIGN.md, "Admin API").
+// The JSON the admin API answers with. The delivery engine fills them in,
+// the admin package serves them and the commands and the console read them;
+// their shape is part of the user contract (docs/api.md).
 
 // Summary is the answer of GET /api/v1/summary.
 type Summary struct {
@@ -136,7 +138,7 @@ type EndpointStatus struct {
 	// NextRetry is when the earliest retry this process stored for the
 	// endpoint is due (the retry_at of its log line); nil when none is.
 	NextRetry *time.Time `json:"next_retry,omitempty"`
-	// Owner, LastTest and Settings: admin/settings.go.
+	// Owner, LastTest and Settings: api/settings.go.
 	Owner    string            `json:"owner"`
 	LastTest *LastTest         `json:"last_test"`
 	Settings *EndpointSettings `json:"settings,omitempty"`
@@ -168,6 +170,11 @@ type ReplayResult struct {
 	Warnings []string `json:"warnings,omitempty"`
 
 	targets map[string]bool // endpoints replayed to
+}
+
+// Targets are the endpoints replayed to, in id order.
+func (r *ReplayResult) Targets() []string {
+	return slices.Sorted(maps.Keys(r.targets))
 }
 
 // ReplayedTo counts one dead letter replayed to endpoint.

@@ -1,10 +1,9 @@
-package admin
+package api
 
 import (
 	"time"
 
 	"github.com/hookjet/hookjet/attempt"
-	"github.com/hookjet/hookjet/config"
 )
 
 // LastTest is the outcome of the last test event (POST .../test) sent to an
@@ -50,21 +49,4 @@ type EndpointSettings struct {
 	// SecretsExpire lists when each rotated-out secret still in its grace
 	// stops signing; empty when none is.
 	SecretsExpire []time.Time `json:"secrets_expire,omitempty"`
-}
-
-// SettingsOf is ep's effective settings at now.
-func SettingsOf(ep config.Endpoint, now time.Time) *EndpointSettings {
-	s := ep.Settings
-	var out EndpointSettings
-	out.Timeout, out.MaxInFlight, out.MaxBacklog = s.Timeout.String(), s.MaxInFlight, s.MaxBacklog
-	out.RateLimit.RPS, out.RateLimit.Burst = s.RateLimit.RPS, s.RateLimit.Burst
-	out.Retry.Base, out.Retry.Cap, out.Retry.MaxAttempts, out.Retry.MaxAge = s.Retry.Base.String(), s.Retry.Cap.String(), s.Retry.MaxAttempts, s.Retry.MaxAge.String()
-	out.Breaker.FailureThreshold, out.Breaker.Cooldown = s.Breaker.FailureThreshold, s.Breaker.Cooldown.String()
-	out.Breaker.MaxCooldown, out.Breaker.SlowP95 = s.Breaker.MaxCooldown.String(), s.Breaker.SlowP95.String()
-	for _, t := range ep.SecretExpiry {
-		if !t.IsZero() && t.After(now) {
-			out.SecretsExpire = append(out.SecretsExpire, t.UTC())
-		}
-	}
-	return &out
 }

@@ -1,0 +1,15 @@
+// Package api is the admin API's vocabulary: the request and answer types
+// of its routes (endpoint status, summary, waits, replay, dead letters, the
+// delivery log's pages, settings and last-test views, the durability
+// /readyz reports), its error kinds ([ErrUnknownEndpoint],
+// [ErrBadRequest], [ErrEndpointExists], [ErrConflict]) and its time
+// parameters ([ParseTime]). Their JSON is part of the user contract
+// (docs/api.md).
+//
+// It imports the standard library and package attempt only, so that every
+// room that speaks the API can import it without importing another: the
+// delivery engine (dispatch) fills the answers in, package admin serves
+// them and maps the error kinds to HTTP statuses, jetstream fills in the
+// dead letters and reads the delivery log's queries, and the commands
+// (cli) read the answers.
+package api
