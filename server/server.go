@@ -536,7 +536,7 @@ func restartSections(cur, next *config.Config) []string {
 	for i := range a.NumField() {
 		f := a.Type().Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if name == "endpoints" || name == "defaults" {
+		if !f.IsExported() || name == "endpoints" || name == "defaults" {
 			continue
 		}
 		if !reflect.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()) {

@@ -134,15 +134,24 @@ func TestAdminAPIAuthShapesAndSecrets(t *testing.T) {
 		t.Errorf("dlq stats: HTTP %d %+v", code, stats)
 	}
 
-	// Metrics moved by the attempts and the dead letter.
+	// Metrics moved by the attempts and the dead letter; the endpoint's
+	// other classes and reasons exist at 0 from the start.
 	want := `
 # HELP hookjet_attempts_total Delivery attempts by endpoint and outcome class.
 # TYPE hookjet_attempts_total counter
+hookjet_attempts_total{class="gone",endpoint="api"} 0
 hookjet_attempts_total{class="permanent",endpoint="api"} 1
+hookjet_attempts_total{class="rate_limited",endpoint="api"} 0
 hookjet_attempts_total{class="success",endpoint="api"} 1
+hookjet_attempts_total{class="transient",endpoint="api"} 0
 # HELP hookjet_dead_letters_total Messages moved to HOOKJET_DLQ by endpoint and reason.
 # TYPE hookjet_dead_letters_total counter
+hookjet_dead_letters_total{endpoint="api",reason="exhausted"} 0
+hookjet_dead_letters_total{endpoint="api",reason="expired"} 0
+hookjet_dead_letters_total{endpoint="api",reason="gone"} 0
+hookjet_dead_letters_total{endpoint="api",reason="overflow"} 0
 hookjet_dead_letters_total{endpoint="api",reason="permanent"} 1
+hookjet_dead_letters_total{endpoint="api",reason="rejected"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "hookjet_attempts_total", "hookjet_dead_letters_total"); err != nil {
 		t.Error(err)

@@ -89,6 +89,8 @@ type process struct {
 	cmd  *exec.Cmd
 	out  *testkit.LockedBuffer
 	done chan error
+	// exited is closed once the process has been waited for.
+	exited chan struct{}
 }
 
 func startBinary(t *testing.T, configPath, adminAddr string, env ...string) *process {
@@ -101,16 +103,22 @@ func startBinaryWithin(t *testing.T, ready time.Duration, configPath, adminAddr 
 	t.Helper()
 	cmd := exec.Command(hookjetBinary(t), "serve", "--config", configPath)
 	cmd.Env = append(os.Environ(), env...)
-	p := &process{cmd: cmd, out: &testkit.LockedBuffer{}, done: make(chan error, 1)}
+	p := &process{cmd: cmd, out: &testkit.LockedBuffer{}, done: make(chan error, 1), exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { p.done <- cmd.Wait() }()
+	go func() {
+		err := cmd.Wait()
+		close(p.exited)
+		p.done <- err
+	}()
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
+		select {
+		case <-p.exited:
+		default:
 			_ = cmd.Process.Kill()
-			<-p.done
+			<-p.exited
 		}
 		if t.Failed() {
 			t.Logf("hookjet output:\n%s", p.out.String())
