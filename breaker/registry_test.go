@@ -225,7 +225,7 @@ func TestProbeResult(t *testing.T) {
 		wantCooldown time.Duration
 	}{
 		{name: "success closes", probe: breaker.Success, wantState: breaker.Closed, wantCooldown: time.Minute},
-		// A 429 proves nothing about health (issue 19): half-open stays,
+		// A 429 proves nothing about health: half-open stays,
 		// and the next request probes again.
 		{name: "neutral stays half-open", probe: breaker.Neutral, wantState: breaker.HalfOpen, wantCooldown: time.Minute},
 		{name: "failure reopens with double cooldown", probe: breaker.Failure, wantState: breaker.Open, wantCooldown: 2 * time.Minute},

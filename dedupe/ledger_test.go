@@ -558,7 +558,7 @@ func BenchmarkMarkDelivered(b *testing.B) {
 }
 
 // Issue 13 item 9: readiness sees a state file that no longer answers.
-func TestDefect09CheckSeesAClosedFile(t *testing.T) {
+func TestCheckSeesAClosedFile(t *testing.T) {
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 	"github.com/hookjet/hookjet/jetstream"
 )
 
-// Changes through the admin API in effect when the call returns (issue 24).
+// Changes through the admin API in effect when the call returns.
 //
 // The admin API writes an endpoint to HOOKJET_ENDPOINTS and every process
 // applies it from its watch of the bucket: asynchronously, so the process

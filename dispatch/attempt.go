@@ -67,7 +67,7 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
 		InsecureSkipVerify: ep.InsecureSkipVerify,
 		Strict:             ep.Tenant != "", // a tenant's endpoint: the strict SSRF guard (portal.allow_private_networks)
 	}
-	// tracing (issue 16): a span per attempt, child of the event's traceparent.
+	// tracing: a span per attempt, child of the event's traceparent.
 	span := d.o.Tracer.StartAttempt(d.sendCtx, tracing.Header(dl.hdr), tracing.Attempt{Endpoint: dl.e.id, EventType: dl.ev.typ, EventID: dl.ev.id, Number: dl.st.Attempts + 1, Replay: strings.HasPrefix(dl.ev.key, "r")})
 	req.TraceHeader = span.Header()
 	adm.spend()
@@ -85,7 +85,7 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
 		st.First = res.Sent
 	}
 	st.Last, st.Status = res.Sent, res.Status
-	d.recordAttempt(dl, &res) // delivery log (issue 20)
+	d.recordAttempt(dl, &res) // delivery log
 	first := st.Attempts == 1
 	d.observeAttempt(dl.e, res.Class.String(), first, res.Latency.Seconds(), res.Class != deliver.Rejected)
 	switch res.Class {
@@ -195,7 +195,7 @@ func (d *Dispatcher) park(dl *delivery, cause string) {
 			dl.done(false)
 			return
 		}
-		d.recordEnd(dl, attempt.ClassParked, cause) // delivery log (issue 20)
+		d.recordEnd(dl, attempt.ClassParked, cause) // delivery log
 		d.drains.note(dl.e.id, time.Time{})
 		dl.done(true)
 	})
@@ -219,18 +219,18 @@ func (d *Dispatcher) deadLetter(dl *delivery, reason string) {
 	if inc := d.incarnationOf(dl); inc != "" {
 		out.Header.Set(hdrIncarnation, inc) // whose dead letter it is: dispatch/deadletters.go
 	}
-	// tracing (issue 16): a span for the move; the dead letter carries its traceparent.
+	// tracing: a span for the move; the dead letter carries its traceparent.
 	span := d.o.Tracer.StartDeadLetter(d.sendCtx, tracing.Header(dl.hdr), tracing.DeadLetter{Endpoint: id, EventType: dl.ev.typ, EventID: dl.ev.id, Reason: reason, Attempts: dl.st.Attempts})
 	span.Inject(tracing.Header(out.Header))
 	err := d.publish(out)
-	span.End(err) // tracing (issue 16)
+	span.End(err) // tracing
 	if err != nil {
 		d.countDeferral(dl.e, "infrastructure")
 		dl.log(d.log, slog.LevelWarn, "dead-letter copy not stored; the source comes back", "err", fmt.Errorf("dead-letter copy: %w", err))
 		dl.done(false)
 		return
 	}
-	d.recordEnd(dl, attempt.ClassDeadLetter, reason) // delivery log (issue 20)
+	d.recordEnd(dl, attempt.ClassDeadLetter, reason) // delivery log
 	if d.o.OnDeadLetter != nil {
 		d.o.OnDeadLetter(id, dl.ev.id)
 	}

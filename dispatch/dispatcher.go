@@ -119,8 +119,8 @@ type Dispatcher struct {
 	shareMu     sync.Mutex               // guards published and unshare
 	published   map[string]string        // digests of the config endpoints last stored in the bucket, by id
 	unshare     map[string]bool          // removed config endpoints not yet deleted from the bucket
-	applied     appliedRevs              // API endpoint revisions in force (issue 24, dispatch/apply.go)
-	resets      resets                   // breaker resets from other processes (issue 24, dispatch/reset.go)
+	applied     appliedRevs              // API endpoint revisions in force (dispatch/apply.go)
+	resets      resets                   // breaker resets from other processes (dispatch/reset.go)
 	rec         recorded                 // the delivery log's last test per endpoint (dispatch/record.go)
 	leftover    Leftover                 // what waited at start (dispatch/drain.go)
 

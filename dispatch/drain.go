@@ -569,7 +569,7 @@ func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg 
 	ev, st := taskOf(msg.Headers(), meta.Timestamp)
 	r.took(e.id, ev.key)
 	held := r.hold(msg)
-	dl := &delivery{e: e, s: d.current(e), ev: &ev, st: st, data: msg.Data(), hdr: msg.Headers()} // issue 24: the settings in force now, not when a waiting fetch began
+	dl := &delivery{e: e, s: d.current(e), ev: &ev, st: st, data: msg.Data(), hdr: msg.Headers()} // the settings in force now, not when a waiting fetch began
 	dl.done = func(ok bool) {
 		defer finished()
 		r.release(held)

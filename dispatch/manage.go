@@ -29,11 +29,11 @@ func (d *Dispatcher) WatchEndpoints(ctx context.Context, store *jetstream.Endpoi
 	var mu sync.Mutex // held while the initial batch is applied
 	initial := map[string]config.Endpoint{}
 	started := false
-	d.applied.use(store, defaults) // issue 24: the admin API applies its writes at once (dispatch/apply.go)
+	d.applied.use(store, defaults) // the admin API applies its writes at once (dispatch/apply.go)
 	stop, err = store.Watch(ctx, func(id string, rec *jetstream.EndpointRecord) {
 		mu.Lock()
 		defer mu.Unlock()
-		defer d.applied.hold()()           // issue 24 (dispatch/apply.go):
+		defer d.applied.hold()()           // dispatch/apply.go:
 		if d.applied.stale(ctx, id, rec) { // the admin API applied it already
 			return
 		}

@@ -125,7 +125,7 @@ func itoa(i int) string { return strconv.Itoa(i) }
 
 // Issue 13 item 5: payload bytes held by deliveries in progress are bounded
 // process-wide; one event larger than the budget still goes, alone.
-func TestDefect05ByteBudget(t *testing.T) {
+func TestFanoutByteBudget(t *testing.T) {
 	b := newByteBudget(3 << 20)
 	for range 3 {
 		if !b.acquire(t.Context(), 1<<20) {

@@ -68,11 +68,11 @@ func (d *Dispatcher) Replay(ctx context.Context, r api.ReplayRequest) (api.Repla
 		ev := event{id: e.EventID, typ: e.EventType, key: "r" + strconv.FormatUint(e.Seq, 10), at: d.now(), tenant: e.Tenant}
 		out := taskMsg(e.Endpoint, &ev, attemptState{}, m.Msg.Data(), m.Msg.Headers(), time.Time{})
 		markIncarnation(out.Header, cur.set.Load().ep.CreatedAt) // the drain drops it if the endpoint is deleted meanwhile
-		// tracing (issue 16): a replay span, child of the dead letter's traceparent; the replay carries its own.
+		// tracing: a replay span, child of the dead letter's traceparent; the replay carries its own.
 		span := d.o.Tracer.StartReplay(ctx, tracing.Header(m.Msg.Headers()), tracing.Replay{Endpoint: e.Endpoint, EventType: e.EventType, EventID: e.EventID, Seq: e.Seq})
 		span.Inject(tracing.Header(out.Header))
 		sendErr = d.publish(out)
-		span.End(sendErr) // tracing (issue 16)
+		span.End(sendErr) // tracing
 		if sendErr != nil {
 			sendErr = fmt.Errorf("replay seq %d: %w", e.Seq, sendErr)
 			return false
@@ -83,7 +83,7 @@ func (d *Dispatcher) Replay(ctx context.Context, r api.ReplayRequest) (api.Repla
 			sendErr = fmt.Errorf("remove replayed dead letter %d: %w", e.Seq, err)
 			return false
 		}
-		res.ReplayedTo(e.Endpoint) // issue 24: the endpoints replayed to, for the answer's waiting
+		res.ReplayedTo(e.Endpoint) // the endpoints replayed to, for the answer's waiting
 		return true
 	})
 	if err == nil {

@@ -17,7 +17,7 @@ import (
 	"github.com/hookjet/hookjet/jetstream"
 )
 
-// Breaker reset (issue 24): an operator closes an endpoint's breaker by hand
+// Breaker reset: an operator closes an endpoint's breaker by hand
 // and its waiting deliveries go at once, in every process. The breaker is
 // per process (state.db), so the process that answers closes its own and
 // publishes hookjet.ops.endpoint.reset; every process subscribes to it

@@ -178,7 +178,7 @@ func copyHeaders(dst, src nats.Header) {
 		dst.Set(jetstream.HdrContentType, ct)
 	}
 	for _, k := range traceHeaders {
-		if v := tracing.Header(src).Get(k); v != "" { // tracing (issue 16): any case, e.g. Traceparent
+		if v := tracing.Header(src).Get(k); v != "" { // tracing: any case, e.g. Traceparent
 			dst.Set(k, v)
 		}
 	}

@@ -2,8 +2,8 @@ package hookjettest_test
 
 // The isolation promise (DESIGN.md, "Isolation and bounded resources"):
 // one customer's slow, saturated, rate-limited or disabled endpoint is never
-// felt by the others, and nothing vanishes. These began as the probes of
-// issue 19; each assertion failed on 23fc73e. Slow receivers block on a
+// felt by the others, and nothing vanishes. These began as review probes;
+// each assertion failed on 23fc73e. Slow receivers block on a
 // gate the test holds, so what is asserted is an order of events (the
 // healthy endpoint got everything while the slow ones were still held), not
 // a duration.

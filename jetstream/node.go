@@ -17,7 +17,7 @@ import (
 
 // Node is the NATS a hookjet process uses: the embedded nats-server when
 // there is no nats.url, and the client connection with its JetStream
-// context. Package cli holds one and does not import NATS itself (issue 24).
+// context. Package cli holds one and does not import NATS itself.
 type Node struct {
 	srv *server.Server // nil with nats.url
 	nc  *nats.Conn

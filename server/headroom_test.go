@@ -11,7 +11,7 @@ import (
 // Issue 13 item 7: an event near security.max_payload_bytes must still fit
 // the server's max_payload once hookjet adds its task and dead-letter
 // headers; a configuration where it cannot is refused, naming the key.
-func TestDefect07PayloadHeadroom(t *testing.T) {
+func TestPayloadHeadroomForHookjetHeaders(t *testing.T) {
 	cfg := config.Default()
 	cfg.Security.MaxPayloadBytes = 1 << 20
 	if err := checkPayloadHeadroom(&cfg, 8<<20); err != nil {

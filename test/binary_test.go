@@ -261,7 +261,7 @@ func TestBinaryExitCodes(t *testing.T) {
 		{"https only", []string{"serve", "--config", write("t.yaml", "security:\n  https_only: true\nendpoints:\n  - id: a\n    url: http://example.com\n    secrets: ["+secretA+"]\n")}, 2, "endpoints[0].url"},
 		{"admin without token", []string{"serve", "--config", write("a.yaml", "admin:\n  listen: 0.0.0.0:8089\n")}, 2, "admin"},
 		{"bad env override", []string{"serve"}, 2, "HOOKJET_WORKER_CONCURRENCY"},
-		{"unknown env variable", []string{"serve"}, 2, "HOOKJET_ADMIN_TOKN"}, // issue 24 row 4
+		{"unknown env variable", []string{"serve"}, 2, "HOOKJET_ADMIN_TOKN"},
 		{"version help", []string{"version", "--help"}, 0, "Prints hookjet's version"},
 		{"unknown subcommand", []string{"endpoints", "frobnicate", "shop"}, 2, `unknown command "frobnicate"`},
 		{"broken yaml names the file", []string{"serve", "--config", write("broken.yaml", "admin:\n  listen: [\n")}, 2, "broken.yaml"},

@@ -15,7 +15,7 @@ import (
 // the server's MAX_DELIVERIES advisory is captured in HOOKJET_ADVISORIES and
 // hookjet dead-letters the event it names for every matching endpoint that
 // has not had it. An advisory whose message is gone is counted as an error,
-// never taken for success (issue 13 item 2).
+// never taken for success.
 func TestMaxDeliverSafetyNet(t *testing.T) {
 	r := newReceiver(t, []string{secretA, secretB}, nil)
 	h := startHookjet(t, testConfig(t, t.TempDir(), "", endpointYAML{ID: "net", URL: r.URL}), cli.Options{})

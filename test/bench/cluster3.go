@@ -19,7 +19,7 @@ import (
 // go.mod's module when missing (make bin/nats-server does the same).
 const clusterBinary = "bin/nats-server"
 
-// cluster3 is issue 19's cluster target: one hookjet (in this process) on a
+// cluster3 is the cluster target: one hookjet (in this process) on a
 // real 3-node JetStream cluster of separate nats-server processes on this
 // machine, R3 streams, 10 healthy endpoints; then, on the same cluster, the
 // JetStream-only floor (the same publisher, an R3 stream and one consumer
@@ -154,7 +154,7 @@ func deleteStreams(ctx context.Context, url string) error {
 	return nil
 }
 
-// clusterTargets are issue 19's cluster target: one hookjet on the 3-node
+// clusterTargets are the cluster target: one hookjet on the 3-node
 // cluster keeps at least 40% of the embedded rate of the same run, with the
 // same sync policy (the nodes keep the server's default interval, as
 // healthy10fast's embedded server does); its ratios to embedded hookjet with

@@ -64,7 +64,7 @@
 //	               same sync policy); its ratio to healthy10 is reported. CPU
 //	               is this process's only; "other processes" include the nodes
 //
-// The isolation scenarios (issue 19; isolation.go, isolation_bounds.go) use
+// The isolation scenarios (isolation.go, isolation_bounds.go) use
 // hookjet's default worker settings (worker.concurrency 256, max_in_flight
 // 16). Each mix runs twice at the same offered rate: "<name>-base" with every
 // endpoint healthy, then the mix; the targets compare the endpoints healthy

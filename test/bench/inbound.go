@@ -246,7 +246,7 @@ func inboundPost(ctx context.Context, c *http.Client, url string, h http.Header,
 	return resp.StatusCode, err
 }
 
-// inboundTargets are issue 22's targets, from the inbound runs and raw.
+// inboundTargets are the inbound gateway's targets, from the inbound runs and raw.
 func inboundTargets(get func(string) *result) []target {
 	raw, acc, paced, forged, rawPaced := get("raw"), get("inbound"), get("inbound1000"), get("inboundforged"), get("raw1000")
 	cs := []check{ratioCheck("inbound gateway: accepted requests/s vs raw HTTP ceiling", ">= 50%", 50, acc, raw,

@@ -15,7 +15,7 @@ import (
 	"github.com/hookjet/hookjet/config"
 )
 
-// The isolation scenarios of issue 19 (DESIGN.md, "Isolation and bounded
+// The isolation scenarios (DESIGN.md, "Isolation and bounded
 // resources"): a healthy endpoint beside a mix of failing ones keeps its
 // latency and its rate. Each mix runs twice in the same run, at the same
 // offered rate and with the same routing: first all healthy (the baseline,
@@ -426,7 +426,7 @@ func padPayload(b []byte, pad int) []byte {
 	return append(b, tail...)
 }
 
-// isolationTargets are the targets of issue 19: the healthy endpoints
+// isolationTargets are the targets of the healthy endpoints
 // beside each mix against their baseline, the retry beside rate-limited
 // backlogs, and the bounds of logfull and consumers1100.
 func isolationTargets(get func(string) *result) []target {

@@ -28,8 +28,8 @@ func (c check) target() target {
 	return t
 }
 
-// scaleTargets are the targets of issue 11 (endpoints at any scale) and the
-// creation target of issue 12, from the best run of each scenario.
+// scaleTargets are the targets for endpoints at any scale and the
+// creation target, from the best run of each scenario.
 func scaleTargets(get func(string) *result) []target {
 	h10, e1k, e10k, e100k := get("healthy10"), get("endpoints1000"), get("endpoints10000"), get("endpoints100000")
 	cs := []check{

@@ -49,7 +49,7 @@ func (h *hookjet) runCLI(args ...string) (int, string) {
 // say so and until when; `hookjet endpoints reset` closes the breaker in
 // the answering process at once and in the other within 2 s, and the
 // backlog is delivered without waiting for the cooldown.
-func TestIssue24BreakerResetReachesEveryProcessAndDrains(t *testing.T) {
+func TestBreakerResetReachesEveryProcessAndDrains(t *testing.T) {
 	ns := startNATSNode(t, "reset", standaloneNATS(t))
 	var up atomic.Bool
 	r := newReceiver(t, []string{secretA, secretB}, func(w http.ResponseWriter, _ delivery) {
@@ -129,7 +129,7 @@ func TestIssue24BreakerResetReachesEveryProcessAndDrains(t *testing.T) {
 // Row 2: a change through the API is in effect in the answering process
 // when the call returns: a test event sent right after an update goes to
 // the new URL, never the old one (one process, as in the walkthrough).
-func TestIssue24APIChangeInEffectWhenTheCallReturns(t *testing.T) {
+func TestAPIChangeInEffectWhenTheCallReturns(t *testing.T) {
 	h := startHookjet(t, testConfig(t, t.TempDir(), ""), cli.Options{})
 	a, b := newInbox(t), newInbox(t)
 	if code, _, out := h.call("POST", "/api/v1/endpoints", `{"id":"flaky","url":"`+a.URL+`/"}`); code != http.StatusCreated {
@@ -160,7 +160,7 @@ func TestIssue24APIChangeInEffectWhenTheCallReturns(t *testing.T) {
 
 // Row 2: a change through one process's API is in effect in every other
 // process within 2 s: updates, disable and enable, a breaker reset.
-func TestIssue24APIChangeReachesEveryProcess(t *testing.T) {
+func TestAPIChangeReachesEveryProcess(t *testing.T) {
 	ns := startNATSNode(t, "apply", standaloneNATS(t))
 	var hs []*hookjet
 	for range 2 {
@@ -209,7 +209,7 @@ func TestIssue24APIChangeReachesEveryProcess(t *testing.T) {
 
 // Row 3: a replay to a disabled endpoint says that the endpoint is
 // disabled and the events wait, in the API's answer and from the CLI.
-func TestIssue24ReplayToDisabledEndpointSaysItWaits(t *testing.T) {
+func TestReplayToDisabledEndpointSaysItWaits(t *testing.T) {
 	r := newReceiver(t, []string{secretA, secretB}, func(w http.ResponseWriter, _ delivery) {
 		w.WriteHeader(http.StatusGone)
 	})

@@ -20,13 +20,13 @@ import (
 	hjserver "github.com/hookjet/hookjet/server"
 )
 
-// Regression tests for the defects of issue 13, named by item.
+// Regression tests for engine defects found in review, named by behaviour.
 
 // Item 1: a process whose config lacks an endpoint (here: no endpoints at
 // all, as `HOOKJET_NATS_URL=... hookjet serve` without --config) shares the
 // fan-out with the process that has it, and neither loses an event for it
 // nor deletes anything of it.
-func TestDefect01ProcessWithoutTheEndpointLosesNothing(t *testing.T) {
+func TestProcessWithoutTheEndpointLosesNothing(t *testing.T) {
 	ns := startNATSNode(t, "own", standaloneNATS(t))
 	r := newReceiver(t, []string{secretA, secretB}, nil)
 	cfgA := testConfig(t, t.TempDir(), "", endpointYAML{ID: "a", URL: r.URL, Events: []string{"order.*"}})
@@ -62,7 +62,7 @@ func TestDefect01ProcessWithoutTheEndpointLosesNothing(t *testing.T) {
 
 // Item 3: a disabled endpoint's waiting deliveries expire into the DLQ as
 // "expired" at retry.max_age instead of sitting in the stream for days.
-func TestDefect03DisabledBacklogExpires(t *testing.T) {
+func TestDisabledBacklogExpires(t *testing.T) {
 	r := newReceiver(t, []string{secretA, secretB}, nil)
 	h := startHookjet(t, testConfig(t, t.TempDir(), "", endpointYAML{ID: "off", URL: r.URL,
 		Extra: "    retry: {max_age: 2s}\n"}), cli.Options{})
@@ -92,7 +92,7 @@ func TestDefect03DisabledBacklogExpires(t *testing.T) {
 
 // Item 4: while an endpoint is held (Retry-After), its events wait as tasks:
 // nothing is naked, so no JetStream delivery is spent without an attempt.
-func TestDefect04HoldSpendsNoDeliveries(t *testing.T) {
+func TestHoldSpendsNoDeliveries(t *testing.T) {
 	var first atomic.Bool
 	r := newReceiver(t, []string{secretA, secretB}, func(w http.ResponseWriter, _ delivery) {
 		if first.CompareAndSwap(false, true) {
@@ -140,7 +140,7 @@ func TestDefect04HoldSpendsNoDeliveries(t *testing.T) {
 
 // Item 6: deleting an API endpoint removes its disabled state, so the id
 // created again starts enabled.
-func TestDefect06RecreatedEndpointStartsEnabled(t *testing.T) {
+func TestRecreatedEndpointStartsEnabled(t *testing.T) {
 	in := newInbox(t)
 	h := startHookjet(t, testConfig(t, t.TempDir(), ""), cli.Options{})
 	body := `{"id":"again","url":"` + in.URL + `"}`
@@ -171,7 +171,7 @@ func TestDefect06RecreatedEndpointStartsEnabled(t *testing.T) {
 // Item 11: started against a NATS whose JetStream does not answer yet,
 // hookjet does not give up: /healthz answers, /readyz is 503 and says what
 // it waits for, and once JetStream answers it comes up and delivers.
-func TestDefect11StartWaitsForJetStream(t *testing.T) {
+func TestStartWaitsForJetStream(t *testing.T) {
 	var jsOn atomic.Bool
 	base := standaloneNATS(t)
 	ns := startNATSNode(t, "late", func() *server.Options {
