@@ -286,7 +286,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	})
 	// Some traffic for the latency chart.
 	for i := range 20 {
-		h.publish("order.created", fmt.Sprintf("order-%d", i), []byte(`{"order":1}`))
+		h.publishFor("acme", "order.created", fmt.Sprintf("order-%d", i), []byte(`{"order":1}`)) // shop is tenant acme's
 	}
 	checkFor(t, 15*time.Second, 20*time.Millisecond, func() error {
 		if n := len(shop.received()); n < 21 {

@@ -24,7 +24,7 @@ func TestPortalHidesResponsesFromPrivateAddresses(t *testing.T) {
 	cfg := testConfig(t, t.TempDir(), "", endpointYAML{ID: "acme-crm", URL: rcv.URL, Events: []string{"order.*"}, Extra: "    tenant: acme\n"})
 	cfg.Admin.Token = config.NewSecret(consoleToken)
 	h := startHookjet(t, cfg, cli.Options{})
-	h.publish("order.created", "ord-1", []byte(`{"n":1}`))
+	h.publishFor("acme", "order.created", "ord-1", []byte(`{"n":1}`))
 	checkFor(t, 10*time.Second, 50*time.Millisecond, func() error {
 		var out struct {
 			Entries []struct {
