@@ -438,7 +438,10 @@ func TestClusterNodeLossR3(t *testing.T) {
 	if err := <-published; err != nil {
 		t.Fatal(err)
 	}
-	waitAllDelivered(t, r, ids, 45*time.Second)
+	// An event the server had sent on the connection that died reaches no
+	// one and comes back only after the fan-out's AckWait (45 s with the
+	// default 15 s timeout): wait that long and then some.
+	waitAllDelivered(t, r, ids, 75*time.Second)
 	t.Logf("all %d events arrived %s after the node was stopped", len(ids), time.Since(stopped).Round(time.Millisecond))
 	// The restarted node catches up and the stream is whole again.
 	checkFor(t, 15*time.Second, 100*time.Millisecond, func() error {
