@@ -75,7 +75,7 @@ type Dispatcher struct {
 	waitingN  atomic.Int32  // fan-out deliveries waiting for an endpoint's slot
 	jobs      *jobs         // background NATS work (tasks, dead letters)
 	guards    guards        // fan-out deliveries in flight (guard.go)
-	tasksUsed atomic.Int64  // HOOKJET_TASKS bytes, as last read plus stored since
+	tasksUsed taskBytes     // HOOKJET_TASKS bytes (bounds.go)
 	tasksMax  int64         // streams.tasks_max_bytes
 	// tasksAge is HOOKJET_TASKS' MaxAge as last read or raised
 	// (coverTaskAge): 0 not read yet, negative unlimited.
