@@ -117,7 +117,12 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
 func (d *Dispatcher) carryOut(dl *delivery, adm *admission, act action) {
 	switch act.Verb {
 	case actAck:
+		// The ledger's callback settles the source (and may queue a
+		// guard's removal): Stop waits for it as for the delivery, so no
+		// job is added once Stop's wait has seen nothing in flight.
+		d.inflight.Add(1)
 		d.o.Ledger.MarkDelivered(dl.e.id, dl.ev.id, func(err error) {
+			defer d.inflight.Done()
 			if err != nil {
 				dl.log(d.log, slog.LevelWarn, "ledger write failed; settling anyway", "err", err)
 			}
