@@ -117,7 +117,12 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
 func (d *Dispatcher) carryOut(dl *delivery, adm *admission, act action) {
 	switch act.Verb {
 	case actAck:
+		// The ledger's callback settles the source (and may queue a
+		// guard's removal): Stop waits for it as for the delivery, so no
+		// job is added once Stop's wait has seen nothing in flight.
+		d.inflight.Add(1)
 		d.o.Ledger.MarkDelivered(dl.e.id, dl.ev.id, func(err error) {
+			defer d.inflight.Done()
 			if err != nil {
 				dl.log(d.log, slog.LevelWarn, "ledger write failed; settling anyway", "err", err)
 			}
@@ -168,6 +173,7 @@ func (d *Dispatcher) retry(dl *delivery, wait time.Duration) {
 		dl.done(false)
 		return
 	}
+	d.stored(dl)
 	d.drains.noteRetry(dl.e.id, dl.ev.key, at)
 	dl.done(true)
 	dl.log(d.log, slog.LevelInfo, "delivery failed; retrying", "attempt", dl.st.Attempts, "status", dl.st.Status, "error", dl.st.Error, "retry_in", wait.Round(time.Millisecond), "retry_at", at.UTC().Format(time.RFC3339Nano))
@@ -195,6 +201,7 @@ func (d *Dispatcher) park(dl *delivery, cause string) {
 			dl.done(false)
 			return
 		}
+		d.stored(dl)
 		d.recordEnd(dl, attempt.ClassParked, cause) // delivery log
 		d.drains.note(dl.e.id, time.Time{})
 		dl.done(true)

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
@@ -64,10 +65,9 @@ func (d *Dispatcher) reserve(dl *delivery, busy bool) bool {
 	e := dl.e
 	if busy {
 		e.busy.Add(1)
-		if used := d.tasksUsed.Add(size); used <= d.tasksMax {
+		if d.tasksUsed.reserve(size, d.tasksMax) {
 			return true
 		}
-		d.tasksUsed.Add(-size)
 		e.consumed(size, true)
 		return d.overflow(dl, fmt.Sprintf("HOOKJET_TASKS reached streams.tasks_max_bytes (%d bytes)", d.tasksMax))
 	}
@@ -79,10 +79,9 @@ func (d *Dispatcher) reserve(dl *delivery, busy bool) bool {
 	case b > d.tasksMax/endpointShare:
 		why = fmt.Sprintf("the endpoint's waiting deliveries reached 1/%d of streams.tasks_max_bytes (%d bytes)", endpointShare, d.tasksMax/endpointShare)
 	default:
-		if used := d.tasksUsed.Add(size); used <= d.tasksMax {
+		if d.tasksUsed.reserve(size, d.tasksMax) {
 			return true
 		}
-		d.tasksUsed.Add(-size)
 		why = fmt.Sprintf("HOOKJET_TASKS reached streams.tasks_max_bytes (%d bytes)", d.tasksMax)
 	}
 	e.consumed(size, false)
@@ -104,7 +103,74 @@ func (d *Dispatcher) overflow(dl *delivery, why string) bool {
 func (d *Dispatcher) unreserve(dl *delivery, busy bool) {
 	size := taskSize(len(dl.data))
 	dl.e.consumed(size, busy)
-	d.tasksUsed.Add(-size)
+	d.tasksUsed.release(size)
+}
+
+// stored counts dl's reserved task as stored: the server holds it now.
+func (d *Dispatcher) stored(dl *delivery) {
+	d.tasksUsed.stored(taskSize(len(dl.data)))
+}
+
+// taskBytes is this process's count of HOOKJET_TASKS' bytes: the server's
+// figure as last read, plus what this process stored since that read
+// began, plus what it reserved and has not stored yet. A read never wipes
+// out a reservation whose task is still on its way (the server's figure
+// cannot hold it yet), and a task stored while a read was under way is
+// counted twice until the next read: the count errs high, never low, so
+// streams.tasks_max_bytes holds with many parks in flight.
+type taskBytes struct {
+	mu      sync.Mutex
+	read    int64 // the server's figure at the last read
+	mark    int64 // storedN when that read began
+	storedN int64 // bytes stored by this process, ever
+	pending int64 // reserved, not stored yet
+}
+
+// reserve takes size bytes if the count stays within max.
+func (t *taskBytes) reserve(size, max int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.read+t.storedN-t.mark+t.pending+size > max {
+		return false
+	}
+	t.pending += size
+	return true
+}
+
+// release gives back a reservation whose task was not stored.
+func (t *taskBytes) release(size int64) {
+	t.mu.Lock()
+	t.pending -= size
+	t.mu.Unlock()
+}
+
+// stored turns a reservation of size bytes into a stored task.
+func (t *taskBytes) stored(size int64) {
+	t.mu.Lock()
+	t.pending -= size
+	t.storedN += size
+	t.mu.Unlock()
+}
+
+// beginRead notes what was stored before a read of the server's figure.
+func (t *taskBytes) beginRead() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.storedN
+}
+
+// setRead takes the server's figure, read after beginRead returned mark.
+func (t *taskBytes) setRead(bytes, mark int64) {
+	t.mu.Lock()
+	t.read, t.mark = bytes, mark
+	t.mu.Unlock()
+}
+
+// used is the count, for tests and status.
+func (t *taskBytes) used() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.read + t.storedN - t.mark + t.pending
 }
 
 // taskSize is what a task of a payload of n bytes takes in HOOKJET_TASKS.
@@ -149,12 +215,13 @@ func (d *Dispatcher) runHousekeeping(ctx context.Context) {
 func (d *Dispatcher) readTaskBytes(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
+	mark := d.tasksUsed.beginRead()
 	st, err := d.o.JS.Stream(ctx, jetstream.TasksStream)
 	if err != nil {
 		d.log.Debug("read task stream size", "err", err)
 		return
 	}
-	d.tasksUsed.Store(int64(st.CachedInfo().State.Bytes))
+	d.tasksUsed.setRead(int64(st.CachedInfo().State.Bytes), mark)
 }
 
 // trimLevel is the share of streams.max_bytes past which the event log is

@@ -75,7 +75,7 @@ type Dispatcher struct {
 	waitingN  atomic.Int32  // fan-out deliveries waiting for an endpoint's slot
 	jobs      *jobs         // background NATS work (tasks, dead letters)
 	guards    guards        // fan-out deliveries in flight (guard.go)
-	tasksUsed atomic.Int64  // HOOKJET_TASKS bytes, as last read plus stored since
+	tasksUsed taskBytes     // HOOKJET_TASKS bytes (bounds.go)
 	tasksMax  int64         // streams.tasks_max_bytes
 	// tasksAge is HOOKJET_TASKS' MaxAge as last read or raised
 	// (coverTaskAge): 0 not read yet, negative unlimited.
@@ -518,9 +518,9 @@ func (d *Dispatcher) current(e *endpoint) *settings {
 // Stop stops the fan-out and the drains from pulling, hands back buffered
 // messages, and waits up to grace for in-flight deliveries to finish; after
 // that their requests are cancelled and their sources are returned to
-// JetStream without counting an attempt. Acks of finished deliveries may
-// still be queued in the ledger: the caller stops the ledger after Stop
-// returns.
+// JetStream without counting an attempt. It also waits for the ledger to
+// commit the deliveries answered 2xx (their callbacks settle the sources),
+// so the ledger must still run: the caller stops it after Stop returns.
 func (d *Dispatcher) Stop(grace time.Duration) {
 	// The grace runs from now: the drains wait for their deliveries before
 	// the loops return, and those must be cut off at the grace too.

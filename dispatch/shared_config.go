@@ -21,7 +21,8 @@ import (
 // only the keys of endpoints its own file defined before, and a process
 // whose file still defines a key another deleted stores it again.
 //
-// At 100,000 endpoints none of this may cost the start-up much: the values
+// At 100,000 endpoints none of this may cost the start-up much: the
+// file's endpoints are stored in the background, after it returns; the values
 // of the file's own ids are never opened (their Hookjet-Digest header says
 // whether the bucket holds this file's definition), the ones that differ
 // are written in atomic batches (one fsync per 1,000 with nats.sync:
@@ -69,7 +70,18 @@ func (d *Dispatcher) ShareConfigEndpoints(ctx context.Context, store *jetstream.
 	d.shareMu.Lock()
 	d.cfgStore = store
 	d.shareMu.Unlock()
-	d.publishConfig(ctx, stored, nil)
+	// This process's own endpoints are in force already: storing them for
+	// the others (100,000 writes on a first start) goes on while it
+	// delivers, and Stop cuts it short.
+	pctx, cancel := context.WithCancel(ctx)
+	unhook := context.AfterFunc(d.loopCtx, cancel)
+	d.background.Add(1)
+	go func() {
+		defer d.background.Done()
+		defer unhook()
+		defer cancel()
+		d.publishConfig(pctx, stored, nil)
+	}()
 	return stop, nil
 }
 

@@ -385,6 +385,46 @@ func checkAttemptShown(t *testing.T, ctx context.Context, url string) {
 	})
 }
 
+// portalSeesOnlyItsTenant: the portal's endpoint made with the widest
+// pattern (no events: every event) shows its tenant's event, and never
+// another tenant's event, delivered or dead-lettered at that tenant's
+// endpoints, on any of the session's pages.
+func portalSeesOnlyItsTenant(t *testing.T, ctx context.Context, h *hookjet, link, portalEP string) {
+	if portalEP == "" {
+		t.Fatal("the endpoint created in the portal is not listed")
+	}
+	gone := newSecretReceiver(t, http.StatusGone)
+	if code := h.api("POST", "/api/v1/endpoints", consoleToken, map[string]any{"id": "globex-gone", "url": gone.URL, "tenant": "globex", "events": []string{">"}}, nil); code != http.StatusCreated {
+		t.Fatalf("create globex-gone: HTTP %d", code)
+	}
+	h.publishFor("globex", "invoice.paid", "globex-secret-1", []byte(`{"card":"4242-globex"}`))
+	h.publishFor("acme", "invoice.paid", "acme-visible-1", []byte(`{"card":"acme"}`))
+	checkFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+		if n := len(h.dlq("?endpoint=globex-gone")); n == 0 {
+			return fmt.Errorf("globex's event not dead-lettered at globex-gone yet")
+		}
+		return nil
+	})
+	var page string
+	checkFor(t, 20*time.Second, 200*time.Millisecond, func() error {
+		run(t, ctx, "open the portal's own endpoint",
+			chromedp.Navigate(link+"endpoints/"+portalEP),
+			chromedp.WaitVisible(chromedp.CSS(`table.dlq`)))
+		page = text(t, ctx, `body`)
+		if !strings.Contains(page, "acme-visible-1") {
+			return fmt.Errorf("acme's event is not on its endpoint's page yet")
+		}
+		return nil
+	})
+	run(t, ctx, "the portal's home", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS(`table.endpoints`)))
+	page += text(t, ctx, `body`)
+	for _, leak := range []string{"globex-secret-1", "4242-globex", "globex-gone"} {
+		if strings.Contains(page, leak) {
+			t.Fatalf("the acme portal shows %q of tenant globex", leak)
+		}
+	}
+}
+
 // portalInBrowser: a portal session sees its tenant's endpoints only,
 // creates one in its tenant, and is refused once expired.
 func portalInBrowser(t *testing.T, ctx context.Context, h *hookjet, framer *httptest.Server) {
@@ -425,6 +465,13 @@ func portalInBrowser(t *testing.T, ctx context.Context, h *hookjet, framer *http
 		chromedp.Navigate(link),
 		chromedp.WaitVisible(chromedp.CSS(`table.endpoints`)))
 	screenshot(t, ctx, "portal")
+	var portalEP string
+	for _, e := range list.Endpoints {
+		if e.Description == "created in the portal" {
+			portalEP = e.ID
+		}
+	}
+	portalSeesOnlyItsTenant(t, ctx, h, link, portalEP)
 
 	// Another tenant's endpoint does not exist for this session.
 	// portal.listen serves the portal and nothing else.

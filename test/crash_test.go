@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -254,7 +255,17 @@ func TestDeadLetterCrashBetweenCopyAndRemoval(t *testing.T) {
 // so duplicates stay within the dead endpoint's max_in_flight. (Issue 11.)
 func TestCrashMidFanOutLosesNoTask(t *testing.T) {
 	const n, maxInFlight = 1000, 16
+	// Past n/3 requests the receiver holds the rest until the kill, so the
+	// kill lands mid-fan-out however fast or busy the machine is.
+	var answered atomic.Int64
+	held := make(chan struct{})
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(held) }) }
+	t.Cleanup(release)
 	r := newReceiver(t, []string{secretA, secretB}, func(w http.ResponseWriter, _ delivery) {
+		if answered.Add(1) > n/3 {
+			<-held
+		}
 		time.Sleep(20 * time.Millisecond)
 		w.WriteHeader(http.StatusOK)
 	})
@@ -286,6 +297,7 @@ func TestCrashMidFanOutLosesNoTask(t *testing.T) {
 	if atKill >= n {
 		t.Fatal("every event arrived before the kill: the test proves nothing")
 	}
+	release()
 	startBinary(t, cfgPath, adminAddr)
 	waitAllDelivered(t, r, ids, 60*time.Second)
 	_, js2 := connectJS(t, "nats://"+natsAddr)
