@@ -111,6 +111,7 @@ type Server struct {
 	// summary's last-hour figures (server/deliverylog.go).
 	tally *jetstream.Tally
 	logr  *jetstream.LogReader
+	logx  *jetstream.LogIndex
 	// stopTracing flushes and stops the tracer provider Start built; nil
 	// when there is none (tracing off, or Options.TracerProvider given).
 	stopTracing func(context.Context) error
