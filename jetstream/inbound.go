@@ -208,6 +208,13 @@ func (s *InboundStore) Store(ctx context.Context, ev InboundEvent) (InboundStore
 	} else if found {
 		return InboundStored{Seq: seq, Duplicate: true}, nil
 	}
+	if !s.js.Conn().IsConnected() {
+		// A publish while reconnecting would wait in the client's
+		// reconnect buffer and be stored after the 503, making the
+		// provider's retry a duplicate of an event it was told was not
+		// stored: refuse before publishing.
+		return InboundStored{}, fmt.Errorf("store in %s: not connected to NATS", InboundStream)
+	}
 	cctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	m := &nats.Msg{Subject: InboundSubject(ev.Source, ev.Type), Header: make(nats.Header, 5), Data: ev.Body}
