@@ -89,7 +89,7 @@ func (b *bench) history(ctx context.Context, n int) (*result, error) {
 	}
 	defer func() { srv.stop() }()
 	cfg := config.Default()
-	cfg.Log.MaxBytes = 256 << 30
+	cfg.Log.MaxBytes = 16 << 30
 	cfg.Streams.MaxBytes = 1 << 30
 	if err := historyEnsure(ctx, srv, &cfg); err != nil {
 		return r, err
