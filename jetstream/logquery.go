@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -201,9 +202,42 @@ func (r *LogReader) EventRecords(ctx context.Context, id string) ([]attempt.Reco
 // fetchParallel is the number of direct gets one lookup keeps in flight.
 const fetchParallel = 16
 
+// spanMax bounds the span of sequences records reads with batch gets
+// (every record in it, then keeps those asked for) rather than one get per
+// record: dense sequences (an event's retries, a busy endpoint's page) cost
+// one or a few round trips instead of one per record.
+const spanMax = 4000
+
 // records reads the records at seqs (those the stream still holds), in
 // the order of seqs.
 func (r *LogReader) records(ctx context.Context, seqs []uint64) ([]attempt.Record, error) {
+	if len(seqs) == 0 {
+		return nil, nil
+	}
+	lo, hi := slices.Min(seqs), slices.Max(seqs)
+	if span := hi - lo + 1; span <= spanMax && span <= uint64(max(4*len(seqs), 64)) {
+		recs, _, err := r.window(ctx, lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		at := make(map[uint64]int, len(recs))
+		for i := range recs {
+			at[recs[i].Seq] = i
+		}
+		out := make([]attempt.Record, 0, len(seqs))
+		for _, s := range seqs {
+			if i, ok := at[s]; ok {
+				out = append(out, recs[i])
+			}
+		}
+		return out, nil
+	}
+	return r.each(ctx, seqs)
+}
+
+// each reads the records at seqs with one direct get each, fetchParallel
+// at a time, in the order of seqs.
+func (r *LogReader) each(ctx context.Context, seqs []uint64) ([]attempt.Record, error) {
 	got := make([]attempt.Record, len(seqs))
 	ok := make([]bool, len(seqs))
 	errs := make([]error, len(seqs))
