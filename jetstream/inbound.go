@@ -21,10 +21,10 @@ const (
 	InboundStream = "HOOKJET_INBOUND"
 	// InboundPrefix starts every subject of InboundStream:
 	// hookjet.inbound.<source>.<type>.
-	InboundPrefix = "hookjet.inbound."
+	InboundPrefix    = "hookjet.inbound."
 	HdrInboundSource = "Hookjet-Inbound-Source"
-	HdrInboundID      = "Hookjet-Inbound-Id"
-	HdrReceivedAt     = "Hookjet-Received-At"
+	HdrInboundID     = "Hookjet-Inbound-Id"
+	HdrReceivedAt    = "Hookjet-Received-At"
 	// UntypedEvent is the type of an inbound event whose provider names none.
 	UntypedEvent = "untyped"
 )
