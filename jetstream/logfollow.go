@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookjet/hookjet/logindex"
@@ -107,8 +108,21 @@ func (f *LogIndex) follow(ctx context.Context) error {
 		it.Stop()
 	}()
 	sealed := f.idx.Sealed()
+	checked := time.Now()
 	for {
-		m, err := it.Next()
+		m, err := it.Next(natsjs.NextMaxWait(identityCheck))
+		if time.Since(checked) >= identityCheck {
+			// An ordered consumer carries on from the sequence it had
+			// reached when the stream is deleted and created again:
+			// notice it, and start again from the new stream's start.
+			if err := f.sameStream(ctx); err != nil {
+				return err
+			}
+			checked = time.Now()
+		}
+		if errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -150,6 +164,26 @@ func (f *LogIndex) resume(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	return info.State.FirstSeq, f.idx.Prune(info.State.FirstSeq)
+}
+
+// identityCheck is how often the follower checks that the stream it
+// follows is the one it indexed (not deleted and created anew).
+const identityCheck = 5 * time.Second
+
+// sameStream returns an error when HOOKJET_LOG is not the stream the index
+// was built from any more.
+func (f *LogIndex) sameStream(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := f.js.Stream(ctx, LogStream)
+	if err != nil {
+		return nil // NATS slow or down: the consumer says so if it lasts
+	}
+	info := st.CachedInfo()
+	if info.Created.UTC().Format(time.RFC3339Nano) != f.idx.Stream() || info.State.LastSeq < f.idx.Applied() {
+		return fmt.Errorf("%s was created anew: indexing it from its start", LogStream)
+	}
+	return nil
 }
 
 // prune deletes the index's generations that the stream has dropped.

@@ -235,8 +235,18 @@ func (s *SeenIDs) follow(ctx context.Context) error {
 		it.Stop()
 		saver.stop()
 	}()
+	checked := time.Now()
 	for {
-		m, err := it.Next()
+		m, err := it.Next(natsjs.NextMaxWait(identityCheck))
+		if time.Since(checked) >= identityCheck {
+			if err := s.sameStream(ctx); err != nil {
+				return err
+			}
+			checked = time.Now()
+		}
+		if errors.Is(err, nats.ErrTimeout) {
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -275,6 +285,23 @@ func (s *SeenIDs) resume(ctx context.Context) (uint64, error) {
 	}
 	s.applied.Store(pos)
 	return pos + 1, nil
+}
+
+// sameStream returns an error when HOOKJET_SEEN holds fewer messages than
+// were followed: it was created anew, and is followed from its start (an
+// ordered consumer would carry on from the old stream's sequence).
+func (s *SeenIDs) sameStream(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := s.js.Stream(ctx, SeenStream)
+	if err != nil {
+		return nil // NATS slow or down: the consumer says so if it lasts
+	}
+	if st.CachedInfo().State.LastSeq < s.applied.Load() {
+		s.applied.Store(0)
+		return fmt.Errorf("%s was created anew: following it from its start", SeenStream)
+	}
+	return nil
 }
 
 // positionSaver stores the follower's position every seenSaveEvery: the
