@@ -24,7 +24,9 @@
 //
 // # Storage
 //
-// Three buckets: "dedupe_seen" (event id → version, sequence, time),
+// Four buckets: "dedupe_positions" (how far a follower of a stream, such
+// as HOOKJET_SEEN's, has applied it: name → sequence),
+// "dedupe_seen" (event id → version, sequence, time),
 // "dedupe_delivered" (length-prefixed endpoint and event id → version,
 // time) and "dedupe_expiry", a time-ordered index (time, kind, key) that
 // the sweep in Run walks to delete entries older than the ttl in bounded

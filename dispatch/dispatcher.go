@@ -40,6 +40,9 @@ type Options struct {
 	OnDeadLetter func(endpoint, eventID string) // test seam called after the DLQ copy is stored and before the source is settled; nil: nothing
 	Tracer       *tracing.Tracer                // spans of attempts, dead letters and replays; nil: tracing off, at no cost
 	Recorder     Recorder                       // the delivery log (dispatch/record.go); nil: off
+	// Seen announces accepted event ids to the other processes and follows
+	// theirs into Ledger (dispatch/seen.go); used with nats.url.
+	Seen *jetstream.SeenIDs
 }
 
 // Dispatcher delivers events to endpoints with a fixed number of JetStream
@@ -193,12 +196,8 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	if d.stateKV, err = o.JS.KeyValue(ctx, jetstream.StateBucket); err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", jetstream.StateBucket, err)
 	}
-	if cfg.NATS.URL != "" {
-		kv, err := o.JS.KeyValue(ctx, jetstream.SeenBucket)
-		if err != nil {
-			return nil, fmt.Errorf("bucket %s: %w", jetstream.SeenBucket, err)
-		}
-		d.shared = newSharedSeen(kv)
+	if cfg.NATS.URL != "" && o.Seen != nil {
+		d.shared = &sharedSeen{ids: o.Seen}
 	}
 	d.loopCtx, d.stopLoops = context.WithCancel(context.WithoutCancel(ctx))
 	d.sendCtx, d.stopSends = context.WithCancel(context.WithoutCancel(ctx))

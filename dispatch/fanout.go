@@ -103,8 +103,8 @@ const fanoutGather = 2 * time.Millisecond
 func (d *Dispatcher) consumeFanout(ctx context.Context, cons natsjs.Consumer) error {
 	var workers sync.WaitGroup
 	// The pull loop only takes unsettled slots and hands events to the
-	// fan-out workers: a slow dedupe lookup (HOOKJET_SEEN over the network)
-	// delays one worker, not the pulls.
+	// fan-out workers: a slow NATS call of one event (a task's publish over
+	// the network) delays one worker, not the pulls.
 	queue := make(chan natsjs.Msg, cap(d.unsettled))
 	workers.Add(d.fanoutWorkers())
 	for range d.fanoutWorkers() {
@@ -211,11 +211,12 @@ func (d *Dispatcher) pullFanout(ctx context.Context, cons natsjs.Consumer, room 
 const fanoutPull = 64
 
 // fanoutWorkers is how many events this process fans out at once: more with
-// nats.url, where the shared dedupe lookup is a network round trip.
+// nats.url, where the NATS calls of a fan-out (tasks parked) are network
+// round trips.
 func (d *Dispatcher) fanoutWorkers() int {
 	if d.shared != nil {
-		// One per unsettled event: with R3 under load a lookup takes
-		// tens of milliseconds, and the rate is workers / round trip.
+		// One per unsettled event: with R3 under load a task's publish
+		// takes tens of milliseconds, and the rate is workers / round trip.
 		return cap(d.unsettled)
 	}
 	return 4
@@ -367,11 +368,9 @@ func (d *Dispatcher) duplicate(ev *event) bool {
 		return false
 	}
 	if !dup && d.shared != nil {
-		// Another process may have accepted this id: ask the shared record.
-		// If it cannot answer, deliver: a possible duplicate beats a stall.
-		if dup, err = d.shared.duplicate(d.sendCtx, ev.id, ev.seq); err != nil {
-			d.log.Warn("shared dedupe lookup failed; delivering", "event_id", ev.id, "err", err)
-		}
+		// The ledger also holds the ids every other process accepted
+		// (followed from HOOKJET_SEEN); tell them about this one.
+		d.shared.announce(ev.id, ev.seq)
 	}
 	return dup
 }

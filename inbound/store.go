@@ -6,7 +6,7 @@ import (
 )
 
 // Store stores a verified event, once per provider id (package jetstream's
-// InboundStore, over HOOKJET_INBOUND and HOOKJET_INBOUND_SEEN). An error
+// InboundStore, over HOOKJET_INBOUND and the dedupe ledger). An error
 // means the event may not be stored: the gateway answers 503 and the
 // provider retries.
 type Store interface {
@@ -17,7 +17,7 @@ type Store interface {
 type Event struct {
 	Source string // the source's id
 	ID     string // the provider's event id (header-safe)
-	// DedupeID is what HOOKJET_INBOUND_SEEN recognises a copy by; empty
+	// DedupeID is what the dedupe ledger recognises a copy by; empty
 	// means ID. A source whose signature does not cover the id sets it to
 	// the body's hash, so that a captured request resent under a new id is
 	// still a duplicate; Nats-Msg-Id stays <source>:<ID>, which catches a
@@ -37,7 +37,7 @@ type Stored struct {
 	// first copy's).
 	Seq uint64
 	// Duplicate means the event had been stored before (within the
-	// duplicate window, or remembered in HOOKJET_INBOUND_SEEN) and was not
+	// duplicate window, or remembered in the dedupe ledger) and was not
 	// stored again.
 	Duplicate bool
 }

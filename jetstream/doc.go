@@ -37,8 +37,12 @@
 //   - KV HOOKJET_CONFIG_ENDPOINTS: every process's config-file endpoints,
 //     so a process never acks an event for an endpoint only another knows.
 //   - KV HOOKJET_ENDPOINT_STATE: disabled and held endpoints.
-//   - KV HOOKJET_SEEN: event ids already accepted, shared by all processes.
+//   - HOOKJET_SEEN (hookjet.seen.events, hookjet.seen.inbound): the event
+//     ids and inbound provider ids accepted, for dedupe.ttl, announced by
+//     every process and followed by each into its dedupe ledger
+//     ([SeenIDs], seen.go).
 //   - HOOKJET_INBOUND (hookjet.inbound.<source>.<type>): webhooks the inbound
-//     gateway verified, limits retention; KV HOOKJET_INBOUND_SEEN: the
-//     provider ids stored, for dedupe.ttl ([InboundStore], inbound.go).
+//     gateway verified, limits retention ([InboundStore], inbound.go).
+//   - HOOKJET_LOG (hookjet.log.<endpoint>): the delivery log (log.go), and
+//     each process's index of it ([LogIndex], logfollow.go).
 package jetstream

@@ -4,11 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -24,13 +21,10 @@ const (
 	InboundStream = "HOOKJET_INBOUND"
 	// InboundPrefix starts every subject of InboundStream:
 	// hookjet.inbound.<source>.<type>.
-	InboundPrefix = "hookjet.inbound."
-	// InboundSeenBucket remembers the provider ids already stored, for
-	// dedupe.ttl, past the stream's duplicate window.
-	InboundSeenBucket = "HOOKJET_INBOUND_SEEN"
-	HdrInboundSource  = "Hookjet-Inbound-Source"
-	HdrInboundID      = "Hookjet-Inbound-Id"
-	HdrReceivedAt     = "Hookjet-Received-At"
+	InboundPrefix    = "hookjet.inbound."
+	HdrInboundSource = "Hookjet-Inbound-Source"
+	HdrInboundID     = "Hookjet-Inbound-Id"
+	HdrReceivedAt    = "Hookjet-Received-At"
 	// UntypedEvent is the type of an inbound event whose provider names none.
 	UntypedEvent = "untyped"
 )
@@ -69,36 +63,12 @@ func InboundStreamConfig(cfg *config.Config) natsjs.StreamConfig {
 	}
 }
 
-// InboundSeenConfig is HOOKJET_INBOUND_SEEN: one key per stored provider id,
-// expiring after dedupe.ttl.
-func InboundSeenConfig(cfg *config.Config) natsjs.KeyValueConfig {
-	return natsjs.KeyValueConfig{
-		Bucket:      InboundSeenBucket,
-		Description: "hookjet inbound gateway: provider ids already stored (dedupe past the duplicate window)",
-		TTL:         cfg.Dedupe.TTL,
-		Storage:     natsjs.FileStorage,
-		Replicas:    cfg.Streams.Replicas,
-		MaxBytes:    1 << 30,
-	}
-}
-
-// EnsureInbound creates or updates HOOKJET_INBOUND and
-// HOOKJET_INBOUND_SEEN, retrying like [EnsureStreams].
+// EnsureInbound creates or updates HOOKJET_INBOUND, retrying like
+// [EnsureStreams] (which creates HOOKJET_SEEN, where the stored ids are
+// remembered).
 func EnsureInbound(ctx context.Context, js natsjs.JetStream, cfg *config.Config, log *slog.Logger) error {
 	sc := InboundStreamConfig(cfg)
-	if err := retry(ctx, log, "stream "+sc.Name, func(ctx context.Context) error { return ensureStream(ctx, js, sc) }); err != nil {
-		return err
-	}
-	kc := InboundSeenConfig(cfg)
-	return retry(ctx, log, "bucket "+kc.Bucket, func(ctx context.Context) error {
-		if kv, err := js.KeyValue(ctx, kc.Bucket); err == nil {
-			if st, err := kv.Status(ctx); err == nil && st.TTL() == kc.TTL {
-				return nil
-			}
-		}
-		_, err := js.CreateOrUpdateKeyValue(ctx, kc)
-		return err
-	})
+	return retry(ctx, log, "stream "+sc.Name, func(ctx context.Context) error { return ensureStream(ctx, js, sc) })
 }
 
 // InboundSubject is the subject of an event of type typ from source:
@@ -171,13 +141,18 @@ func cleanType(typ string) bool {
 // InboundMsgID is the Nats-Msg-Id of an inbound event: <source>:<id>.
 func InboundMsgID(source, id string) string { return source + ":" + id }
 
-// inboundSeenKey is the HOOKJET_INBOUND_SEEN key of an event:
-// <source>.<first 128 bits of SHA-256(<source>:<id>) in hex>, a valid key
-// whatever the id holds.
+// inboundSeenKey names an inbound event by source and provider id:
+// <source>.<first 128 bits of SHA-256(<source>:<id>) in hex>, bounded and
+// of subject-safe bytes whatever the id holds.
 func inboundSeenKey(source, id string) string {
 	sum := sha256.Sum256([]byte(InboundMsgID(source, id)))
 	return source + "." + hex.EncodeToString(sum[:16])
 }
+
+// inboundLedgerKey is the dedupe ledger's key of an inbound event (and what
+// hookjet.seen.inbound announces): "\x00in." and its inboundSeenKey, apart
+// from every event id of the fan-out (none starts with a NUL byte).
+func inboundLedgerKey(source, id string) string { return "\x00in." + inboundSeenKey(source, id) }
 
 // InboundEvent and InboundStored are the gateway's (package inbound):
 // InboundStore implements [inbound.Store].
@@ -187,61 +162,38 @@ type (
 )
 
 // InboundStore stores inbound events exactly once per provider id for
-// dedupe.ttl: HOOKJET_INBOUND_SEEN is consulted first, the event is
-// published with Nats-Msg-Id <source>:<id> (JetStream's dedupe within the
-// window), and only once the PubAck says it is stored is its id marked, so
-// that a failed store never leaves an id marked and the provider's retry is
-// stored. It is safe for concurrent use.
+// dedupe.ttl: the local dedupe ledger is consulted first (every process
+// follows the ids every other one stored, HOOKJET_SEEN, into its own), the
+// event is published with Nats-Msg-Id <source>:<id> (JetStream's dedupe
+// within the window, which also covers the moments an id takes to reach the
+// other processes), and only once the PubAck says it is stored is its id
+// remembered and announced, so that a failed store never leaves an id
+// marked and the provider's retry is stored. No lookup makes a round trip.
+// It is safe for concurrent use.
 type InboundStore struct {
 	js      natsjs.JetStream
-	marks   natsjs.JetStream // asynchronous publishes of the marks
-	kv      natsjs.KeyValue
+	seen    *SeenIDs
 	timeout time.Duration
 	log     *slog.Logger
 }
 
-// OpenInboundStore opens the store over the stream and bucket
-// [EnsureInbound] created. timeout bounds each JetStream call (a
+// OpenInboundStore opens the store over the stream [EnsureInbound]
+// created, remembering ids in seen. timeout bounds each JetStream call (a
 // non-positive one means 2s), so that an unavailable JetStream is answered
 // quickly.
-func OpenInboundStore(ctx context.Context, js natsjs.JetStream, timeout time.Duration, log *slog.Logger) (*InboundStore, error) {
-	kv, err := js.KeyValue(ctx, InboundSeenBucket)
-	if err != nil {
-		return nil, fmt.Errorf("bucket %s: %w", InboundSeenBucket, err)
-	}
+func OpenInboundStore(js natsjs.JetStream, seen *SeenIDs, timeout time.Duration, log *slog.Logger) *InboundStore {
 	if timeout <= 0 {
 		timeout = 2 * time.Second
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	marks, err := natsjs.New(js.Conn(),
-		natsjs.WithPublishAsyncMaxPending(4096),
-		natsjs.WithPublishAsyncTimeout(timeout),
-		natsjs.WithPublishAsyncErrHandler(func(_ natsjs.JetStream, m *nats.Msg, err error) {
-			// Stored, not marked: within the duplicate window Nats-Msg-Id
-			// still catches a copy, whose store marks it again.
-			log.Warn("inbound event stored but not marked in "+InboundSeenBucket+": a copy sent again after the duplicate window would be stored twice",
-				"key", strings.TrimPrefix(m.Subject, inboundSeenPrefix), "err", err)
-		}))
-	if err != nil {
-		return nil, err
-	}
-	return &InboundStore{js: js, marks: marks, kv: kv, timeout: timeout, log: log}, nil
+	return &InboundStore{js: js, seen: seen, timeout: timeout, log: log}
 }
 
-// inboundSeenPrefix is the subject prefix of HOOKJET_INBOUND_SEEN's keys.
-const inboundSeenPrefix = "$KV." + InboundSeenBucket + "."
-
-// Flush waits until every mark published so far is stored, or ctx ends.
-func (s *InboundStore) Flush(ctx context.Context) error {
-	select {
-	case <-s.marks.PublishAsyncComplete():
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("%d marks of %s not acknowledged: %w", s.marks.PublishAsyncPending(), InboundSeenBucket, ctx.Err())
-	}
-}
+// Flush waits until every id announced so far is stored in HOOKJET_SEEN, or
+// ctx ends.
+func (s *InboundStore) Flush(ctx context.Context) error { return s.seen.Flush(ctx) }
 
 // Store stores ev unless its id was stored before. An error means it may
 // not be stored: the gateway answers 503 and the provider retries.
@@ -250,17 +202,21 @@ func (s *InboundStore) Store(ctx context.Context, ev InboundEvent) (InboundStore
 	if dedupe == "" {
 		dedupe = ev.ID
 	}
-	key := inboundSeenKey(ev.Source, dedupe)
+	key := inboundLedgerKey(ev.Source, dedupe)
+	if seq, found, err := s.seen.Seen(key); err != nil {
+		return InboundStored{}, fmt.Errorf("look up the dedupe ledger: %w", err)
+	} else if found {
+		return InboundStored{Seq: seq, Duplicate: true}, nil
+	}
+	if !s.js.Conn().IsConnected() {
+		// A publish while reconnecting would wait in the client's
+		// reconnect buffer and be stored after the 503, making the
+		// provider's retry a duplicate of an event it was told was not
+		// stored: refuse before publishing.
+		return InboundStored{}, fmt.Errorf("store in %s: not connected to NATS", InboundStream)
+	}
 	cctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	e, err := s.kv.Get(cctx, key)
-	switch {
-	case err == nil:
-		seq, _ := strconv.ParseUint(string(e.Value()), 10, 64)
-		return InboundStored{Seq: seq, Duplicate: true}, nil
-	case !errors.Is(err, natsjs.ErrKeyNotFound):
-		return InboundStored{}, fmt.Errorf("look up %s: %w", InboundSeenBucket, err)
-	}
 	m := &nats.Msg{Subject: InboundSubject(ev.Source, ev.Type), Header: make(nats.Header, 5), Data: ev.Body}
 	m.Header[HdrMsgID] = []string{InboundMsgID(ev.Source, ev.ID)}
 	m.Header[HdrInboundSource] = []string{ev.Source}
@@ -275,13 +231,13 @@ func (s *InboundStore) Store(ctx context.Context, ev InboundEvent) (InboundStore
 	if err != nil {
 		return InboundStored{}, fmt.Errorf("store in %s: %w", InboundStream, err)
 	}
-	// Marked after the PubAck, for a duplicate too (the mark of the first
-	// copy may have failed), without waiting: until the mark is stored,
-	// Nats-Msg-Id catches a copy within the duplicate window.
-	mark := &nats.Msg{Subject: inboundSeenPrefix + key, Data: strconv.AppendUint(nil, ack.Sequence, 10)}
-	if _, err := s.marks.PublishMsgAsync(mark, natsjs.WithStallWait(s.timeout)); err != nil {
-		s.log.Warn("inbound event stored but not marked in "+InboundSeenBucket+": a copy sent again after the duplicate window would be stored twice",
-			"source", ev.Source, "seq", ack.Sequence, "err", err)
+	// Remembered after the PubAck, for a duplicate too (the first copy's
+	// announcement may have been lost), without waiting: until the
+	// announcement is followed, Nats-Msg-Id catches a copy within the
+	// duplicate window.
+	if err := s.seen.Remember(key, ack.Sequence); err != nil {
+		s.log.Warn("inbound event stored but not remembered in the dedupe ledger", "source", ev.Source, "seq", ack.Sequence, "err", err)
 	}
+	s.seen.Announce(SeenInbound, key, ack.Sequence)
 	return InboundStored{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
 }

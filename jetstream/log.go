@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,71 +20,44 @@ import (
 	"github.com/hookjet/hookjet/config"
 )
 
-// The delivery log: one message per record on
+// The delivery log: one message per record on its endpoint's subject,
 //
-//	hookjet.log.<endpoint>.<event-token>.<n>             the event's first delivery
-//	hookjet.log.<endpoint>.<event-token>.<n>.<delivery>  a redelivery, replay or test
+//	hookjet.log.<endpoint>
 //
-// where <event-token> is the event id in unpadded base64url (one subject
-// token whatever the id holds: dots, spaces, wildcards), <n> the attempt
-// number, or p<n> for a parked record, d<n> for a dead_letter or
-// expired one and x<n> for a discarded dead letter (n: attempts made so far), and <delivery> the record's
-// [attempt.Record.Delivery]. An endpoint's records are
-// hookjet.log.<endpoint>.>, an event's hookjet.log.*.<event-token>.>.
+// so the NATS servers hold one subject entry per endpoint, not per record.
+// nats-server keeps an in-memory entry per distinct subject of a stream for
+// as long as a message on it is retained, on every replica: with a subject
+// per record (the layouts before this one, below) that was about 180 bytes
+// of server heap per record, several GB at the default log.max_bytes; with
+// a subject per endpoint it is a few bytes (JETSTREAM.md, "Memory per
+// stored message"). The lookups the subject index used to answer (an
+// event's records, an endpoint's newest records) are answered by each
+// process's own index of the stream, [LogIndex] (package logindex explains
+// its layout), and the records are read by sequence. Every record is a
+// message of its own, so a redelivery, replay or test never takes the
+// place of an earlier record.
 //
-// Every record has a subject of its own, so the subject index finds all of
-// an event's records in one multi-last direct get, touching only the blocks
-// that hold them, and a redelivery's or replay's attempt 1 never takes the
-// place of the first delivery's. A subject per (endpoint, event) shared by
-// all its records was measured and rejected: the file store's subject index
-// holds a subject's first and last block only, so reading every message of
-// one subject loads every block between them (nats-server 2.15.2
-// fileStore.LoadNextMsg can skip ahead to the first block only), and an
-// event whose retries span hours costs a scan of those hours. With six
-// records spread over 1,000,000 (BenchmarkLogSharedSubject) both read in
-// 0.3 ms at the median, but at p99 (the blocks' caches expired) the shared
-// subject took 742 ms and a subject per record 26 ms. The first delivery
-// keeps the subjects of the records written before Delivery existed, so a
-// record costs the server no more subject state than it did; records of
-// that older layout are read in full (LogReader.EventRecords).
+// Records written by earlier versions keep their subjects,
+// hookjet.log.<endpoint>.<event-token>.<n>[.<delivery>] (<event-token>: the
+// event id in unpadded base64url; <n>: the attempt number, or p<n>, d<n>,
+// x<n> for a parked, dead-lettered or expired, discarded record). The index
+// reads every record's event_id and endpoint from its body, whatever its
+// subject, so they are found as the new ones are until log.max_age drops
+// them.
 const (
 	LogStream = "HOOKJET_LOG"
 	LogPrefix = "hookjet.log."
 )
 
-// EventToken encodes an event id into one subject token.
+// EventToken encodes an event id into one subject token, as the older
+// layouts' subjects did.
 func EventToken(id string) string { return base64.RawURLEncoding.EncodeToString([]byte(id)) }
 
-// LogSubject is the subject of record r.
-func LogSubject(r *attempt.Record) string {
-	var k string
-	switch r.Class {
-	case attempt.ClassParked:
-		k = "p" + strconv.Itoa(r.Attempt)
-	case attempt.ClassDeadLetter, attempt.ClassExpired:
-		k = "d" + strconv.Itoa(r.Attempt)
-	case attempt.ClassDiscarded:
-		k = "x" + strconv.Itoa(r.Attempt)
-	default:
-		k = strconv.Itoa(r.Attempt)
-	}
-	subj := LogPrefix + r.Endpoint + "." + EventToken(r.EventID) + "." + k
-	if laterDelivery(r) {
-		subj += "." + r.Delivery
-	}
-	return subj
-}
+// LogSubjectOf is the subject of endpoint's records.
+func LogSubjectOf(endpoint string) string { return LogPrefix + endpoint }
 
-// laterDelivery reports whether r belongs to a redelivery, replay or test
-// (named by r.Delivery), not to the event's first delivery to the endpoint
-// (its fan-out, retries and drain).
-func laterDelivery(r *attempt.Record) bool {
-	switch r.Trigger {
-	case attempt.TriggerDelivery, attempt.TriggerRetry, attempt.TriggerDrain:
-		return false
-	}
-	return api.ValidToken(r.Delivery)
-}
+// LogSubject is the subject of record r.
+func LogSubject(r *attempt.Record) string { return LogSubjectOf(r.Endpoint) }
 
 // logStreamConfig is HOOKJET_LOG: limits retention with Discard: Old, so a
 // full log drops its oldest records and never refuses one. On one replica

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,27 +17,37 @@ import (
 	"github.com/hookjet/hookjet/attempt"
 )
 
-// LogReader answers the delivery log's questions with the stream's direct
-// get API (server/jetstream_api.go JSApiMsgGetRequest), so every lookup
-// goes through the server's subject index and time index:
+// LogReader answers the delivery log's questions. The records share one
+// subject per endpoint (see LogSubject), so the server's subject index no
+// longer finds an event's records; this process's index of the stream
+// ([LogIndex], package logindex) gives their sequences, and the messages
+// are read with the stream's direct get API by sequence
+// (server/jetstream_api.go JSApiMsgGetRequest), which loads one block:
 //
-//   - an event's records: one multi-last get of hookjet.log.*.<token>.>,
-//     which visits only the blocks that hold them (a record per subject);
+//   - an event's records: the index's sequences for the event, read 16 at
+//     a time;
 //   - an endpoint's records, newest first: the cursor is a stream sequence;
-//     a page reads the endpoint's records forward inside windows that step
-//     backwards from the cursor, each sized from the density seen so far,
-//     so a page costs about its own records, never the endpoint's history;
+//     the index walks the endpoint's sequences backwards from it, so a page
+//     costs about its own records, never the endpoint's history;
+//   - every endpoint's records: batch gets by sequence, backwards from the
+//     cursor;
 //   - since/until become sequences through the time index (start_time).
 //
-// Batch gets with a subject filter are avoided on purpose: the server
-// counts the filter's pending messages to the end of the stream for each.
+// Each lookup first waits (a little) for the index to reach the stream's
+// last sequence, so a record stored before the question is in the answer,
+// whichever process stored it. Batch gets with a subject filter are
+// avoided on purpose: the server counts the filter's pending messages to
+// the end of the stream for each.
 type LogReader struct {
-	nc *nats.Conn
-	js natsjs.JetStream
+	nc  *nats.Conn
+	js  natsjs.JetStream
+	idx *LogIndex
 }
 
-// NewLogReader reads HOOKJET_LOG through nc.
-func NewLogReader(nc *nats.Conn, js natsjs.JetStream) *LogReader { return &LogReader{nc: nc, js: js} }
+// NewLogReader reads HOOKJET_LOG through nc, finding records through idx.
+func NewLogReader(nc *nats.Conn, js natsjs.JetStream, idx *LogIndex) *LogReader {
+	return &LogReader{nc: nc, js: js, idx: idx}
+}
 
 // LogQuery selects records for [LogReader.Page] and [LogReader.Export]: the
 // admin API's query ([api.LogQuery]).
@@ -158,69 +167,97 @@ func recordOf(m *nats.Msg) (attempt.Record, uint64, error) {
 }
 
 // EventRecords returns every record of event id still in the log, oldest
-// first: every delivery's, redeliveries, replays and tests included.
+// first: every delivery's, redeliveries, replays and tests included, and
+// records of the older layouts (a subject per record).
 //
-// One multi-last get of hookjet.log.*.<token>.> finds them, each record
-// being the only one on its subject (see LogSubject). Records written
-// before [attempt.Record.Delivery] existed shared their subject with a
-// redelivery's or replay's records of the same attempt number; for each
-// such subject (its last record has no delivery) every message on it is
-// read as well, one batch get per subject from the subject's first
-// message, which the subject index finds. That costs nothing once such
-// records have aged out (log.max_age).
+// The index gives the records' sequences (after catching up with the
+// stream's last sequence), and each is read with a direct get by sequence;
+// a record of another event (a hash collision of the index) is left out.
 func (r *LogReader) EventRecords(ctx context.Context, id string) ([]attempt.Record, error) {
-	msgs, err := r.getBatch(ctx, msgGetRequest{MultiLastFor: []string{LogPrefix + "*." + EventToken(id) + ".>"}, Batch: multiLastMax})
+	if r.idx == nil {
+		return nil, errNoIndex
+	}
+	state, err := r.state(ctx)
+	if err != nil || state.Msgs == 0 {
+		return nil, err
+	}
+	r.idx.catchUp(ctx, state.LastSeq)
+	seqs, err := r.idx.idx.EventSeqs(id)
+	if err != nil {
+		return nil, fmt.Errorf("delivery log index: %w", err)
+	}
+	recs, err := r.records(ctx, seqs)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]attempt.Record, 0, len(msgs))
-	var older []string
-	for _, m := range msgs {
-		rec, _, err := recordOf(m)
-		if err != nil {
-			continue
-		}
-		out = append(out, rec)
-		if subj := m.Header.Get("Nats-Subject"); rec.Delivery == "" && strings.Count(subj, ".") == olderLayoutDots {
-			older = append(older, subj)
+	out := recs[:0]
+	for _, rec := range recs {
+		if rec.EventID == id {
+			out = append(out, rec)
 		}
 	}
-	if len(older) > 0 {
-		more, err := r.subjects(ctx, older)
+	return out, nil
+}
+
+// fetchParallel is the number of direct gets one lookup keeps in flight.
+const fetchParallel = 16
+
+// spanMax bounds the span of sequences records reads with batch gets
+// (every record in it, then keeps those asked for) rather than one get per
+// record: dense sequences (an event's retries, a busy endpoint's page) cost
+// one or a few round trips instead of one per record.
+const spanMax = 4000
+
+// records reads the records at seqs (those the stream still holds), in
+// the order of seqs.
+func (r *LogReader) records(ctx context.Context, seqs []uint64) ([]attempt.Record, error) {
+	if len(seqs) == 0 {
+		return nil, nil
+	}
+	lo, hi := slices.Min(seqs), slices.Max(seqs)
+	if span := hi - lo + 1; span <= spanMax && span <= uint64(max(4*len(seqs), 64)) {
+		recs, _, err := r.window(ctx, lo, hi)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, more...)
+		at := make(map[uint64]int, len(recs))
+		for i := range recs {
+			at[recs[i].Seq] = i
+		}
+		out := make([]attempt.Record, 0, len(seqs))
+		for _, s := range seqs {
+			if i, ok := at[s]; ok {
+				out = append(out, recs[i])
+			}
+		}
+		return out, nil
 	}
-	slices.SortFunc(out, func(a, b attempt.Record) int { return cmpSeq(a.Seq, b.Seq) })
-	return slices.CompactFunc(out, func(a, b attempt.Record) bool { return a.Seq == b.Seq }), nil
+	return r.each(ctx, seqs)
 }
 
-// olderLayoutDots is the number of dots in a subject of the first
-// delivery's layout, hookjet.log.<endpoint>.<event-token>.<n>.
-const olderLayoutDots = 4
-
-// subjects reads every message on each of subjs (literal subjects), at
-// most 8 subjects at a time.
-func (r *LogReader) subjects(ctx context.Context, subjs []string) ([]attempt.Record, error) {
-	parts := make([][]attempt.Record, len(subjs))
-	errs := make([]error, len(subjs))
-	sem := make(chan struct{}, 8)
+// each reads the records at seqs with one direct get each, fetchParallel
+// at a time, in the order of seqs.
+func (r *LogReader) each(ctx context.Context, seqs []uint64) ([]attempt.Record, error) {
+	got := make([]attempt.Record, len(seqs))
+	ok := make([]bool, len(seqs))
+	errs := make([]error, len(seqs))
+	sem := make(chan struct{}, fetchParallel)
 	var wg sync.WaitGroup
-	for i, subj := range subjs {
+	for i, seq := range seqs {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			msgs, err := r.getBatch(ctx, msgGetRequest{NextFor: subj, Batch: multiLastMax})
+			m, err := r.get(ctx, msgGetRequest{Seq: seq})
+			if errors.Is(err, errNoMsg) {
+				return // dropped by log.max_age or log.max_bytes
+			}
 			if err != nil {
 				errs[i] = err
 				return
 			}
-			for _, m := range msgs {
-				if rec, _, err := recordOf(m); err == nil {
-					parts[i] = append(parts[i], rec)
-				}
+			if rec, s, err := recordOf(m); err == nil && s == seq {
+				got[i], ok[i] = rec, true
 			}
 		}()
 	}
@@ -228,7 +265,22 @@ func (r *LogReader) subjects(ctx context.Context, subjs []string) ([]attempt.Rec
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return slices.Concat(parts...), nil
+	out := make([]attempt.Record, 0, len(seqs))
+	for i := range got {
+		if ok[i] {
+			out = append(out, got[i])
+		}
+	}
+	return out, nil
+}
+
+// state is HOOKJET_LOG's state now.
+func (r *LogReader) state(ctx context.Context) (natsjs.StreamState, error) {
+	st, err := r.js.Stream(ctx, LogStream)
+	if err != nil {
+		return natsjs.StreamState{}, fmt.Errorf("stream %s: %w", LogStream, err)
+	}
+	return st.CachedInfo().State, nil
 }
 
 func cmpSeq(a, b uint64) int {
@@ -244,11 +296,10 @@ func cmpSeq(a, b uint64) int {
 // bounds returns the sequences q covers, first..last inclusive; ok is
 // false when it covers none.
 func (r *LogReader) bounds(ctx context.Context, q LogQuery) (first, last uint64, ok bool, err error) {
-	st, err := r.js.Stream(ctx, LogStream)
+	state, err := r.state(ctx)
 	if err != nil {
-		return 0, 0, false, fmt.Errorf("stream %s: %w", LogStream, err)
+		return 0, 0, false, err
 	}
-	state := st.CachedInfo().State
 	if state.Msgs == 0 {
 		return 0, 0, false, nil
 	}
@@ -307,6 +358,9 @@ func (r *LogReader) Page(ctx context.Context, q LogQuery) ([]attempt.Record, uin
 	if err != nil || !ok {
 		return nil, 0, err
 	}
+	if q.Endpoint != "" {
+		return r.endpointPage(ctx, q, limit, first, hi)
+	}
 	var out []attempt.Record
 	window := uint64(4 * limit)
 	var scanned, matched uint64
@@ -315,7 +369,7 @@ func (r *LogReader) Page(ctx context.Context, q LogQuery) ([]attempt.Record, uin
 		if hi-first+1 > window {
 			lo = hi - window + 1
 		}
-		recs, n, err := r.window(ctx, q.Endpoint, lo, hi)
+		recs, n, err := r.window(ctx, lo, hi)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -334,9 +388,53 @@ func (r *LogReader) Page(ctx context.Context, q LogQuery) ([]attempt.Record, uin
 		}
 		hi = lo - 1
 		if matched > pageScanBudget || scanned > pageSeqBudget {
-			return out, hi + 1, nil // selective filter or sparse endpoint: go on from here
+			return out, hi + 1, nil // selective filter: go on from here
 		}
 		window = nextWindow(window, scanned, matched, uint64(limit-len(out)))
+	}
+	return out, 0, nil
+}
+
+// endpointPage is Page for one endpoint: the index gives its records'
+// sequences within first..hi, newest first, and each is read by sequence;
+// a selective Match reads on in steps until the page is full or
+// pageScanBudget records were examined.
+func (r *LogReader) endpointPage(ctx context.Context, q LogQuery, limit int, first, hi uint64) ([]attempt.Record, uint64, error) {
+	if r.idx == nil {
+		return nil, 0, errNoIndex
+	}
+	r.idx.catchUp(ctx, hi)
+	var out []attempt.Record
+	examined := 0
+	for len(out) < limit {
+		want := limit - len(out)
+		if q.Match != nil {
+			want = min(max(2*want, 100), 1000)
+		}
+		seqs, err := r.idx.idx.EndpointSeqs(q.Endpoint, first, hi, want)
+		if err != nil {
+			return nil, 0, fmt.Errorf("delivery log index: %w", err)
+		}
+		recs, err := r.records(ctx, seqs)
+		if err != nil {
+			return nil, 0, err
+		}
+		for i := range recs {
+			if recs[i].Endpoint == q.Endpoint && (q.Match == nil || q.Match(&recs[i])) {
+				out = append(out, recs[i])
+				if len(out) == limit {
+					return out, recs[i].Seq, nil
+				}
+			}
+		}
+		examined += len(seqs)
+		if len(seqs) < want || seqs[len(seqs)-1] <= first {
+			return out, 0, nil
+		}
+		hi = seqs[len(seqs)-1] - 1
+		if examined > pageScanBudget {
+			return out, hi + 1, nil // selective filter: go on from here
+		}
 	}
 	return out, 0, nil
 }
@@ -354,90 +452,32 @@ func nextWindow(window, scanned, matched, need uint64) uint64 {
 	return min(w, maxWindow)
 }
 
-// window reads the records of endpoint (every record when empty) with
-// sequences lo..hi, oldest first. n counts those read (before Match).
-func (r *LogReader) window(ctx context.Context, endpoint string, lo, hi uint64) ([]attempt.Record, int, error) {
-	var out []attempt.Record
-	if endpoint == "" {
-		for seq := lo; seq <= hi; {
-			batch := int(min(hi-seq+1, 1000))
-			msgs, err := r.getBatch(ctx, msgGetRequest{Seq: seq, Batch: batch})
-			if err != nil {
-				return nil, 0, err
-			}
-			if len(msgs) == 0 {
-				break
-			}
-			for _, m := range msgs {
-				rec, s, err := recordOf(m)
-				seq = s + 1
-				if s > hi {
-					break
-				}
-				if err == nil {
-					out = append(out, rec)
-				}
-			}
-		}
-		return out, len(out), nil
-	}
-	return r.filtered(ctx, LogPrefix+endpoint+".>", lo, hi)
-}
-
-// windowChunk is the least span one parallel reader of a window takes.
-const windowChunk = 64
-
-// filtered reads the records on filter with sequences lo..hi, oldest first.
-// Each get returns the next record at or after a sequence, so a window is
-// split into chunks read side by side (at most 8 gets in flight), and a page
-// costs about one round trip per record divided by the chunks.
-func (r *LogReader) filtered(ctx context.Context, filter string, lo, hi uint64) ([]attempt.Record, int, error) {
-	span := hi - lo + 1
-	k := int(min(8, (span+windowChunk-1)/windowChunk))
-	parts := make([][]attempt.Record, k)
-	errs := make([]error, k)
-	var wg sync.WaitGroup
-	for i := range k {
-		from := lo + span*uint64(i)/uint64(k)
-		to := lo + span*uint64(i+1)/uint64(k) - 1
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			parts[i], errs[i] = r.scan(ctx, filter, from, to)
-		}()
-	}
-	wg.Wait()
-	var out []attempt.Record
-	for i := range k {
-		if errs[i] != nil {
-			return nil, 0, errs[i]
-		}
-		out = append(out, parts[i]...)
-	}
-	return out, len(out), nil
-}
-
-// scan reads the records on filter with sequences lo..hi one get at a time.
-func (r *LogReader) scan(ctx context.Context, filter string, lo, hi uint64) ([]attempt.Record, error) {
+// window reads every record with sequences lo..hi, oldest first; n counts
+// those read (before Match). Batch gets without a subject filter cost the
+// server nothing but the blocks read.
+func (r *LogReader) window(ctx context.Context, lo, hi uint64) ([]attempt.Record, int, error) {
 	var out []attempt.Record
 	for seq := lo; seq <= hi; {
-		m, err := r.get(ctx, msgGetRequest{Seq: seq, NextFor: filter})
-		if errors.Is(err, errNoMsg) {
-			break
-		}
+		batch := int(min(hi-seq+1, 1000))
+		msgs, err := r.getBatch(ctx, msgGetRequest{Seq: seq, Batch: batch})
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		rec, s, err := recordOf(m)
-		if s > hi || s == 0 {
+		if len(msgs) == 0 {
 			break
 		}
-		seq = s + 1
-		if err == nil {
-			out = append(out, rec)
+		for _, m := range msgs {
+			rec, s, err := recordOf(m)
+			seq = s + 1
+			if s > hi {
+				break
+			}
+			if err == nil {
+				out = append(out, rec)
+			}
 		}
 	}
-	return out, nil
+	return out, len(out), nil
 }
 
 // Export calls fn for every record matching q (Before and Limit aside),
@@ -450,7 +490,7 @@ func (r *LogReader) Export(ctx context.Context, q LogQuery, fn func(*attempt.Rec
 	}
 	cfg := natsjs.OrderedConsumerConfig{DeliverPolicy: natsjs.DeliverByStartSequencePolicy, OptStartSeq: first, InactiveThreshold: ReadInactive}
 	if q.Endpoint != "" {
-		cfg.FilterSubjects = []string{LogPrefix + q.Endpoint + ".>"}
+		cfg.FilterSubjects = []string{LogSubjectOf(q.Endpoint), LogSubjectOf(q.Endpoint) + ".>"} // and the older layouts' subjects
 	}
 	cons, err := r.js.OrderedConsumer(ctx, LogStream, cfg)
 	if err != nil {

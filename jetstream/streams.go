@@ -33,7 +33,6 @@ const (
 	FanoutConsumer      = "hookjet-fanout"
 	DrainPrefix         = "drain-"
 	StateBucket         = "HOOKJET_ENDPOINT_STATE"
-	SeenBucket          = "HOOKJET_SEEN"
 	// EndpointBucket holds the endpoints created through the admin API.
 	EndpointBucket = "HOOKJET_ENDPOINTS"
 	// ConfigEndpointBucket holds the definitions of every process's
@@ -185,7 +184,7 @@ func streamConfigs(cfg *config.Config) []natsjs.StreamConfig {
 		MaxAge:      7 * 24 * time.Hour,
 		MaxBytes:    64 << 20,
 		Discard:     natsjs.DiscardOld,
-	}}
+	}, seenStreamConfig(cfg)}
 }
 
 // TasksMaxAge is HOOKJET_TASKS' MaxAge for cfg: at least streams.max_age,
@@ -237,34 +236,11 @@ func TasksStreamBytes(tasksMax int64) int64 {
 	return tasksMax + max(tasksMax/4, 64<<20)
 }
 
-// SeenDesignRate is the event rate HOOKJET_SEEN is sized for, per second:
-// 10 million events a day, with room for twice as many.
-const SeenDesignRate = 2 * 10_000_000.0 / 86400
-
-// seenBytesPerID is what one remembered event id costs the KV bucket on
-// disk (key, value, headers, record framing), measured generously.
-const seenBytesPerID = 256
-
-// SeenBytes sizes HOOKJET_SEEN for dedupe.ttl at the design rate, at least
-// 1 GiB. When a burst fills it, a lookup fails and the event is delivered
-// (a possible duplicate, counted; the fan-out never stalls on it).
-func SeenBytes(ttl time.Duration) int64 {
-	ids := SeenDesignRate * ttl.Seconds()
-	return max(1<<30, int64(ids*seenBytesPerID))
-}
-
 // bucketConfigs are the KV buckets hookjet creates at start (the endpoint
 // stores create their own).
 func bucketConfigs(cfg *config.Config) []natsjs.KeyValueConfig {
 	s := cfg.Streams
 	return []natsjs.KeyValueConfig{{
-		Bucket:      SeenBucket,
-		Description: "hookjet event ids already accepted, shared by all processes (dedupe past the duplicate window)",
-		TTL:         cfg.Dedupe.TTL,
-		Storage:     natsjs.FileStorage,
-		Replicas:    s.Replicas,
-		MaxBytes:    SeenBytes(cfg.Dedupe.TTL),
-	}, {
 		Bucket:      StateBucket,
 		Description: "hookjet endpoints disabled (410, operator) or held (Retry-After)",
 		Storage:     natsjs.FileStorage,

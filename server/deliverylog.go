@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -15,8 +16,13 @@ import (
 	"github.com/hookjet/hookjet/jetstream"
 )
 
-// startLog ensures HOOKJET_LOG and starts its writer when the delivery log
-// is on (log.enabled), with its two counters.
+// logIndexFile is this process's index of HOOKJET_LOG in data_dir (package
+// logindex): rebuilt from the stream when it is missing.
+const logIndexFile = "log-index.db"
+
+// startLog ensures HOOKJET_LOG and starts its writer and its index's
+// follower when the delivery log is on (log.enabled), with its two
+// counters.
 func (s *Server) startLog(ctx context.Context) error {
 	js := s.node.JetStream()
 	if !s.cfg.Log.Enabled {
@@ -25,11 +31,16 @@ func (s *Server) startLog(ctx context.Context) error {
 	if err := jetstream.EnsureLog(ctx, js, s.cfg, s.log); err != nil {
 		return err
 	}
-	w, err := jetstream.NewLogWriter(s.node.Conn(), s.log)
+	x, err := jetstream.FollowLog(js, filepath.Join(s.cfg.DataDir, logIndexFile), s.log)
 	if err != nil {
 		return err
 	}
-	s.logw, s.logr = w, jetstream.NewLogReader(s.node.Conn(), js)
+	w, err := jetstream.NewLogWriter(s.node.Conn(), s.log)
+	if err != nil {
+		x.Close()
+		return err
+	}
+	s.logw, s.logx, s.logr = w, x, jetstream.NewLogReader(s.node.Conn(), js, x)
 	s.registry.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hookjet_log_records_total", Help: "Delivery log records stored in HOOKJET_LOG."},
 			func() float64 { return float64(w.Written()) }),
@@ -96,11 +107,15 @@ func (b tallyBackend) Summary(ctx context.Context) (api.Summary, error) {
 	return sum, err
 }
 
-// closeLog stores the records still queued and stops the writer; it runs
-// after the dispatcher has stopped and before NATS is closed.
+// closeLog stores the records still queued and stops the writer and the
+// index's follower; it runs after the dispatcher has stopped and before
+// NATS is closed.
 func (s *Server) closeLog() {
 	if s.logw != nil {
 		s.logw.Close()
+	}
+	if s.logx != nil {
+		s.logx.Close()
 	}
 }
 

@@ -41,10 +41,7 @@ func (s *Server) startInbound(ctx context.Context) error {
 	if err := jetstream.EnsureInbound(ctx, js, cfg, s.log); err != nil {
 		return err
 	}
-	store, err := jetstream.OpenInboundStore(ctx, js, 0, s.log)
-	if err != nil {
-		return err
-	}
+	store := jetstream.OpenInboundStore(js, s.seen, 0, s.log)
 	gw, err := inbound.New(cfg.Inbound, store, inbound.NewMetrics(s.registry), inbound.WithLogger(s.log))
 	if err != nil {
 		return err

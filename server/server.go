@@ -111,6 +111,10 @@ type Server struct {
 	// summary's last-hour figures (server/deliverylog.go).
 	tally *jetstream.Tally
 	logr  *jetstream.LogReader
+	logx  *jetstream.LogIndex
+	// seen announces the ids this process accepts and follows every
+	// process's into the ledger (HOOKJET_SEEN).
+	seen *jetstream.SeenIDs
 	// stopTracing flushes and stops the tracer provider Start built; nil
 	// when there is none (tracing off, or Options.TracerProvider given).
 	stopTracing func(context.Context) error
@@ -342,11 +346,15 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, o Options) error {
 		return err
 	}
 	s.ledgerRun = goOwned(ctx, s.ledger.Run)
+	// Ids accepted by every process, followed into the ledger (HOOKJET_SEEN).
+	if s.seen, err = jetstream.OpenSeenIDs(s.node.JetStream(), s.ledger, log); err != nil {
+		return err
+	}
 	s.breakersRun = goOwned(ctx, breakers.Run)
 	d, err := dispatch.NewDispatcher(setupCtx, dispatch.Options{
 		NC: s.node.Conn(), JS: s.node.JetStream(), Client: s.client, Breakers: breakers, Ledger: s.ledger,
 		Metrics: metrics, Log: log, Config: cfg, OnDeadLetter: o.OnDeadLetter,
-		Tracer: tracing.New(tp), Recorder: s.recorder(),
+		Tracer: tracing.New(tp), Recorder: s.recorder(), Seen: s.seen,
 	})
 	if err != nil {
 		return err
@@ -630,6 +638,9 @@ func (s *Server) abort() {
 	s.gauges.stop()
 	s.closeTally()     // stores the last minutes' counts
 	s.closeLog()       // stores the delivery log's last records
+	if s.seen != nil { // announces the last ids, stops following into the ledger
+		s.seen.Close()
+	}
 	s.ledgerRun.stop() // flushes and acks what was delivered
 	s.breakersRun.stop()
 	if s.stopTracing != nil { // export the spans left

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -74,7 +75,12 @@ func countLogged(t *testing.T, js natsjs.JetStream, ids []string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	r := hjs.NewLogReader(js.Conn(), js)
+	x, err := hjs.FollowLog(js, filepath.Join(t.TempDir(), "log-index.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	r := hjs.NewLogReader(js.Conn(), js, x)
 	n := 0
 	for _, id := range ids {
 		recs, err := r.EventRecords(ctx, id)

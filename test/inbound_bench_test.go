@@ -6,16 +6,20 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
+	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/dedupe"
 	"github.com/hookjet/hookjet/inbound"
 	"github.com/hookjet/hookjet/jetstream"
+	"github.com/hookjet/hookjet/state"
 )
 
 // benchGateway is the gateway's handler over a real JetStream (a
@@ -31,13 +35,13 @@ func benchGateway(b *testing.B) (*inbound.Gateway, config.InboundSource) {
 	cfg.Inbound.Sources = []config.InboundSource{src}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if err := jetstream.EnsureStreams(ctx, js, &cfg, nil); err != nil { // HOOKJET_SEEN
+		b.Fatal(err)
+	}
 	if err := jetstream.EnsureInbound(ctx, js, &cfg, nil); err != nil {
 		b.Fatal(err)
 	}
-	store, err := jetstream.OpenInboundStore(ctx, js, 0, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	store := jetstream.OpenInboundStore(js, openSeenIDs(b, js, cfg.Dedupe.TTL), 0, nil)
 	b.Cleanup(func() { _ = store.Flush(context.Background()) })
 	g, err := inbound.New(cfg.Inbound, store, inbound.NewMetrics(prometheus.NewRegistry()))
 	if err != nil {
@@ -94,7 +98,7 @@ func benchInbound(b *testing.B, g *inbound.Gateway, src config.InboundSource, wa
 	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
-// An accepted request: verified, looked up in HOOKJET_INBOUND_SEEN, stored
+// An accepted request: verified, looked up in the dedupe ledger, stored
 // in HOOKJET_INBOUND, marked.
 func BenchmarkInboundAccepted(b *testing.B) {
 	g, src := benchGateway(b)
@@ -109,4 +113,32 @@ func BenchmarkInboundForged(b *testing.B) {
 	src.Secrets = []config.Secret{config.NewSecret("forged")}
 	b.ReportAllocs()
 	benchInbound(b, g, src, http.StatusUnauthorized, false)
+}
+
+// openSeenIDs is a process's HOOKJET_SEEN over js with a dedupe ledger in a
+// state file of its own, closed when tb ends.
+func openSeenIDs(tb testing.TB, js natsjs.JetStream, ttl time.Duration) *jetstream.SeenIDs {
+	tb.Helper()
+	db, err := state.Open(filepath.Join(tb.TempDir(), "state.db"), 2*time.Second)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ledger, err := dedupe.NewLedger(db, ttl)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { defer close(ran); ledger.Run(ctx) }()
+	seen, err := jetstream.OpenSeenIDs(js, ledger, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		seen.Close()
+		cancel()
+		<-ran
+		_ = db.Close()
+	})
+	return seen
 }

@@ -296,7 +296,7 @@ func TestInboundLimits(t *testing.T) {
 }
 
 // A duplicate is recognised after a restart and past the stream's
-// duplicate window: HOOKJET_INBOUND_SEEN remembers it for dedupe.ttl.
+// duplicate window: the dedupe ledger remembers it for dedupe.ttl.
 func TestInboundDuplicatePastWindowAndRestart(t *testing.T) {
 	dir := t.TempDir()
 	g := startGateway(t, dir, "streams:\n  duplicate_window: 1s\n")
@@ -466,15 +466,20 @@ func TestInboundGitHubReplayUnderNewDeliveryIDIsDuplicate(t *testing.T) {
 	}
 }
 
-// waitSeenMarks waits until HOOKJET_INBOUND_SEEN holds n marks.
+// waitSeenMarks waits until HOOKJET_SEEN holds n inbound ids
+// (hookjet.seen.inbound).
 func (g *gateway) waitSeenMarks(n uint64) {
 	g.t.Helper()
 	checkFor(g.t, 5*time.Second, 10*time.Millisecond, func() error {
-		st, err := g.js.Stream(context.Background(), "KV_"+jetstream.InboundSeenBucket)
+		st, err := g.js.Stream(context.Background(), jetstream.SeenStream)
 		if err != nil {
 			return err
 		}
-		if got := st.CachedInfo().State.Msgs; got < n {
+		info, err := st.Info(context.Background(), natsjs.WithSubjectFilter(jetstream.SeenInbound))
+		if err != nil {
+			return err
+		}
+		if got := info.State.Subjects[jetstream.SeenInbound]; got < n {
 			return fmt.Errorf("%d marks, want %d", got, n)
 		}
 		return nil

@@ -17,7 +17,7 @@ import (
 // hookjetStreams are the streams and buckets a start with the delivery log
 // on creates.
 var hookjetStreams = []string{"HOOKJET_EVENTS", "HOOKJET_TASKS", "HOOKJET_DLQ", "HOOKJET_ADVISORIES", "HOOKJET_OPS", "HOOKJET_LOG",
-	"KV_HOOKJET_SEEN", "KV_HOOKJET_ENDPOINT_STATE", "KV_HOOKJET_ENDPOINTS"}
+	"HOOKJET_SEEN", "KV_HOOKJET_ENDPOINT_STATE", "KV_HOOKJET_ENDPOINTS"}
 
 // streamConfigs reads the configuration of every stream in names.
 func streamConfigs(t *testing.T, js natsjs.JetStream, names []string) map[string]natsjs.StreamConfig {

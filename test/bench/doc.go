@@ -63,6 +63,13 @@
 //	               target: >= 40% of healthy10fast's rate in the same run (the
 //	               same sync policy); its ratio to healthy10 is reported. CPU
 //	               is this process's only; "other processes" include the nodes
+//	history10m     -history-records (default 10,000,000) delivery-log records and
+//	               as many remembered ids written through hookjet's writers to
+//	               a nats-server alone in a child process (this binary again):
+//	               its Go heap per record after each fill and after a restart
+//	               (targets: <= 16 B), then a process indexing the log and the
+//	               lookups' p99 (an event's records <= 50 ms, a page of 100 <=
+//	               100 ms)
 //
 // The isolation scenarios (isolation.go, isolation_bounds.go) use
 // hookjet's default worker settings (worker.concurrency 256, max_in_flight

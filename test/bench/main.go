@@ -30,6 +30,7 @@ var scenarioNames = []string{
 	"cluster3",
 	"slow16", "slow1at2500", "ratelimited70", "dead10pct", "logfull", "consumers1100",
 	"burst10", "burst10fast", "burst1", "burst1fast", // test/bench/burst.go
+	"history10m", // test/bench/history.go
 }
 
 func main() {
@@ -37,6 +38,8 @@ func main() {
 	var err error
 	if spec := os.Getenv(childEnv); spec != "" {
 		err = runChild(ctx, spec, os.Stdout)
+	} else if dir := os.Getenv(natsChildEnv); dir != "" { // test/bench/history.go
+		err = runNATSChild(dir, os.Stdin, os.Stdout)
 	} else {
 		err = run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	}
@@ -76,6 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	profile := fs.String("profile", "healthy10", "the `scenario` -cpuprofile and -memprofile profile (floor116: the floor's run at 116 events/s)")
 	repeat := fs.Int("repeat", 2, "run the compared throughput scenarios (raw, healthy10, slow10, dead10) `N` times, interleaved; the fastest run of each counts; 1 with -quick")
 	rerunBusy := fs.Int("rerun-busy", 2, "up to `N` extra runs of each compared throughput scenario whose every run was disturbed by other processes; 0 with -quick")
+	historyRecords := fs.Int("history-records", 10_000_000, "history10m: delivery-log records and remembered ids to store, `N` of each")
 	logFile := fs.String("log", "", "write hookjet's warnings and errors to `FILE` (default: counted, then discarded)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -106,6 +110,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if !flagSet(fs, "rerun-busy") {
 			*rerunBusy = 0
 		}
+	}
+	p.historyRecords = *historyRecords
+	if *historyRecords < 10000 {
+		return fmt.Errorf("-history-records %d: want at least 10000", *historyRecords)
 	}
 	if *repeat < 1 {
 		return fmt.Errorf("-repeat %d: want at least 1", *repeat)

@@ -100,6 +100,8 @@ type result struct {
 	Isolation *isolationStats `json:"isolation,omitempty"`
 	// Burst is what the burst scenarios (burst.go) measure.
 	Burst *burstStats `json:"burst,omitempty"`
+	// History is what history10m (history.go) measures.
+	History *historyStats `json:"history,omitempty"`
 }
 
 // params are the sizes of a run; quick shrinks them.
@@ -122,6 +124,7 @@ type params struct {
 	scaleIdle        time.Duration // idle window of endpoints100000 and apicreate10000
 	apiEndpoints     int           // endpoints apicreate10000 creates
 	backlogEvents    int           // tasks backlog20000 drains
+	historyRecords   int           // history10m: records of each kind (-history-records)
 	quick            bool
 }
 

@@ -1,0 +1,346 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/bits"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookjet/hookjet/config"
+)
+
+// HOOKJET_SEEN: the ids accepted by every hookjet process of a deployment,
+// kept for dedupe.ttl so that a copy arriving after JetStream's duplicate
+// window is still recognised, by whichever process gets it.
+//
+// Each accepted id is one message on one of two shared subjects,
+//
+//	hookjet.seen.events    an event id the fan-out accepted: "<seq>\n<id>"
+//	hookjet.seen.inbound   a provider's id the inbound gateway stored:
+//	                       "<seq>\n<ledger key>"
+//
+// published asynchronously (never waited for), and every process follows
+// the stream with an ordered consumer into its own dedupe ledger (bbolt,
+// package dedupe), so a lookup is a local read: no JetStream round trip per
+// event. Two shared subjects cost the NATS servers a few bytes of heap per
+// id, where a KV key per id (the buckets HOOKJET_SEEN and
+// HOOKJET_INBOUND_SEEN of earlier versions) cost about 180 bytes each on
+// every replica (JETSTREAM.md, "Memory per stored message").
+//
+// What this trades: between two processes an id is known once its
+// announcement has been stored and followed, milliseconds after it was
+// accepted; JetStream's own Nats-Msg-Id window (streams.duplicate_window,
+// minutes) covers a copy published within it. A copy published after the
+// window and fanned out by another process within those milliseconds of the
+// first copy (possible only when both wait in a fan-out backlog, after
+// downtime) is delivered twice.
+const (
+	SeenStream  = "HOOKJET_SEEN"
+	SeenPrefix  = "hookjet.seen."
+	SeenEvents  = SeenPrefix + "events"
+	SeenInbound = SeenPrefix + "inbound"
+)
+
+// SeenDesignRate is the event rate HOOKJET_SEEN is sized for, per second:
+// 10 million events a day, with room for twice as many.
+const SeenDesignRate = 2 * 10_000_000.0 / 86400
+
+// seenBytesPerID is what one remembered id costs HOOKJET_SEEN on disk (the
+// id, its sequence, the message's framing), measured generously.
+const seenBytesPerID = 256
+
+// SeenBytes sizes HOOKJET_SEEN for dedupe.ttl at the design rate, at least
+// 1 GiB. A full stream drops its oldest ids (Discard: Old): a copy of one
+// of those would be delivered again, never refused.
+func SeenBytes(ttl time.Duration) int64 {
+	ids := SeenDesignRate * ttl.Seconds()
+	return max(1<<30, int64(ids*seenBytesPerID))
+}
+
+// seenStreamConfig is HOOKJET_SEEN: limits retention for dedupe.ttl.
+func seenStreamConfig(cfg *config.Config) natsjs.StreamConfig {
+	return natsjs.StreamConfig{
+		Name:        SeenStream,
+		Description: "hookjet ids already accepted, shared by all processes (dedupe past the duplicate window), on shared subjects",
+		Subjects:    []string{SeenPrefix + ">"},
+		Retention:   natsjs.LimitsPolicy,
+		Storage:     natsjs.FileStorage,
+		Replicas:    cfg.Streams.Replicas,
+		MaxAge:      cfg.Dedupe.TTL,
+		MaxBytes:    SeenBytes(cfg.Dedupe.TTL),
+		Discard:     natsjs.DiscardOld,
+	}
+}
+
+// SeenLedger is the local store the followed ids go to (package dedupe's
+// Ledger).
+type SeenLedger interface {
+	FirstSeen(id string, seq uint64) (first uint64, dup bool, err error)
+	Seen(id string) (seq uint64, found bool, err error)
+	Position(name string) (uint64, error)
+	SetPosition(name string, pos uint64) error
+}
+
+// SeenIDs announces the ids this process accepts on HOOKJET_SEEN and
+// follows every process's announcements into its ledger. One goroutine,
+// owned until Close.
+type SeenIDs struct {
+	pub    natsjs.JetStream // asynchronous announcements
+	js     natsjs.JetStream
+	ledger SeenLedger
+	log    *slog.Logger
+
+	announced, lost, applied atomic.Uint64
+
+	stop context.CancelFunc
+	done chan struct{}
+	once sync.Once
+}
+
+// Bounds of the announcer and the follower.
+const (
+	seenMaxPending = 4096
+	seenStallWait  = 5 * time.Millisecond
+	// seenSaveEvery is how often the follower stores its position; it
+	// stores the position applied one period before, whose records the
+	// ledger's batcher has committed by then.
+	seenSaveEvery = time.Second
+)
+
+// OpenSeenIDs starts announcing into and following HOOKJET_SEEN, which
+// [EnsureStreams] created.
+func OpenSeenIDs(js natsjs.JetStream, ledger SeenLedger, log *slog.Logger) (*SeenIDs, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &SeenIDs{js: js, ledger: ledger, log: log, done: make(chan struct{})}
+	pub, err := natsjs.New(js.Conn(),
+		natsjs.WithPublishAsyncMaxPending(seenMaxPending),
+		natsjs.WithPublishAsyncErrHandler(func(_ natsjs.JetStream, _ *nats.Msg, err error) { s.lose(err) }),
+		natsjs.WithPublishAsyncAckHandler(func(natsjs.JetStream, *nats.Msg, *natsjs.PubAck) { s.announced.Add(1) }),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", SeenStream, err)
+	}
+	s.pub = pub
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stop = cancel
+	go s.run(ctx)
+	return s, nil
+}
+
+// Announce tells every process that key was accepted as sequence seq. It
+// never waits for the server: a full queue of announcements drops it
+// (counted in Lost; within the duplicate window NATS still dedupes).
+func (s *SeenIDs) Announce(subject, key string, seq uint64) {
+	data := strconv.AppendUint(make([]byte, 0, 21+len(key)), seq, 10)
+	data = append(append(data, '\n'), key...)
+	if _, err := s.pub.PublishMsgAsync(&nats.Msg{Subject: subject, Data: data}, natsjs.WithStallWait(seenStallWait)); err != nil {
+		s.lose(err)
+	}
+}
+
+// lose counts an announcement that was not stored, with a warning at every
+// power of two.
+func (s *SeenIDs) lose(err error) {
+	if n := s.lost.Add(1); bits.OnesCount64(n) == 1 {
+		s.log.Warn("ids not announced in "+SeenStream+": a copy sent again after the duplicate window to another process would be taken again", "lost", n, "err", err)
+	}
+}
+
+// Announced is the number of announcements the server stored; Lost those
+// it did not (or that were dropped); Applied the last HOOKJET_SEEN
+// sequence this process has applied to its ledger.
+func (s *SeenIDs) Announced() uint64 { return s.announced.Load() }
+func (s *SeenIDs) Lost() uint64      { return s.lost.Load() }
+func (s *SeenIDs) Applied() uint64   { return s.applied.Load() }
+
+// Seen looks key up in the local ledger.
+func (s *SeenIDs) Seen(key string) (uint64, bool, error) { return s.ledger.Seen(key) }
+
+// Remember records key as accepted under seq in the local ledger.
+func (s *SeenIDs) Remember(key string, seq uint64) error {
+	_, _, err := s.ledger.FirstSeen(key, seq)
+	return err
+}
+
+// Flush waits until every announcement made so far is stored, or ctx ends.
+func (s *SeenIDs) Flush(ctx context.Context) error {
+	select {
+	case <-s.pub.PublishAsyncComplete():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%d announcements to %s not acknowledged: %w", s.pub.PublishAsyncPending(), SeenStream, ctx.Err())
+	}
+}
+
+// Close waits briefly for the announcements in flight, stops following and
+// stores the follower's position.
+func (s *SeenIDs) Close() {
+	s.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = s.Flush(ctx)
+		cancel()
+		s.stop()
+		<-s.done
+	})
+}
+
+func (s *SeenIDs) run(ctx context.Context) {
+	defer close(s.done)
+	for {
+		err := s.follow(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("following "+SeenStream+" stopped; starting again", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(followRetry):
+		}
+	}
+}
+
+// follow applies HOOKJET_SEEN to the ledger from the position after the
+// stored one, storing its position every seenSaveEvery and at the end.
+func (s *SeenIDs) follow(ctx context.Context) error {
+	start, err := s.resume(ctx)
+	if err != nil {
+		return err
+	}
+	cons, err := s.js.OrderedConsumer(ctx, SeenStream, natsjs.OrderedConsumerConfig{
+		DeliverPolicy: natsjs.DeliverByStartSequencePolicy, OptStartSeq: start, InactiveThreshold: ReadInactive,
+	})
+	if err != nil {
+		return err
+	}
+	it, err := cons.Messages(natsjs.PullMaxMessages(1000))
+	if err != nil {
+		return err
+	}
+	stopIt := context.AfterFunc(ctx, it.Stop)
+	saver := newPositionSaver(s)
+	defer func() {
+		stopIt()
+		it.Stop()
+		saver.stop()
+	}()
+	checked := time.Now()
+	for {
+		m, err := it.Next(natsjs.NextMaxWait(identityCheck))
+		if time.Since(checked) >= identityCheck {
+			if err := s.sameStream(ctx); err != nil {
+				return err
+			}
+			checked = time.Now()
+		}
+		if errors.Is(err, nats.ErrTimeout) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		meta, err := m.Metadata()
+		if err != nil {
+			continue
+		}
+		if seqText, key, ok := strings.Cut(string(m.Data()), "\n"); ok && key != "" {
+			if seq, err := strconv.ParseUint(seqText, 10, 64); err == nil {
+				if _, _, err := s.ledger.FirstSeen(key, seq); err != nil && !errors.Is(err, context.Canceled) {
+					s.log.Debug("remember a followed id", "err", err)
+				}
+			}
+		}
+		s.applied.Store(meta.Sequence.Stream)
+	}
+}
+
+// resume returns the sequence to follow HOOKJET_SEEN from: after the
+// stored position, or from the start when the stream was created anew.
+func (s *SeenIDs) resume(ctx context.Context) (uint64, error) {
+	pos := s.applied.Load()
+	if pos == 0 {
+		p, err := s.ledger.Position(SeenStream)
+		if err != nil {
+			return 0, err
+		}
+		pos = p
+	}
+	st, err := s.js.Stream(ctx, SeenStream)
+	if err != nil {
+		return 0, fmt.Errorf("stream %s: %w", SeenStream, err)
+	}
+	if st.CachedInfo().State.LastSeq < pos {
+		pos = 0 // another stream than the one followed before
+	}
+	s.applied.Store(pos)
+	return pos + 1, nil
+}
+
+// sameStream returns an error when HOOKJET_SEEN holds fewer messages than
+// were followed: it was created anew, and is followed from its start (an
+// ordered consumer would carry on from the old stream's sequence).
+func (s *SeenIDs) sameStream(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := s.js.Stream(ctx, SeenStream)
+	if err != nil {
+		return nil // NATS slow or down: the consumer says so if it lasts
+	}
+	if st.CachedInfo().State.LastSeq < s.applied.Load() {
+		s.applied.Store(0)
+		return fmt.Errorf("%s was created anew: following it from its start", SeenStream)
+	}
+	return nil
+}
+
+// positionSaver stores the follower's position every seenSaveEvery: the
+// position of the tick before, so that what it covers is committed.
+type positionSaver struct {
+	s    *SeenIDs
+	quit chan struct{}
+	done chan struct{}
+}
+
+func newPositionSaver(s *SeenIDs) *positionSaver {
+	p := &positionSaver{s: s, quit: make(chan struct{}), done: make(chan struct{})}
+	go p.run()
+	return p
+}
+
+func (p *positionSaver) run() {
+	defer close(p.done)
+	t := time.NewTicker(seenSaveEvery)
+	defer t.Stop()
+	var prev, saved uint64
+	for {
+		select {
+		case <-p.quit:
+			return
+		case <-t.C:
+		}
+		if prev > saved {
+			if err := p.s.ledger.SetPosition(SeenStream, prev); err != nil {
+				p.s.log.Warn("store the position in "+SeenStream, "err", err)
+			} else {
+				saved = prev
+			}
+		}
+		prev = p.s.applied.Load()
+	}
+}
+
+func (p *positionSaver) stop() {
+	close(p.quit)
+	<-p.done
+}
