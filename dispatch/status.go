@@ -129,7 +129,7 @@ func (d *Dispatcher) status(e *endpoint, w waitingCount, deadLetters uint64) api
 	} else {
 		s.Breaker.State = "closed"
 	}
-	s.Waiting = d.waits(e, d.now()) // why deliveries wait (dispatch/reset.go)
+	s.Waiting = d.waits(e, d.now()) // why deliveries wait (dispatch/waiting.go)
 	s.NextRetry = timePtr(d.drains.firstRetry(e.id))
 	return s
 }
