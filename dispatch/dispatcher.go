@@ -47,7 +47,7 @@ type Options struct {
 //
 //   - one shared durable consumer of HOOKJET_EVENTS (the fan-out), pulled by
 //     every hookjet process: each event is matched against an in-memory index
-//     of every endpoint's patterns and delivered at once to each matching
+//     of every endpoint's patterns (the endpoint table, routing) and delivered at once to each matching
 //     endpoint that can take it; the event is acked when every delivery is
 //     settled. This is the common case: one stored message and one ack per
 //     event, however many endpoints it goes to.
