@@ -46,10 +46,10 @@ type Options struct {
 // consumers, however many endpoints there are:
 //
 //   - one shared durable consumer of HOOKJET_EVENTS (the fan-out), pulled by
-//     every hookjet process: each event is matched against an in-memory index
-//     of every endpoint's patterns (the endpoint table, routing) and delivered at once to each matching
-//     endpoint that can take it; the event is acked when every delivery is
-//     settled. This is the common case: one stored message and one ack per
+//     every hookjet process: each event is matched against the endpoint
+//     table's in-memory index of every endpoint's patterns (package routing)
+//     and delivered at once to each matching endpoint that can take it; the
+//     event is acked when every delivery is settled. This is the common case: one stored message and one ack per
 //     event, however many endpoints it goes to.
 //   - a delivery that cannot be settled now (its endpoint disabled, held by
 //     Retry-After, its breaker open, its in-flight cap full, or a failed
