@@ -49,8 +49,9 @@ type Options struct {
 //     every hookjet process: each event is matched against the endpoint
 //     table's in-memory index of every endpoint's patterns (package routing)
 //     and delivered at once to each matching endpoint that can take it; the
-//     event is acked when every delivery is settled. This is the common case: one stored message and one ack per
-//     event, however many endpoints it goes to.
+//     event is acked when every delivery is settled. This is the common
+//     case: one stored message and one ack per event, however many
+//     endpoints it goes to.
 //   - a delivery that cannot be settled now (its endpoint disabled, held by
 //     Retry-After, its breaker open, its in-flight cap full, or a failed
 //     attempt waiting for its retry) becomes a task in HOOKJET_TASKS on the
