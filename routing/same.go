@@ -12,7 +12,8 @@ import (
 // without a change here (TestSameComparesEveryField fails otherwise). Times
 // compare as instants; an empty list or map is the same as none.
 func Same(a, b config.Endpoint) bool {
-	return reflect.DeepEqual(canonical(a), canonical(b))
+	ca, cb := canonical(a), canonical(b)
+	return reflect.DeepEqual(&ca, &cb)
 }
 
 // canonical is ep in the form Same compares: times without their
