@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -272,5 +273,22 @@ func TestTestRedeliverAndReplay(t *testing.T) {
 	}
 	if n := rc.requests("b", "d1"); n != 1 {
 		t.Fatalf("b got d1 %d times: a replay to a reached it", n)
+	}
+}
+
+// Every field of an endpoint's breaker settings reaches its breaker: one
+// added to config.Breaker and forgotten in breakerSettings fails here.
+func TestBreakerSettingsCarryEveryField(t *testing.T) {
+	ep := config.Endpoint{Settings: fastSettings()}
+	want := breakerSettings(ep)
+	v := reflect.ValueOf(&ep.Breaker).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		old := f.Int()
+		f.SetInt(old + 1)
+		if breakerSettings(ep) == want {
+			t.Errorf("breakerSettings ignores breaker.%s", v.Type().Field(i).Name)
+		}
+		f.SetInt(old)
 	}
 }
