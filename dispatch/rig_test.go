@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -43,6 +44,7 @@ type rig struct {
 	breakers *breaker.Registry
 	ledger   *dedupe.Ledger
 	reg      *prometheus.Registry
+	shared   *jetstream.EndpointStore // HOOKJET_CONFIG_ENDPOINTS when the engine shares its config endpoints
 
 	mu   sync.Mutex
 	dead []string // "endpoint event" as OnDeadLetter saw them
@@ -89,34 +91,57 @@ func newRig(t *testing.T, eps []config.Endpoint, edit func(*config.Config)) *rig
 	if edit != nil {
 		edit(&cfg)
 	}
-	r := &rig{t: t, cfg: &cfg, reg: prometheus.NewRegistry()}
-	log := slog.New(slog.DiscardHandler)
-	node, err := jetstream.OpenNode(cfg.NATS, cfg.DataDir, "dispatch-test", log)
+	node, err := jetstream.OpenNode(cfg.NATS, cfg.DataDir, "dispatch-test", slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.node = node
+	t.Cleanup(func() {
+		node.CloseConn(time.Second, slog.New(slog.DiscardHandler))
+		node.Shutdown()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := jetstream.EnsureStreams(ctx, node.JetStream(), &cfg, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	return startEngine(t, node, &cfg, false)
+}
+
+// sharing starts an engine on node as one of several hookjet processes
+// sharing the streams and the fan-out, each with its own state file and
+// config file (eps), sharing its config endpoints before it pulls.
+func sharing(t *testing.T, node *jetstream.Node, base *config.Config, eps []config.Endpoint) *rig {
+	t.Helper()
+	cfg := *base
+	cfg.DataDir = t.TempDir()
+	cfg.Endpoints = eps
+	return startEngine(t, node, &cfg, true)
+}
+
+// startEngine builds a Dispatcher on node as the server does (with share,
+// sharing its config endpoints through HOOKJET_CONFIG_ENDPOINTS), runs it
+// and stops it at the end of the test (before the node: cleanups run last
+// first).
+func startEngine(t *testing.T, node *jetstream.Node, cfg *config.Config, share bool) *rig {
+	t.Helper()
+	r := &rig{t: t, cfg: cfg, node: node, reg: prometheus.NewRegistry()}
+	log := slog.New(slog.DiscardHandler)
 	ctx, cancel := context.WithCancel(context.Background())
 	var owned sync.WaitGroup
+	db, err := state.Open(filepath.Join(cfg.DataDir, "state.db"), 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		if r.d != nil {
 			r.d.Stop(2 * time.Second)
 		}
 		cancel()
 		owned.Wait()
-		node.CloseConn(time.Second, log)
-		node.Shutdown()
+		testkit.CloseDB(t, db)
 	})
 	setup, done := context.WithTimeout(ctx, 30*time.Second)
 	defer done()
-	if err := jetstream.EnsureStreams(setup, node.JetStream(), &cfg, log); err != nil {
-		t.Fatal(err)
-	}
-	db, err := state.Open(filepath.Join(cfg.DataDir, "state.db"), 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { testkit.CloseDB(t, db) })
 	var disp *Dispatcher
 	var dmu sync.Mutex
 	r.breakers, err = breaker.NewRegistry(db, breaker.WithLogger(log), breaker.WithOnTransition(func(tr breaker.Transition) {
@@ -139,7 +164,7 @@ func newRig(t *testing.T, eps []config.Endpoint, edit func(*config.Config)) *rig
 	d, err := NewDispatcher(setup, Options{
 		NC: node.Conn(), JS: node.JetStream(), Breakers: r.breakers, Ledger: r.ledger,
 		Client:  deliver.NewClient(deliver.ClientOptions{Guard: deliver.NewGuard(true, nil), UserAgent: "dispatch-test"}),
-		Metrics: NewMetrics(r.reg), Log: log, Config: &cfg,
+		Metrics: NewMetrics(r.reg), Log: log, Config: cfg,
 		OnDeadLetter: func(endpoint, eventID string) {
 			r.mu.Lock()
 			r.dead = append(r.dead, endpoint+" "+eventID)
@@ -158,6 +183,19 @@ func newRig(t *testing.T, eps []config.Endpoint, edit func(*config.Config)) *rig
 	r.d = d
 	if err := d.WatchResets(); err != nil {
 		t.Fatal(err)
+	}
+	if share {
+		store, err := jetstream.OpenEndpointStore(setup, node.JetStream(), bytes.Repeat([]byte{7}, 32), 1,
+			jetstream.StoreBucket(jetstream.ConfigEndpointBucket, "config endpoints of every process"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop, err := d.ShareConfigEndpoints(ctx, store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop) // runs before the engine stops
+		r.shared = store
 	}
 	if err := d.Run(setup); err != nil {
 		t.Fatal(err)

@@ -309,3 +309,43 @@ func TestSlowDeliveryIsGuardedAndTheEventAcked(t *testing.T) {
 		t.Fatalf("slow got g1 %d times after its guard", n)
 	}
 }
+
+// The rate limit and the in-flight cap are reasons too, with until when
+// for the rate limit: the engine's facts, as api.Waits words them.
+func TestWaitsNameTheRateLimitAndTheInFlightCap(t *testing.T) {
+	rc := newReceiver(t)
+	release := make(chan struct{})
+	rc.setAnswer(func(path, id string, n int) (int, http.Header) {
+		if path == "capped" {
+			<-release
+		}
+		return http.StatusOK, nil
+	})
+	t.Cleanup(func() { close(release) })
+	limited := endpointTo("limited", rc)
+	limited.RateLimit = config.RateLimit{RPS: 0.1, Burst: 1}
+	capped := endpointTo("capped", rc)
+	capped.MaxInFlight = 1
+	capped.Timeout = 20 * time.Second
+	r := newRig(t, []config.Endpoint{limited, capped}, nil)
+	r.publish("order.created", "l1", "", `{}`)
+	rc.waitDelivered([]string{"limited l1"}, 10*time.Second)
+	var wt api.Wait
+	eventually(t, "limited waits for a token", 5*time.Second, func() bool {
+		w, ok := api.Find(r.status("limited").Waiting, api.WaitRateLimited)
+		wt = w
+		return ok
+	})
+	if wt.Until == nil || time.Until(*wt.Until) < 5*time.Second || time.Until(*wt.Until) > 11*time.Second || wt.Detail != "rate_limit.rps 0.1" {
+		t.Fatalf("rate-limit wait %+v: want about 10s ahead", wt)
+	}
+	eventually(t, "capped has its one request out", 10*time.Second, func() bool { return rc.requests("capped", "l1") == 1 })
+	eventually(t, "capped waits for its slot", 5*time.Second, func() bool {
+		_, ok := api.Find(r.status("capped").Waiting, api.WaitInFlightFull)
+		return ok
+	})
+	waits, n, err := r.d.Waiting(ctx5(t))
+	if err != nil || n != 2 || len(waits) != 2 || waits[0].Endpoint != "capped" || waits[1].Endpoint != "limited" {
+		t.Fatalf("Waiting = %+v, %d, %v; want capped then limited", waits, n, err)
+	}
+}
