@@ -182,7 +182,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 		d.now = time.Now
 	}
 	d.drains = newDrainer(d)
-	d.table = routing.New(runtime{d}, d.log)
+	d.table = routing.New(tableRuntime{d}, d.log)
 	var err error
 	if d.stateKV, err = o.JS.KeyValue(ctx, jetstream.StateBucket); err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", jetstream.StateBucket, err)

@@ -18,7 +18,7 @@ import (
 // The endpoint table (package routing) decides which endpoints are in force
 // and matches events to them; the dispatcher keeps each one's runtime state
 // (settings snapshot, in-flight slots, rate limiter, metric series) and
-// puts the table's changes into effect: runtime below.
+// puts the table's changes into effect: tableRuntime below.
 
 // Apply makes the config-file endpoints match cfg's: new ones are added,
 // changed ones get their new settings (keeping their in-flight cap, hold and
@@ -74,13 +74,13 @@ func (d *Dispatcher) configureBreakers(eps []config.Endpoint) {
 	d.o.Breakers.ConfigureAll(batch)
 }
 
-// runtime is the dispatcher as the table's routing.Runtime.
-type runtime struct{ d *Dispatcher }
+// tableRuntime is the dispatcher as the table's routing.Runtime.
+type tableRuntime struct{ d *Dispatcher }
 
 // Install creates ep's runtime state when new, or swaps in its new
 // settings (keeping its in-flight slots, limiter when the rate is the same,
 // and series).
-func (r runtime) Install(ep *config.Endpoint) error {
+func (r tableRuntime) Install(ep *config.Endpoint) error {
 	d := r.d
 	e := d.endpoint(ep.ID)
 	s, err := d.newSettings(ep, e)
@@ -109,7 +109,7 @@ func (r runtime) Install(ep *config.Endpoint) error {
 
 // Uninstall drops id's runtime state: deliveries in flight finish, and
 // those of an endpoint deleted through the API store no retry or task.
-func (r runtime) Uninstall(id string, deleted bool) {
+func (r tableRuntime) Uninstall(id string, deleted bool) {
 	d := r.d
 	d.mu.Lock()
 	e := d.eps[id]
