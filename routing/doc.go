@@ -9,7 +9,10 @@
 // drops the id; this process's over another's) and hands each effective
 // change, serialised, to the [Runtime] it was made with: the delivery
 // engine's per-endpoint state (in-flight slots, rate limiter, metric
-// series) stays in dispatch. [Revisions] keeps the admin API's KV revisions
+// series) stays in dispatch. The Runtime is the table's watcher: it sees
+// every change in force, in order, as it happens. Readers ask [Table.Match]
+// (an event type and a tenant to endpoint ids), [Table.Get] and
+// [Table.Config]. [Revisions] keeps the admin API's KV revisions
 // in force, so a watched change is applied once and never undone by an
 // older one.
 //
