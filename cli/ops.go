@@ -285,7 +285,7 @@ func runEndpoints(ctx context.Context, args []string, getenv func(string) string
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1fms\t%.1fms\t%.1fms\t%d\t%.1f%%\t%d\t%d\t%s\t%s\n", e.ID, st, e.Breaker.State,
 			e.Breaker.ConsecutiveFailures, e.LatencyMS.P50, e.LatencyMS.P95, e.LatencyMS.P99, e.LatencyMS.Samples,
-			100*e.FirstAttemptSuccessRate, e.Pending, e.DeadLetters, waitColumn(e.Waiting), e.URL)
+			100*e.FirstAttemptSuccessRate, e.Pending, e.DeadLetters, api.Brief(e.Waiting), e.URL)
 	}
 	if list.Next != "" {
 		fmt.Fprintf(tw, "(more: --after %s)\n", list.Next)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/hookjet/hookjet/api"
@@ -38,21 +37,4 @@ func printWaits(w io.Writer, waits []api.Wait, title string) {
 	for _, wt := range waits {
 		fmt.Fprintln(w, "  "+api.Describe(wt, now))
 	}
-}
-
-// waitColumn is the WAITING column of the endpoints table: each reason and
-// until when ("breaker_open until 2026-12-01T08:40:00Z"), "-" for none.
-func waitColumn(waits []api.Wait) string {
-	if len(waits) == 0 {
-		return "-"
-	}
-	parts := make([]string, 0, len(waits))
-	for _, w := range waits {
-		p := w.Reason
-		if w.Until != nil {
-			p += " until " + w.Until.UTC().Format(time.RFC3339)
-		}
-		parts = append(parts, p)
-	}
-	return strings.Join(parts, ",")
 }

@@ -3,31 +3,38 @@ package console
 import (
 	"strconv"
 	"time"
+
+	"github.com/hookjet/hookjet/api"
 )
 
 // The portal speaks to a platform's customer, who knows neither circuit
 // breakers nor parking: these say what happens to their deliveries, since
 // when and until when, in UTC.
 
-// customerState says why deliveries to e wait, or "" when they go.
+// customerState says why deliveries to e wait, or "" when they go, in the
+// customer's words. Whether they wait, and why, is the admin API's answer
+// (e.Waiting, from api.Waits); this only renders it, the most telling
+// reason first: paused by the platform, the breaker, the receiver's hold.
 func customerState(e endpoint) string {
 	b := e.Breaker
-	switch {
-	case e.Disabled:
+	if _, ok := api.Find(e.Waiting, api.WaitDisabled); ok {
 		return "Paused by the platform: nothing is sent to this endpoint until it is turned back on. Events keep waiting for it."
-	case b.State == "open":
+	}
+	if w, ok := api.Find(e.Waiting, api.WaitBreakerOpen); ok {
 		s := "Paused after " + failures(b.ConsecutiveFailures) + " in a row"
 		if b.OpenedAt != nil {
 			s += " since " + clock(*b.OpenedAt)
 		}
-		if b.OpenUntil != nil {
-			return s + "; retrying at " + clock(*b.OpenUntil) + ". Events keep waiting and nothing is lost."
+		if w.Until != nil {
+			return s + "; retrying at " + clock(*w.Until) + ". Events keep waiting and nothing is lost."
 		}
 		return s + "; retrying soon. Events keep waiting and nothing is lost."
-	case b.State == "half_open":
+	}
+	if _, ok := api.Find(e.Waiting, api.WaitHalfOpen); ok {
 		return "Trying one delivery to see whether the endpoint works again (after " + failures(b.ConsecutiveFailures) + " in a row); the others follow once it succeeds."
-	case e.HeldUntil != nil:
-		return "Your endpoint asked us to wait (Retry-After); sending again at " + clock(*e.HeldUntil) + "."
+	}
+	if w, ok := api.Find(e.Waiting, api.WaitHeld); ok && w.Until != nil {
+		return "Your endpoint asked us to wait (Retry-After); sending again at " + clock(*w.Until) + "."
 	}
 	return ""
 }

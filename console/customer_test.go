@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hookjet/hookjet/api"
 )
 
 // The portal tells a customer what happens to their deliveries, since when
@@ -13,17 +15,24 @@ func TestCustomerStateSpeaksTheCustomersLanguage(t *testing.T) {
 	opened, until := day.Add(14*time.Hour+2*time.Minute), day.Add(14*time.Hour+7*time.Minute)
 	e := endpoint{}
 	e.Breaker = breakerStatus{State: "open", ConsecutiveFailures: 10, OpenedAt: &opened, OpenUntil: &until}
+	e.Waiting = []api.Wait{{Reason: api.WaitBreakerOpen, Until: &until}}
 	if got, want := customerState(e), "Paused after 10 failures in a row since 14:02 UTC; retrying at 14:07 UTC."; !strings.HasPrefix(got, want) {
 		t.Errorf("open breaker: %q, want it to start %q", got, want)
 	}
 	e.Breaker = breakerStatus{State: "half_open", ConsecutiveFailures: 10}
+	e.Waiting = []api.Wait{{Reason: api.WaitHalfOpen}}
 	if got := customerState(e); !strings.Contains(got, "Trying one delivery") {
 		t.Errorf("half open: %q", got)
 	}
 	e.Breaker = breakerStatus{State: "closed"}
 	e.HeldUntil = &until
+	e.Waiting = []api.Wait{{Reason: api.WaitHeld, Until: &until}}
 	if got := customerState(e); !strings.Contains(got, "asked us to wait") || !strings.Contains(got, "14:07 UTC") {
 		t.Errorf("held: %q", got)
+	}
+	disabled := endpoint{Disabled: true, Waiting: []api.Wait{{Reason: api.WaitDisabled, Detail: "answered 410 Gone"}, {Reason: api.WaitHeld, Until: &until}}}
+	if got := customerState(disabled); !strings.HasPrefix(got, "Paused by the platform") {
+		t.Errorf("disabled and held: %q, want the pause first", got)
 	}
 	if got := customerState(endpoint{Breaker: breakerStatus{State: "closed"}}); got != "" {
 		t.Errorf("healthy: %q, want nothing", got)

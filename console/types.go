@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+
+	"github.com/hookjet/hookjet/api"
 )
 
 // The admin API's JSON as shared/DESIGN.md documents it. The console
@@ -71,6 +73,8 @@ type endpoint struct {
 	LastTest                *lastTest     `json:"last_test"`
 	Settings                *settings     `json:"settings"`
 	Secret                  string        `json:"secret"` // create only
+	// Waiting says why deliveries wait (api.Waits): customerState renders it.
+	Waiting []api.Wait `json:"waiting"`
 }
 
 // lastTest is the time and outcome of an endpoint's last test event

@@ -109,7 +109,7 @@ func (d *Dispatcher) moveExhausted(data []byte) error {
 			ev.id = "seq_" + ev.key
 		}
 		ev.tenant, ev.badTenant = eventTenant(raw.Header)
-		for _, id := range d.idx.match(ev.tenant, ev.typ, nil) { // a bad tenant matches "": the operator's endpoints
+		for _, id := range d.table.Match(ev.tenant, ev.typ, nil) { // a bad tenant matches "": the operator's endpoints
 			if done, _ := d.o.Ledger.Delivered(id, ev.id); done {
 				continue
 			}

@@ -43,7 +43,7 @@ func (dl *delivery) log(l *slog.Logger, level slog.Level, msg string, args ...an
 // attempt makes one attempt of dl, which holds adm, and carries out what
 // [decide] makes of the result.
 func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
-	ep := &dl.s.ep
+	ep := dl.s.ep
 	if reason, why, ok := precheck(len(dl.data), d.maxPayload, ep.Settings, dl.ev.at, d.now()); !ok {
 		// No request: claim the guard before dl.st changes, so that a
 		// guard being stored meanwhile reads it whole, and none is stored

@@ -2,10 +2,10 @@ package dispatch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"github.com/hookjet/hookjet/attempt"
 	"github.com/hookjet/hookjet/jetstream"
+	"github.com/hookjet/hookjet/routing"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -49,11 +49,12 @@ type Options struct {
 // consumers, however many endpoints there are:
 //
 //   - one shared durable consumer of HOOKJET_EVENTS (the fan-out), pulled by
-//     every hookjet process: each event is matched against an in-memory index
-//     of every endpoint's patterns and delivered at once to each matching
-//     endpoint that can take it; the event is acked when every delivery is
-//     settled. This is the common case: one stored message and one ack per
-//     event, however many endpoints it goes to.
+//     every hookjet process: each event is matched against the endpoint
+//     table's in-memory index of every endpoint's patterns (package routing)
+//     and delivered at once to each matching endpoint that can take it; the
+//     event is acked when every delivery is settled. This is the common
+//     case: one stored message and one ack per event, however many
+//     endpoints it goes to.
 //   - a delivery that cannot be settled now (its endpoint disabled, held by
 //     Retry-After, its breaker open, its in-flight cap full, or a failed
 //     attempt waiting for its retry) becomes a task in HOOKJET_TASKS on the
@@ -86,8 +87,8 @@ type Dispatcher struct {
 	unsettled chan struct{} // fan-out events not yet settled in this process
 	// unsettledBytes bounds their payload bytes.
 	unsettledBytes *byteBudget
-	maxPayload     int // security.max_payload_bytes; SIGHUP reloads endpoints only
-	idx            *index
+	maxPayload     int            // security.max_payload_bytes; SIGHUP reloads endpoints only
+	table          *routing.Table // the endpoints in force and the pattern index (Install, Uninstall: endpoint.go)
 	series         *series
 	drains         *drainer
 
@@ -100,16 +101,11 @@ type Dispatcher struct {
 	inFlightN  atomic.Int64
 	background sync.WaitGroup
 
-	applyMu sync.Mutex   // serialises endpoint changes
-	mu      sync.RWMutex // guards the fields below; never held while waiting
-	eps     map[string]*endpoint
-	fromCfg map[string]bool // ids owned by the config file
-	others  map[string]bool // ids other processes' config files define
-	// shadowed holds API endpoints whose id the config file also defines
-	// (the file's wins): back in force when the file drops the id.
-	shadowed map[string]config.Endpoint
-	cfg      *config.Config
-	states   map[string]endpointState
+	mu sync.RWMutex // guards the fields below; never held while waiting
+	// eps is the runtime state of every endpoint in the table.
+	eps    map[string]*endpoint
+	cfg    *config.Config
+	states map[string]endpointState
 
 	fanoutAckWait time.Duration
 	// fanoutFloor is the fan-out consumer's ack floor when last looked at
@@ -122,7 +118,8 @@ type Dispatcher struct {
 	shareMu     sync.Mutex               // guards published and unshare
 	published   map[string]string        // digests of the config endpoints last stored in the bucket, by id
 	unshare     map[string]bool          // removed config endpoints not yet deleted from the bucket
-	applied     appliedRevs              // API endpoint revisions in force (dispatch/apply.go)
+	applied     routing.Revisions        // API endpoint revisions in force (dispatch/apply.go)
+	apiSource   apiSource                // where WatchEndpoints resolves API endpoints from; guarded by applied's lock
 	resets      resets                   // breaker resets from other processes (dispatch/reset.go)
 	rec         recorded                 // the delivery log's last test per endpoint (dispatch/record.go)
 	leftover    Leftover                 // what waited at start (dispatch/drain.go)
@@ -153,7 +150,7 @@ type endpoint struct {
 }
 
 type settings struct {
-	ep      config.Endpoint
+	ep      *config.Endpoint // the table's copy: never changed
 	signer  *deliver.Signer
 	header  http.Header
 	limiter *rate.Limiter
@@ -169,9 +166,6 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 		now:            o.Now,
 		cfg:            cfg,
 		eps:            map[string]*endpoint{},
-		fromCfg:        map[string]bool{},
-		others:         map[string]bool{},
-		shadowed:       map[string]config.Endpoint{},
 		unshare:        map[string]bool{},
 		states:         map[string]endpointState{},
 		global:         make(chan struct{}, cfg.Worker.Concurrency),
@@ -182,7 +176,6 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 		unsettled:      make(chan struct{}, 2*cfg.Worker.Concurrency),
 		unsettledBytes: newByteBudget(unsettledBytes),
 		maxPayload:     cfg.Security.MaxPayloadBytes,
-		idx:            newIndex(),
 		series:         newSeries(o.Metrics, maxSeries(cfg)),
 	}
 	if d.log == nil {
@@ -192,6 +185,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 		d.now = time.Now
 	}
 	d.drains = newDrainer(d)
+	d.table = routing.New(tableRuntime{d}, d.log)
 	var err error
 	if d.stateKV, err = o.JS.KeyValue(ctx, jetstream.StateBucket); err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", jetstream.StateBucket, err)
@@ -259,244 +253,6 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		d.drains.run(d.loopCtx)
 	}()
 	return nil
-}
-
-// Apply makes the config-file endpoints match cfg's: new ones are added,
-// changed ones get their new settings (keeping their in-flight cap, hold and
-// series), removed ones stop receiving. Nothing is deleted from JetStream:
-// another process may still own the endpoint, and a removed endpoint's
-// waiting tasks stay until it comes back or they expire.
-func (d *Dispatcher) Apply(ctx context.Context, cfg *config.Config) error {
-	gone, err := d.apply(cfg)
-	if d.cfgStore != nil {
-		d.publishConfig(ctx, nil, gone)
-	}
-	return err
-}
-
-// apply is Apply but for sharing: it returns the ids the file dropped.
-func (d *Dispatcher) apply(cfg *config.Config) (gone []string, _ error) {
-	d.applyMu.Lock()
-	defer d.applyMu.Unlock()
-	keep := make(map[string]bool, len(cfg.Endpoints))
-	var errs []error
-	var configure []breaker.Config
-	for i := range cfg.Endpoints {
-		ep := cfg.Endpoints[i]
-		ep.Source = config.SourceConfig
-		keep[ep.ID] = true
-		if e := d.endpoint(ep.ID); e != nil {
-			if cur := e.set.Load().ep; cur.Source == config.SourceAPI {
-				d.shadowed[ep.ID] = cur // the file takes the id over
-			}
-		}
-		changed, err := d.put(ep)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if changed {
-			configure = append(configure, breaker.Config{ID: ep.ID, Settings: breakerSettings(ep)})
-		}
-	}
-	d.o.Breakers.ConfigureAll(configure)
-	d.mu.Lock()
-	for id := range d.fromCfg {
-		if !keep[id] {
-			gone = append(gone, id)
-		}
-	}
-	d.fromCfg = keep
-	for id := range keep {
-		delete(d.others, id)
-	}
-	d.cfg = cfg
-	d.mu.Unlock()
-	for _, id := range gone {
-		if ep, ok := d.shadowed[id]; ok {
-			delete(d.shadowed, id)
-			if changed, err := d.put(ep); err == nil && changed {
-				d.o.Breakers.Configure(ep.ID, breakerSettings(ep))
-			}
-			continue
-		}
-		d.remove(id)
-	}
-	return gone, errors.Join(errs...)
-}
-
-// PutEndpoint adds or changes an endpoint owned by the admin API.
-func (d *Dispatcher) PutEndpoint(ep config.Endpoint) error {
-	d.applyMu.Lock()
-	defer d.applyMu.Unlock()
-	d.mu.RLock()
-	owned := d.fromCfg[ep.ID]
-	d.mu.RUnlock()
-	ep.Source = config.SourceAPI
-	if owned {
-		d.shadowed[ep.ID] = ep
-		return fmt.Errorf("endpoint %q is defined in the config file", ep.ID)
-	}
-	changed, err := d.put(ep)
-	if err == nil && changed {
-		d.o.Breakers.Configure(ep.ID, breakerSettings(ep))
-	}
-	return err
-}
-
-// RemoveEndpoint stops deliveries to an API endpoint in this process.
-func (d *Dispatcher) RemoveEndpoint(id string) {
-	d.applyMu.Lock()
-	defer d.applyMu.Unlock()
-	delete(d.shadowed, id)
-	d.mu.RLock()
-	owned := d.fromCfg[id]
-	e := d.eps[id]
-	d.mu.RUnlock()
-	if !owned {
-		if e != nil {
-			e.deleted.Store(true)
-		}
-		d.remove(id)
-	}
-}
-
-// put installs ep's settings, creating its runtime state when new. It
-// reports whether anything changed.
-func (d *Dispatcher) put(ep config.Endpoint) (bool, error) {
-	d.mu.RLock()
-	e := d.eps[ep.ID]
-	d.mu.RUnlock()
-	if e != nil && sameEndpoint(e.set.Load().ep, ep) {
-		return false, nil
-	}
-	s, err := d.newSettings(ep, e)
-	if err != nil {
-		return false, err
-	}
-	if e == nil {
-		e = &endpoint{id: ep.ID}
-		e.slots.share = d.share
-		e.set.Store(s)
-		e.slots.setLimit(ep.MaxInFlight)
-		d.mu.Lock()
-		d.eps[ep.ID] = e
-		d.mu.Unlock()
-		if l := d.series.label(ep.ID); l != otherSeries {
-			d.o.Metrics.BreakerState.WithLabelValues(l).Set(0)
-			d.o.Metrics.zero(l)
-		}
-	} else {
-		e.set.Store(s)
-		e.slots.setLimit(ep.MaxInFlight)
-	}
-	d.idx.set(ep.ID, ep.Tenant, ep.Events)
-	d.coverTaskAge(ep)
-	return true, nil
-}
-
-func (d *Dispatcher) remove(id string) {
-	d.mu.Lock()
-	e := d.eps[id]
-	delete(d.eps, id)
-	d.mu.Unlock()
-	if e == nil {
-		return
-	}
-	e.removed.Store(true)
-	d.idx.remove(id)
-	d.o.Breakers.Remove(id)
-	d.series.forget(id)
-}
-
-func (d *Dispatcher) endpoint(id string) *endpoint {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	return d.eps[id]
-}
-
-func sameEndpoint(a, b config.Endpoint) bool {
-	if a.URL != b.URL || a.Settings != b.Settings || a.InsecureSkipVerify != b.InsecureSkipVerify ||
-		a.Tenant != b.Tenant || a.Description != b.Description || a.Owner != b.Owner || a.Source != b.Source ||
-		!a.UpdatedAt.Equal(b.UpdatedAt) || len(a.Events) != len(b.Events) ||
-		len(a.Secrets) != len(b.Secrets) || len(a.Headers) != len(b.Headers) || len(a.SecretExpiry) != len(b.SecretExpiry) {
-		return false
-	}
-	for i := range a.Events {
-		if a.Events[i] != b.Events[i] {
-			return false
-		}
-	}
-	for i := range a.Secrets {
-		if a.Secrets[i].Reveal() != b.Secrets[i].Reveal() {
-			return false
-		}
-	}
-	for i := range a.SecretExpiry {
-		if !a.SecretExpiry[i].Equal(b.SecretExpiry[i]) {
-			return false
-		}
-	}
-	for k, v := range a.Headers {
-		if b.Headers[k].Reveal() != v.Reveal() {
-			return false
-		}
-	}
-	return true
-}
-
-func breakerSettings(ep config.Endpoint) breaker.Settings {
-	return breaker.Settings{
-		FailureThreshold: ep.Breaker.FailureThreshold,
-		Cooldown:         ep.Breaker.Cooldown,
-		MaxCooldown:      ep.Breaker.MaxCooldown,
-		SlowP95:          ep.Breaker.SlowP95,
-	}
-}
-
-// newSettings decodes ep's secrets and headers. The rate limiter of old is
-// kept when the rate did not change, so a reload does not refill a bucket.
-func (d *Dispatcher) newSettings(ep config.Endpoint, old *endpoint) (*settings, error) {
-	now := d.now()
-	keys := make([][]byte, 0, len(ep.Secrets))
-	var expires time.Time
-	for i, s := range ep.Secrets {
-		if i < len(ep.SecretExpiry) && !ep.SecretExpiry[i].IsZero() {
-			if !ep.SecretExpiry[i].After(now) {
-				continue // its grace is over
-			}
-			if expires.IsZero() || ep.SecretExpiry[i].Before(expires) {
-				expires = ep.SecretExpiry[i]
-			}
-		}
-		k, err := config.DecodeSecret(s.Reveal())
-		if err != nil {
-			return nil, fmt.Errorf("endpoints %s: secret: %w", ep.ID, err)
-		}
-		keys = append(keys, k)
-	}
-	var hdr http.Header // nil without headers: nothing allocated per idle endpoint
-	if len(ep.Headers) > 0 {
-		hdr = make(http.Header, len(ep.Headers))
-		for k, v := range ep.Headers {
-			hdr.Set(k, v.Reveal())
-		}
-	}
-	if ep.InsecureSkipVerify {
-		d.log.Warn("TLS certificate verification is OFF for this endpoint (insecure_skip_verify): anyone on the path can read and forge its deliveries", "endpoint", ep.ID)
-	}
-	s := &settings{ep: ep, signer: deliver.NewSigner(keys...), header: hdr, expires: expires}
-	if ep.RateLimit.RPS > 0 {
-		if old != nil {
-			if prev := old.set.Load(); prev.limiter != nil && prev.ep.RateLimit == ep.RateLimit {
-				s.limiter = prev.limiter
-			}
-		}
-		if s.limiter == nil {
-			s.limiter = rate.NewLimiter(rate.Limit(ep.RateLimit.RPS), max(1, ep.RateLimit.Burst))
-		}
-	}
-	return s, nil
 }
 
 // current returns e's settings, re-deriving them once a rotated-out secret's

@@ -1,6 +1,6 @@
 // Package dispatch delivers events to endpoints: it fans each event of the
-// shared consumer out to the endpoints whose patterns match it (an
-// in-memory index), admits each delivery through the endpoint's in-flight
+// shared consumer out to the endpoints the endpoint table matches it to
+// (package routing), admits each delivery through the endpoint's in-flight
 // cap, rate limit and breaker, attempts it, decides what the result means
 // ([decide], a pure function over the outcomes table), and carries that
 // out: ack, a scheduled retry, a parked task, a dead letter, a disabled or
@@ -8,7 +8,12 @@
 // endpoint's own subject, drained by short-lived consumers, so consumers
 // stay few whatever the number of endpoints (see [Dispatcher]).
 //
-// It also applies the endpoints of the config file and of the KV buckets,
-// computes the status the admin API shows, replays and redelivers, and runs
-// the MaxDeliver safety net and the upgrade from the first design.
+// The table decides which endpoints are in force; the dispatcher keeps
+// each one's runtime (settings snapshot, in-flight slots, rate limiter,
+// metric series) and puts the table's changes into effect (table.go). It
+// feeds the table from the config file, the admin API's KV bucket and the
+// other processes' config endpoints, gathers the facts api.Waits turns into
+// why an endpoint's deliveries wait (waiting.go), computes the status the
+// admin API shows, replays and redelivers, and runs the MaxDeliver safety
+// net and the upgrade from the first design.
 package dispatch

@@ -469,7 +469,7 @@ func (r *drainer) drain(ctx context.Context, e *endpoint) (next time.Time, empty
 	if adm == nil {
 		return wait, false
 	}
-	cons, err := jetstream.EnsureDrainConsumer(ctx, d.o.JS, s.ep)
+	cons, err := jetstream.EnsureDrainConsumer(ctx, d.o.JS, *s.ep)
 	if err != nil {
 		adm.release()
 		d.log.Warn("open drain", "endpoint", e.id, "err", err)

@@ -308,7 +308,7 @@ func (d *Dispatcher) fanOut(ctx context.Context, msg natsjs.Msg) {
 		return
 	}
 	var buf [8]string
-	targets := d.idx.match(ev.tenant, ev.typ, buf[:0])
+	targets := d.table.Match(ev.tenant, ev.typ, buf[:0])
 	if ev.badTenant != "" {
 		d.rejectBadTenant(msg, &ev, targets) // dispatch/tenant.go
 		<-d.unsettled

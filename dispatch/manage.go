@@ -15,7 +15,6 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/hookjet/hookjet/api"
-	"github.com/hookjet/hookjet/breaker"
 	"github.com/hookjet/hookjet/config"
 )
 
@@ -29,12 +28,19 @@ func (d *Dispatcher) WatchEndpoints(ctx context.Context, store *jetstream.Endpoi
 	var mu sync.Mutex // held while the initial batch is applied
 	initial := map[string]config.Endpoint{}
 	started := false
-	d.applied.use(store, defaults) // the admin API applies its writes at once (dispatch/apply.go)
+	unlock := d.applied.Hold() // dispatch/apply.go: the admin API applies its writes at once
+	d.apiSource = apiSource{store: store, defaults: defaults}
+	unlock()
+	d.applied.Use(d.apiSource.storedRevision)
 	stop, err = store.Watch(ctx, func(id string, rec *jetstream.EndpointRecord) {
 		mu.Lock()
 		defer mu.Unlock()
-		defer d.applied.hold()()           // dispatch/apply.go:
-		if d.applied.stale(ctx, id, rec) { // the admin API applied it already
+		defer d.applied.Hold()()
+		var rev uint64
+		if rec != nil {
+			rev = rec.Revision
+		}
+		if d.applied.Stale(ctx, id, rev, rec != nil) { // the admin API applied it already
 			return
 		}
 		if rec == nil {
@@ -65,56 +71,11 @@ func (d *Dispatcher) WatchEndpoints(ctx context.Context, store *jetstream.Endpoi
 	for _, ep := range initial {
 		eps = append(eps, ep)
 	}
-	d.putAll(eps)
+	d.PutEndpoints(eps)
 	started = true
 	mu.Unlock()
 	d.log.Info("applied the endpoints of the admin API", "endpoints", len(eps))
 	return stop, nil
-}
-
-// PutEndpoints is PutEndpoint for many endpoints owned by the admin API
-// (their new resolved settings after a change of the defaults).
-func (d *Dispatcher) PutEndpoints(eps []config.Endpoint) { d.putAll(eps) }
-
-// putAll is PutEndpoint for many endpoints, with one breaker update.
-func (d *Dispatcher) putAll(eps []config.Endpoint) {
-	d.applyMu.Lock()
-	defer d.applyMu.Unlock()
-	configure := make([]breaker.Config, 0, len(eps))
-	for _, ep := range eps {
-		d.mu.RLock()
-		owned := d.fromCfg[ep.ID]
-		d.mu.RUnlock()
-		ep.Source = config.SourceAPI
-		if owned {
-			d.log.Warn("an API endpoint has the id of a config-file endpoint; the file's wins", "endpoint", ep.ID)
-			d.shadowed[ep.ID] = ep
-			continue
-		}
-		changed, err := d.put(ep)
-		if err != nil {
-			d.log.Error("API endpoint not applied", "endpoint", ep.ID, "err", err)
-			continue
-		}
-		if changed {
-			configure = append(configure, breaker.Config{ID: ep.ID, Settings: breakerSettings(ep)})
-		}
-	}
-	d.o.Breakers.ConfigureAll(configure)
-}
-
-// ConfigEndpoint returns the config-file endpoint id, if the file owns it.
-func (d *Dispatcher) ConfigEndpoint(id string) (config.Endpoint, bool) {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	if !d.fromCfg[id] {
-		return config.Endpoint{}, false
-	}
-	e := d.eps[id]
-	if e == nil {
-		return config.Endpoint{}, false
-	}
-	return e.set.Load().ep, true
 }
 
 // redeliverKey starts the key of a task made by Redeliver.

@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 	"errors"
-	"strconv"
 	"testing"
 	"time"
 
@@ -68,62 +67,7 @@ func TestPrecheck(t *testing.T) {
 	}
 }
 
-func TestIndexMatch(t *testing.T) {
-	x := newIndex()
-	x.set("a", "", []string{"order.*"})
-	x.set("b", "", []string{"order.created", "lead.>"})
-	x.set("c", "", []string{">"})
-	x.set("d", "", []string{"*.created"})
-	for typ, want := range map[string]string{
-		"order.created":    "abcd",
-		"order.paid":       "ac",
-		"lead.created":     "bcd",
-		"lead.x.y":         "bc",
-		"lead":             "c",
-		"order.created.v2": "c",
-	} {
-		got := x.match("", typ, nil)
-		seen := map[string]bool{}
-		for _, id := range got {
-			if seen[id] {
-				t.Fatalf("%s: %s twice", typ, id)
-			}
-			seen[id] = true
-		}
-		if len(got) != len(want) {
-			t.Fatalf("%s: got %v, want %s", typ, got, want)
-		}
-		for _, r := range want {
-			if !seen[string(r)] {
-				t.Fatalf("%s: got %v, want %s", typ, got, want)
-			}
-		}
-	}
-	x.set("b", "", []string{"user.*"})
-	x.remove("c")
-	if got := x.match("", "lead.x", nil); len(got) != 0 {
-		t.Fatalf("after changes lead.x matched %v", got)
-	}
-}
-
-func BenchmarkIndexMatch100k(b *testing.B) {
-	x := newIndex()
-	for i := range 100_000 {
-		x.set("ep"+itoa(i), "", []string{"tenant" + itoa(i) + ".>"})
-	}
-	x.set("all-orders", "", []string{"*.order.created"})
-	buf := make([]string, 0, 8)
-	for b.Loop() {
-		buf = x.match("", "tenant4242.order.created", buf[:0])
-	}
-	if len(buf) != 2 {
-		b.Fatalf("matched %v", buf)
-	}
-}
-
-func itoa(i int) string { return strconv.Itoa(i) }
-
-// Issue 13 item 5: payload bytes held by deliveries in progress are bounded
+// Payload bytes held by deliveries in progress are bounded
 // process-wide; one event larger than the budget still goes, alone.
 func TestFanoutByteBudget(t *testing.T) {
 	b := newByteBudget(3 << 20)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -13,7 +11,6 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/hookjet/hookjet/api"
-	"github.com/hookjet/hookjet/breaker"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -99,82 +96,4 @@ func (d *Dispatcher) WatchResets() error {
 	}
 	context.AfterFunc(d.loopCtx, func() { _ = sub.Unsubscribe() })
 	return nil
-}
-
-// waits says why deliveries to e wait at now, and until when (nil: they go
-// at once). The admin API shows it in the endpoint's "waiting".
-func (d *Dispatcher) waits(e *endpoint, now time.Time) []api.Wait { return d.waitsOf(e, now, true) }
-
-// waitsOf is waits, looking at the breaker only when breakers is set.
-func (d *Dispatcher) waitsOf(e *endpoint, now time.Time, breakers bool) []api.Wait {
-	var out []api.Wait
-	add := func(reason string, until time.Time, detail string) {
-		out = append(out, api.Wait{Endpoint: e.id, Reason: reason, Until: timePtr(until), Detail: detail})
-	}
-	st := d.state(e.id)
-	if st.Disabled {
-		add(api.WaitDisabled, time.Time{}, st.Reason)
-	}
-	if st.HoldUntil.After(now) {
-		add(api.WaitHeld, st.HoldUntil, st.HoldCause)
-	}
-	if breakers {
-		d.breakerWait(e.id, add)
-	}
-	s := e.set.Load()
-	if s.limiter != nil {
-		if tokens := s.limiter.TokensAt(now); tokens < 1 {
-			wait := time.Duration((1 - tokens) / float64(s.limiter.Limit()) * float64(time.Second))
-			add(api.WaitRateLimited, now.Add(wait), fmt.Sprintf("rate_limit.rps %g", float64(s.limiter.Limit())))
-		}
-	}
-	if limit := s.ep.MaxInFlight; limit > 0 && e.slots.inUse() >= limit {
-		add(api.WaitInFlightFull, time.Time{}, fmt.Sprintf("max_in_flight %d", limit))
-	}
-	if n, until := d.drains.takenWait(e.id, now); n > 0 {
-		add(api.WaitTaken, until, fmt.Sprintf("%d taken before this process started", n))
-	}
-	return out
-}
-
-// breakerWait adds why id's breaker holds deliveries back, if it does.
-func (d *Dispatcher) breakerWait(id string, add func(reason string, until time.Time, detail string)) {
-	h, ok := d.o.Breakers.Health(id)
-	if !ok {
-		return
-	}
-	switch h.State {
-	case breaker.Open:
-		add(api.WaitBreakerOpen, h.OpenUntil, fmt.Sprintf("%d consecutive failures; then one probe request", h.ConsecutiveFailures))
-	case breaker.HalfOpen:
-		add(api.WaitHalfOpen, time.Time{}, "one probe request at a time until one succeeds")
-	case breaker.Closed:
-	}
-}
-
-// Waiting lists why deliveries wait, for every endpoint of this process
-// that cannot take them now, by id: those of at most api.MaxWaiting
-// endpoints, and how many endpoints there are.
-func (d *Dispatcher) Waiting(_ context.Context) ([]api.Wait, int, error) {
-	now := d.now()
-	_, halfOpen, open := d.o.Breakers.States()
-	breakers := halfOpen+open > 0 // else no breaker needs a look
-	d.mu.RLock()
-	eps := make([]*endpoint, 0, len(d.eps))
-	for _, e := range d.eps {
-		eps = append(eps, e)
-	}
-	d.mu.RUnlock()
-	var waiting [][]api.Wait
-	for _, e := range eps {
-		if w := d.waitsOf(e, now, breakers); len(w) > 0 {
-			waiting = append(waiting, w)
-		}
-	}
-	slices.SortFunc(waiting, func(a, b []api.Wait) int { return strings.Compare(a[0].Endpoint, b[0].Endpoint) })
-	var out []api.Wait
-	for _, w := range waiting[:min(len(waiting), api.MaxWaiting)] {
-		out = append(out, w...)
-	}
-	return out, len(waiting), nil
 }

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hookjet/hookjet/breaker"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/jetstream"
 )
@@ -35,7 +34,7 @@ func (d *Dispatcher) ShareConfigEndpoints(ctx context.Context, store *jetstream.
 	var initial []config.Endpoint
 	started := false
 	stop, err = store.WatchEntries(ctx, func(e jetstream.Entry) {
-		if d.ownsConfig(e.ID) {
+		if d.table.OwnsConfig(e.ID) {
 			mu.Lock()
 			first := !started
 			if first && !e.Deleted {
@@ -85,13 +84,6 @@ func (d *Dispatcher) ShareConfigEndpoints(ctx context.Context, store *jetstream.
 	return stop, nil
 }
 
-// ownsConfig reports whether this process's config file defines id.
-func (d *Dispatcher) ownsConfig(id string) bool {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	return d.fromCfg[id]
-}
-
 // sharedEndpoint opens a watched entry of another process's config
 // endpoint: nil for a delete, false for a value to skip.
 func (d *Dispatcher) sharedEndpoint(store *jetstream.EndpointStore, e jetstream.Entry) (*config.Endpoint, bool) {
@@ -117,61 +109,20 @@ func (d *Dispatcher) sharedEndpoint(store *jetstream.EndpointStore, e jetstream.
 // applyShared puts another process's config endpoint in force (nil: it was
 // deleted) unless this process's file or its API defines the id.
 func (d *Dispatcher) applyShared(id string, ep *config.Endpoint) {
-	d.mu.RLock()
-	own := d.fromCfg[id]
-	e := d.eps[id]
-	shared := d.others[id]
-	d.mu.RUnlock()
-	switch {
-	case own:
-	case ep == nil && shared:
-		d.applyMu.Lock()
-		d.mu.Lock()
-		delete(d.others, id)
-		d.mu.Unlock()
-		d.remove(id)
-		d.applyMu.Unlock()
-	case ep == nil:
-	case e != nil && !shared && e.set.Load().ep.Source == config.SourceAPI:
-		d.log.Warn("a config file elsewhere defines an endpoint the API also has; the API's wins here", "endpoint", id)
-	default:
-		d.applyMu.Lock()
-		changed, err := d.put(*ep)
-		if err == nil {
-			d.mu.Lock()
-			d.others[id] = true
-			d.mu.Unlock()
-			if changed {
-				d.o.Breakers.Configure(id, breakerSettings(*ep))
-			}
-		}
-		d.applyMu.Unlock()
-		if err != nil {
-			d.log.Error("shared config endpoint not applied", "endpoint", id, "err", err)
-		}
+	changed, err := d.table.PutShared(id, ep)
+	if err != nil {
+		d.logShared(id, err)
+		return
+	}
+	if changed {
+		d.o.Breakers.Configure(id, breakerSettings(*ep))
 	}
 }
 
 // applyInitialShared puts the other processes' config endpoints the bucket
 // held at start in force, configuring their breakers in one batch.
 func (d *Dispatcher) applyInitialShared(eps []config.Endpoint) {
-	var batch []breaker.Config
-	d.applyMu.Lock()
-	for _, ep := range eps {
-		if d.ownsConfig(ep.ID) {
-			continue
-		}
-		if changed, err := d.put(ep); err == nil {
-			d.mu.Lock()
-			d.others[ep.ID] = true
-			d.mu.Unlock()
-			if changed {
-				batch = append(batch, breaker.Config{ID: ep.ID, Settings: breakerSettings(ep)})
-			}
-		}
-	}
-	d.applyMu.Unlock()
-	d.o.Breakers.ConfigureAll(batch)
+	d.configureBreakers(d.table.PutSharedAll(eps))
 }
 
 // reshare stores this process's definition of id again after another
@@ -181,14 +132,11 @@ func (d *Dispatcher) reshare(ctx context.Context, id string) {
 	d.shareMu.Lock()
 	defer d.shareMu.Unlock()
 	store := d.cfgStore
-	d.mu.RLock()
-	e := d.eps[id]
-	own := d.fromCfg[id]
-	d.mu.RUnlock()
-	if store == nil || e == nil || !own {
+	ep, own := d.table.Config(id)
+	if store == nil || !own {
 		return
 	}
-	spec := config.SpecOf(e.set.Load().ep)
+	spec := config.SpecOf(ep)
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if _, err := store.PutAll(pctx, []config.EndpointSpec{spec}); err != nil {
@@ -217,14 +165,7 @@ func (d *Dispatcher) publishConfig(ctx context.Context, stored map[string]string
 	if stored == nil {
 		stored = d.published
 	}
-	d.mu.RLock()
-	own := make([]config.Endpoint, 0, len(d.fromCfg))
-	for id := range d.fromCfg {
-		if e := d.eps[id]; e != nil {
-			own = append(own, e.set.Load().ep)
-		}
-	}
-	d.mu.RUnlock()
+	own := d.table.ConfigEndpoints()
 	began := time.Now()
 	shared := make(map[string]string, len(own))
 	var put []config.EndpointSpec

@@ -105,7 +105,7 @@ func (d *Dispatcher) status(e *endpoint, w waitingCount, deadLetters uint64) api
 		Pending: w.due + w.scheduled, AwaitingRetry: w.scheduled, InFlight: e.slots.inUse(),
 		LastDelivery: e.last.Load(),
 	}
-	d.logStatus(&s, ep) // owner, settings, last_test: dispatch/record.go
+	d.logStatus(&s, *ep) // owner, settings, last_test: dispatch/record.go
 	if st.HoldUntil.After(d.now()) {
 		s.HeldUntil = timePtr(st.HoldUntil)
 	}
@@ -129,7 +129,7 @@ func (d *Dispatcher) status(e *endpoint, w waitingCount, deadLetters uint64) api
 	} else {
 		s.Breaker.State = "closed"
 	}
-	s.Waiting = d.waits(e, d.now()) // why deliveries wait (dispatch/reset.go)
+	s.Waiting = d.waits(e, d.now()) // why deliveries wait (dispatch/waiting.go)
 	s.NextRetry = timePtr(d.drains.firstRetry(e.id))
 	return s
 }

@@ -1,7 +1,8 @@
-package dispatch
+package routing
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -61,28 +62,57 @@ func TestIndexTenantChangeAndRemoval(t *testing.T) {
 	}
 }
 
-// eventTenant takes a valid Hookjet-Tenant in any case and explains an
-// invalid one; an event naming two tenants is invalid.
-func TestEventTenant(t *testing.T) {
-	for _, tt := range []struct {
-		name   string
-		h      map[string][]string
-		tenant string
-		bad    bool
-	}{
-		{"none", map[string][]string{}, "", false},
-		{"valid", map[string][]string{"Hookjet-Tenant": {"acme"}}, "acme", false},
-		{"lower-case name", map[string][]string{"hookjet-tenant": {"acme"}}, "acme", false},
-		{"upper-case value", map[string][]string{"Hookjet-Tenant": {"Acme"}}, "", true},
-		{"empty value", map[string][]string{"Hookjet-Tenant": {""}}, "", true},
-		{"wildcard", map[string][]string{"Hookjet-Tenant": {"*"}}, "", true},
-		{"two tenants", map[string][]string{"Hookjet-Tenant": {"acme", "globex"}}, "", true},
+func TestIndexMatch(t *testing.T) {
+	x := newIndex()
+	x.set("a", "", []string{"order.*"})
+	x.set("b", "", []string{"order.created", "lead.>"})
+	x.set("c", "", []string{">"})
+	x.set("d", "", []string{"*.created"})
+	for typ, want := range map[string]string{
+		"order.created":    "abcd",
+		"order.paid":       "ac",
+		"lead.created":     "bcd",
+		"lead.x.y":         "bc",
+		"lead":             "c",
+		"order.created.v2": "c",
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			tenant, bad := eventTenant(tt.h)
-			if tenant != tt.tenant || (bad != "") != tt.bad {
-				t.Errorf("eventTenant(%v) = %q, %q; want %q, bad %v", tt.h, tenant, bad, tt.tenant, tt.bad)
+		got := x.match("", typ, nil)
+		seen := map[string]bool{}
+		for _, id := range got {
+			if seen[id] {
+				t.Fatalf("%s: %s twice", typ, id)
 			}
-		})
+			seen[id] = true
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: got %v, want %s", typ, got, want)
+		}
+		for _, r := range want {
+			if !seen[string(r)] {
+				t.Fatalf("%s: got %v, want %s", typ, got, want)
+			}
+		}
+	}
+	x.set("b", "", []string{"user.*"})
+	x.remove("c")
+	if got := x.match("", "lead.x", nil); len(got) != 0 {
+		t.Fatalf("after changes lead.x matched %v", got)
 	}
 }
+
+func BenchmarkIndexMatch100k(b *testing.B) {
+	x := newIndex()
+	for i := range 100_000 {
+		x.set("ep"+itoa(i), "", []string{"tenant" + itoa(i) + ".>"})
+	}
+	x.set("all-orders", "", []string{"*.order.created"})
+	buf := make([]string, 0, 8)
+	for b.Loop() {
+		buf = x.match("", "tenant4242.order.created", buf[:0])
+	}
+	if len(buf) != 2 {
+		b.Fatalf("matched %v", buf)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

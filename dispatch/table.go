@@ -1,0 +1,196 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/hookjet/hookjet/breaker"
+	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/deliver"
+	"github.com/hookjet/hookjet/routing"
+)
+
+// The endpoint table (package routing) decides which endpoints are in force
+// and matches events to them; the dispatcher keeps each one's runtime state
+// (settings snapshot, in-flight slots, rate limiter, metric series) and
+// puts the table's changes into effect: tableRuntime below.
+
+// Apply makes the config-file endpoints match cfg's: new ones are added,
+// changed ones get their new settings (keeping their in-flight cap, hold and
+// series), removed ones stop receiving. Nothing is deleted from JetStream:
+// another process may still own the endpoint, and a removed endpoint's
+// waiting tasks stay until it comes back or they expire.
+func (d *Dispatcher) Apply(ctx context.Context, cfg *config.Config) error {
+	gone, err := d.apply(cfg)
+	if d.cfgStore != nil {
+		d.publishConfig(ctx, nil, gone)
+	}
+	return err
+}
+
+// apply is Apply but for sharing: it returns the ids the file dropped.
+func (d *Dispatcher) apply(cfg *config.Config) (gone []string, _ error) {
+	changed, gone, err := d.table.ApplyConfig(cfg.Endpoints)
+	d.mu.Lock()
+	d.cfg = cfg
+	d.mu.Unlock()
+	d.configureBreakers(changed)
+	return gone, err
+}
+
+// PutEndpoint adds or changes an endpoint owned by the admin API.
+func (d *Dispatcher) PutEndpoint(ep config.Endpoint) error {
+	changed, err := d.table.PutAPI(ep)
+	if err == nil && changed {
+		d.o.Breakers.Configure(ep.ID, breakerSettings(ep))
+	}
+	return err
+}
+
+// PutEndpoints is PutEndpoint for many endpoints owned by the admin API
+// (their new resolved settings after a change of the defaults).
+func (d *Dispatcher) PutEndpoints(eps []config.Endpoint) {
+	d.configureBreakers(d.table.PutAPIAll(eps))
+}
+
+// RemoveEndpoint stops deliveries to an API endpoint in this process.
+func (d *Dispatcher) RemoveEndpoint(id string) { d.table.RemoveAPI(id) }
+
+// ConfigEndpoint returns the config-file endpoint id, if the file owns it.
+func (d *Dispatcher) ConfigEndpoint(id string) (config.Endpoint, bool) { return d.table.Config(id) }
+
+// configureBreakers gives the breakers of the endpoints put in force their
+// settings, in one batch.
+func (d *Dispatcher) configureBreakers(eps []config.Endpoint) {
+	batch := make([]breaker.Config, 0, len(eps))
+	for _, ep := range eps {
+		batch = append(batch, breaker.Config{ID: ep.ID, Settings: breakerSettings(ep)})
+	}
+	d.o.Breakers.ConfigureAll(batch)
+}
+
+// tableRuntime is the dispatcher as the table's routing.Runtime.
+type tableRuntime struct{ d *Dispatcher }
+
+// Install creates ep's runtime state when new, or swaps in its new
+// settings (keeping its in-flight slots, limiter when the rate is the same,
+// and series).
+func (r tableRuntime) Install(ep *config.Endpoint) error {
+	d := r.d
+	e := d.endpoint(ep.ID)
+	s, err := d.newSettings(ep, e)
+	if err != nil {
+		return err
+	}
+	if e == nil {
+		e = &endpoint{id: ep.ID}
+		e.slots.share = d.share
+		e.set.Store(s)
+		e.slots.setLimit(ep.MaxInFlight)
+		d.mu.Lock()
+		d.eps[ep.ID] = e
+		d.mu.Unlock()
+		if l := d.series.label(ep.ID); l != otherSeries {
+			d.o.Metrics.BreakerState.WithLabelValues(l).Set(0)
+			d.o.Metrics.zero(l)
+		}
+	} else {
+		e.set.Store(s)
+		e.slots.setLimit(ep.MaxInFlight)
+	}
+	d.coverTaskAge(*ep)
+	return nil
+}
+
+// Uninstall drops id's runtime state: deliveries in flight finish, and
+// those of an endpoint deleted through the API store no retry or task.
+func (r tableRuntime) Uninstall(id string, deleted bool) {
+	d := r.d
+	d.mu.Lock()
+	e := d.eps[id]
+	delete(d.eps, id)
+	d.mu.Unlock()
+	if e == nil {
+		return
+	}
+	if deleted {
+		e.deleted.Store(true)
+	}
+	e.removed.Store(true)
+	d.o.Breakers.Remove(id)
+	d.series.forget(id)
+}
+
+func (d *Dispatcher) endpoint(id string) *endpoint {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.eps[id]
+}
+
+func breakerSettings(ep config.Endpoint) breaker.Settings {
+	return breaker.Settings{
+		FailureThreshold: ep.Breaker.FailureThreshold,
+		Cooldown:         ep.Breaker.Cooldown,
+		MaxCooldown:      ep.Breaker.MaxCooldown,
+		SlowP95:          ep.Breaker.SlowP95,
+	}
+}
+
+// newSettings decodes ep's secrets and headers. The rate limiter of old is
+// kept when the rate did not change, so a reload does not refill a bucket.
+func (d *Dispatcher) newSettings(ep *config.Endpoint, old *endpoint) (*settings, error) {
+	now := d.now()
+	keys := make([][]byte, 0, len(ep.Secrets))
+	var expires time.Time
+	for i, s := range ep.Secrets {
+		if i < len(ep.SecretExpiry) && !ep.SecretExpiry[i].IsZero() {
+			if !ep.SecretExpiry[i].After(now) {
+				continue // its grace is over
+			}
+			if expires.IsZero() || ep.SecretExpiry[i].Before(expires) {
+				expires = ep.SecretExpiry[i]
+			}
+		}
+		k, err := config.DecodeSecret(s.Reveal())
+		if err != nil {
+			return nil, fmt.Errorf("endpoints %s: secret: %w", ep.ID, err)
+		}
+		keys = append(keys, k)
+	}
+	var hdr http.Header // nil without headers: nothing allocated per idle endpoint
+	if len(ep.Headers) > 0 {
+		hdr = make(http.Header, len(ep.Headers))
+		for k, v := range ep.Headers {
+			hdr.Set(k, v.Reveal())
+		}
+	}
+	if ep.InsecureSkipVerify {
+		d.log.Warn("TLS certificate verification is OFF for this endpoint (insecure_skip_verify): anyone on the path can read and forge its deliveries", "endpoint", ep.ID)
+	}
+	s := &settings{ep: ep, signer: deliver.NewSigner(keys...), header: hdr, expires: expires}
+	if ep.RateLimit.RPS > 0 {
+		if old != nil {
+			if prev := old.set.Load(); prev.limiter != nil && prev.ep.RateLimit == ep.RateLimit {
+				s.limiter = prev.limiter
+			}
+		}
+		if s.limiter == nil {
+			s.limiter = rate.NewLimiter(rate.Limit(ep.RateLimit.RPS), max(1, ep.RateLimit.Burst))
+		}
+	}
+	return s, nil
+}
+
+// logShared logs why another process's config endpoint was not applied.
+func (d *Dispatcher) logShared(id string, err error) {
+	if errors.Is(err, routing.ErrAPIOwned) {
+		d.log.Warn("a config file elsewhere defines an endpoint the API also has; the API's wins here", "endpoint", id)
+		return
+	}
+	d.log.Error("shared config endpoint not applied", "endpoint", id, "err", err)
+}

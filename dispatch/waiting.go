@@ -1,0 +1,73 @@
+package dispatch
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hookjet/hookjet/api"
+	"github.com/hookjet/hookjet/breaker"
+)
+
+// Why an endpoint's deliveries wait: this process's facts about it
+// (state, breaker, limiter, slots, deliveries taken before it started),
+// turned into reasons by api.Waits, the one place that decides them.
+
+// waits says why deliveries to e wait at now, and until when (nil: they go
+// at once). The admin API shows it in the endpoint's "waiting".
+func (d *Dispatcher) waits(e *endpoint, now time.Time) []api.Wait { return d.waitsOf(e, now, true) }
+
+// waitsOf is waits, looking at the breaker only when breakers is set.
+func (d *Dispatcher) waitsOf(e *endpoint, now time.Time, breakers bool) []api.Wait {
+	return api.Waits(e.id, d.waitFacts(e, now, breakers), now)
+}
+
+// waitFacts gathers what this process knows about e at now.
+func (d *Dispatcher) waitFacts(e *endpoint, now time.Time, breakers bool) api.WaitFacts {
+	st := d.state(e.id)
+	f := api.WaitFacts{
+		Disabled: st.Disabled, DisabledReason: st.Reason,
+		HoldUntil: st.HoldUntil, HoldCause: st.HoldCause,
+	}
+	if breakers {
+		if h, ok := d.o.Breakers.Health(e.id); ok {
+			f.BreakerOpen, f.BreakerHalfOpen = h.State == breaker.Open, h.State == breaker.HalfOpen
+			f.BreakerOpenUntil, f.ConsecutiveFailures = h.OpenUntil, h.ConsecutiveFailures
+		}
+	}
+	s := e.set.Load()
+	if s.limiter != nil {
+		f.RateLimit, f.Tokens = float64(s.limiter.Limit()), s.limiter.TokensAt(now)
+	}
+	f.MaxInFlight, f.InFlight = s.ep.MaxInFlight, e.slots.inUse()
+	f.Taken, f.TakenUntil = d.drains.takenWait(e.id, now)
+	return f
+}
+
+// Waiting lists why deliveries wait, for every endpoint of this process
+// that cannot take them now, by id: those of at most api.MaxWaiting
+// endpoints, and how many endpoints there are.
+func (d *Dispatcher) Waiting(_ context.Context) ([]api.Wait, int, error) {
+	now := d.now()
+	_, halfOpen, open := d.o.Breakers.States()
+	breakers := halfOpen+open > 0 // else no breaker needs a look
+	d.mu.RLock()
+	eps := make([]*endpoint, 0, len(d.eps))
+	for _, e := range d.eps {
+		eps = append(eps, e)
+	}
+	d.mu.RUnlock()
+	var waiting [][]api.Wait
+	for _, e := range eps {
+		if w := d.waitsOf(e, now, breakers); len(w) > 0 {
+			waiting = append(waiting, w)
+		}
+	}
+	slices.SortFunc(waiting, func(a, b []api.Wait) int { return strings.Compare(a[0].Endpoint, b[0].Endpoint) })
+	var out []api.Wait
+	for _, w := range waiting[:min(len(waiting), api.MaxWaiting)] {
+		out = append(out, w...)
+	}
+	return out, len(waiting), nil
+}
