@@ -427,11 +427,13 @@ func (d *Dispatcher) route(ctx context.Context, dl *delivery) {
 
 // startWaiting reports whether a fan-out delivery may wait for one of e's
 // in-flight slots: at most 4 x max_in_flight deliveries per endpoint (a busy
-// healthy endpoint's momentary peak) and worker.concurrency in the process
-// wait, each holding its event unsettled, so a saturated endpoint parks the
-// rest at once instead of filling the fan-out's unsettled events.
+// healthy endpoint's momentary peak), and never more than a quarter of the
+// fan-out's unsettled events, and worker.concurrency in the process wait,
+// each holding its event unsettled, so a saturated endpoint parks the rest
+// at once instead of filling the fan-out's unsettled events.
 func (d *Dispatcher) startWaiting(e *endpoint, s *settings) bool {
-	if int(e.slots.waiting.Add(1)) > 4*s.ep.MaxInFlight || int(d.waitingN.Add(1)) > cap(d.global) {
+	limit := min(4*s.ep.MaxInFlight, max(1, cap(d.unsettled)/4))
+	if int(e.slots.waiting.Add(1)) > limit || int(d.waitingN.Add(1)) > cap(d.global) {
 		d.stopWaiting(e)
 		return false
 	}
