@@ -28,15 +28,71 @@ const PublishQueue = "hookjet-publish"
 const publishTimeout = 10 * time.Second
 
 // EventPublisher implements [publish.Store]: it stores a batch of events in
-// HOOKJET_EVENTS as one atomic batch (one synced write on a server that
-// syncs always) when the stream allows them. A batch the server refuses
-// because an id in it was stored before is split in halves until the
-// duplicates stand alone; a single event, and every event when the stream
-// takes no atomic batches, is published on its own.
+// HOOKJET_EVENTS either as one atomic batch (one synced write for the
+// batch on a server that syncs always) or one by one, asynchronously (a
+// synced write each), whichever it measured to cost less for a batch of
+// that size: on an R1 stream nats-server stages every atomic batch in a
+// store of its own on disk, which costs about as much as a dozen synced
+// single writes whatever the batch's size, and much more than a lazily
+// synced single write. A batch the server refuses because an id in it was
+// stored before is split in halves until the duplicates stand alone; a
+// single event, and every event when the stream takes no atomic batches,
+// is published on its own.
 type EventPublisher struct {
 	nc     *nats.Conn
 	js     natsjs.JetStream
 	atomic atomicState
+	costs  costs
+}
+
+// costs learns what storing costs each way: a moving average per event
+// published one by one and per atomic batch.
+type costs struct {
+	mu    sync.Mutex
+	each  time.Duration // per event one by one; 0: not measured yet
+	batch time.Duration // per atomic batch; 0: not measured yet
+	n     int           // choices made, for the periodic probe
+}
+
+// probeEvery is how often (in batches) the way that costs more is tried
+// again, so that a change (a disk under load, a sync mode) is noticed.
+const probeEvery = 50
+
+// useAtomic reports whether a batch of k events should go as one atomic
+// batch.
+func (c *costs) useAtomic(k int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+	switch {
+	case c.batch == 0:
+		return true
+	case c.each == 0:
+		return false
+	}
+	cheaper := time.Duration(k)*c.each > c.batch
+	if c.n%probeEvery == 0 {
+		return !cheaper
+	}
+	return cheaper
+}
+
+// record adds a measurement: d for k events one by one, or for one atomic
+// batch.
+func (c *costs) record(atomic bool, k int, d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	avg := func(old, v time.Duration) time.Duration {
+		if old == 0 {
+			return v
+		}
+		return (4*old + v) / 5
+	}
+	if atomic {
+		c.batch = avg(c.batch, d)
+	} else if k > 0 {
+		c.each = avg(c.each, d/time.Duration(k))
+	}
 }
 
 // NewEventPublisher returns an EventPublisher on nc.
@@ -57,7 +113,7 @@ func (p *EventPublisher) Store(ctx context.Context, events []publish.Event) []pu
 		msgs[i] = eventMsg(&events[i])
 	}
 	results := make([]publish.Result, len(events))
-	if len(events) > 1 && p.atomic.allowed(ctx, p.js) {
+	if len(events) > 1 && p.atomic.allowed(ctx, p.js) && p.costs.useAtomic(len(events)) {
 		p.storeAtomic(ctx, msgs, results)
 	} else {
 		p.storeEach(ctx, msgs, results)
@@ -90,9 +146,11 @@ func (p *EventPublisher) storeAtomic(ctx context.Context, msgs []*nats.Msg, resu
 		p.storeEach(ctx, msgs, results)
 		return
 	}
+	t0 := time.Now()
 	ack, err := sendAtomic(ctx, p.nc, msgs, publishTimeout)
 	switch {
 	case err == nil:
+		p.costs.record(true, len(msgs), time.Since(t0))
 		first := ack.Seq - uint64(len(msgs)) + 1
 		for i := range results {
 			results[i] = publish.Result{Stream: ack.Stream, Seq: first + uint64(i)}
@@ -114,10 +172,18 @@ func (p *EventPublisher) storeAtomic(ctx context.Context, msgs []*nats.Msg, resu
 // storeEach publishes msgs one by one, asynchronously, and waits for every
 // PubAck.
 func (p *EventPublisher) storeEach(ctx context.Context, msgs []*nats.Msg, results []publish.Result) {
+	t0 := time.Now()
+	failed := false
+	defer func() {
+		if !failed {
+			p.costs.record(false, len(msgs), time.Since(t0))
+		}
+	}()
 	futures := make([]natsjs.PubAckFuture, len(msgs))
 	for i, m := range msgs {
 		f, err := p.js.PublishMsgAsync(m)
 		if err != nil {
+			failed = true
 			results[i].Err = fmt.Errorf("%w: %w", publish.ErrUnavailable, err)
 			continue
 		}
@@ -131,8 +197,10 @@ func (p *EventPublisher) storeEach(ctx context.Context, msgs []*nats.Msg, result
 		case ack := <-f.Ok():
 			results[i] = publish.Result{Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate}
 		case err := <-f.Err():
+			failed = true
 			results[i].Err = fmt.Errorf("%w: %w", publish.ErrUnavailable, err)
 		case <-ctx.Done():
+			failed = true
 			results[i].Err = fmt.Errorf("%w: %w", publish.ErrUnavailable, ctx.Err())
 		}
 	}

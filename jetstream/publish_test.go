@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
@@ -87,6 +88,7 @@ func TestEventPublisherStoresABatchInOrder(t *testing.T) {
 // copy.
 func TestEventPublisherSortsOutDuplicates(t *testing.T) {
 	js, p := startEvents(t)
+	p.costs.each = time.Hour // one by one measured dear: every batch goes atomic
 	first := p.Store(t.Context(), events("evt", 3))
 	evs := append(events("evt", 3)[1:2], events("new", 20)...)
 	evs = append(evs, events("evt", 3)[2])
@@ -215,5 +217,31 @@ func TestPublishResponder(t *testing.T) {
 		if !ok || re.Field != tt.field {
 			t.Errorf("bad %s: %v, want a refusal naming %s", tt.field, err, tt.field)
 		}
+	}
+}
+
+// The way a batch is stored follows what each way was measured to cost,
+// and the dearer way is tried again now and then.
+func TestEventPublisherChoosesTheCheaperWay(t *testing.T) {
+	var c costs
+	if !c.useAtomic(10) {
+		t.Fatal("atomic batches not tried first")
+	}
+	c.record(true, 10, 20*time.Millisecond)
+	if c.useAtomic(10) {
+		t.Fatal("one by one not tried once")
+	}
+	c.record(false, 10, 10*time.Millisecond) // 1 ms per event
+	atomic := 0
+	for range probeEvery {
+		if c.useAtomic(10) {
+			atomic++
+		}
+	}
+	if atomic != 1 {
+		t.Errorf("10 events at 1 ms each vs 20 ms a batch: atomic %d times in %d, want once (the probe)", atomic, probeEvery)
+	}
+	if !c.useAtomic(30) {
+		t.Errorf("30 events at 1 ms each vs 20 ms a batch: not atomic")
 	}
 }

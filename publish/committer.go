@@ -25,8 +25,8 @@ type Option func(*Committer)
 // request that would exceed it fails with [ErrBusy].
 func WithQueue(n int) Option { return func(c *Committer) { c.maxQueued = max(n, MaxBatch) } }
 
-// WithWriters sets how many batches are stored at once (default 2): while
-// one waits for its synced write, the next is sent.
+// WithWriters sets how many batches are stored at once (default 1: on one
+// disk, concurrent batches measured slower than one after the other).
 func WithWriters(n int) Option { return func(c *Committer) { c.writers = max(n, 1) } }
 
 // WithLogger sets the logger of failed batches (never payloads).
@@ -47,11 +47,14 @@ type Committer struct {
 	log       *slog.Logger
 	maxData   int // an event's largest payload; 0: no bound
 
+	linger  time.Duration // the longest a writer waits for stragglers
 	mu      sync.Mutex
 	queue   []*request // waiting, in arrival order
 	queued  int        // events in queue
 	closed  bool
+	last    int           // requests in the last batch taken
 	wake    chan struct{} // a token when queue is not empty
+	arrived chan struct{} // a token when a request arrived
 	stopped sync.WaitGroup
 }
 
@@ -64,8 +67,8 @@ type request struct {
 
 // New returns a running committer that stores through s.
 func New(s Store, opts ...Option) *Committer {
-	c := &Committer{store: s, maxQueued: 20000, writers: 2, timeout: 10 * time.Second,
-		log: slog.New(slog.DiscardHandler), wake: make(chan struct{}, 1)}
+	c := &Committer{store: s, maxQueued: 20000, writers: 1, timeout: 10 * time.Second, linger: 2 * time.Millisecond,
+		log: slog.New(slog.DiscardHandler), wake: make(chan struct{}, 1), arrived: make(chan struct{}, 1)}
 	for _, o := range opts {
 		o(c)
 	}
@@ -99,6 +102,10 @@ func (c *Committer) Publish(ctx context.Context, events []Event) ([]Result, erro
 	c.queued += len(events)
 	c.mu.Unlock()
 	c.signal()
+	select {
+	case c.arrived <- struct{}{}:
+	default:
+	}
 	select {
 	case <-r.done:
 		return r.results, nil
@@ -137,6 +144,7 @@ func (c *Committer) Close(ctx context.Context) error {
 func (c *Committer) write() {
 	defer c.stopped.Done()
 	for {
+		c.gather()
 		batch, ok := c.next()
 		if !ok {
 			return
@@ -146,6 +154,35 @@ func (c *Committer) write() {
 			continue
 		}
 		c.commit(batch)
+	}
+}
+
+// gather waits, when the last batch held several requests, until as many
+// are queued again or for linger at most: the callers answered by the
+// last batch send their next requests a moment apart, and a batch costs
+// the server about the same whatever its size (a staging store of its
+// own). A lone caller's request goes at once.
+func (c *Committer) gather() {
+	c.mu.Lock()
+	want, have, closed := c.last, len(c.queue), c.closed
+	c.mu.Unlock()
+	if want <= 1 || have == 0 || have >= want || closed {
+		return
+	}
+	timer := time.NewTimer(c.linger)
+	defer timer.Stop()
+	for {
+		select {
+		case <-timer.C:
+			return
+		case <-c.arrived:
+		}
+		c.mu.Lock()
+		have, n := len(c.queue), c.queued
+		c.mu.Unlock()
+		if have >= want || n >= MaxBatch {
+			return
+		}
 	}
 }
 
@@ -162,6 +199,9 @@ func (c *Committer) next() (batch []*request, ok bool) {
 	batch = c.queue[:i:i]
 	c.queue = c.queue[i:]
 	c.queued -= n
+	if i > 0 {
+		c.last = i
+	}
 	if len(c.queue) > 0 || c.closed {
 		c.signal() // another writer takes the rest, or sees the end
 	}
