@@ -120,6 +120,15 @@ func (b *bench) publishRun(ctx context.Context, h *instance, path, mode string, 
 	}
 	r.PeakRSSPerScenario = resetPeakRSS()
 	r.GoroutinesBefore = runtime.NumGoroutine()
+	profiled := "-" // -profile publish: the NATS request run at 64 clients with nats.sync always
+	if name == publishName("request", "always", 64, 0) {
+		profiled = "publish"
+	}
+	stopProfile, err := b.startProfile(profiled)
+	if err != nil {
+		return nil, err
+	}
+	defer stopProfile()
 	runCtx, cancel := context.WithTimeout(ctx, duration)
 	defer cancel()
 	cpu0, t0, m0 := cpuTime(), time.Now(), machineCPU()
@@ -137,6 +146,7 @@ func (b *bench) publishRun(ctx context.Context, h *instance, path, mode string, 
 		wg.Wait()
 	}
 	elapsed, cpu := time.Since(t0), cpuTime()-cpu0
+	stopProfile()
 	r.setOther(m0, cpu, elapsed)
 	r.Delivered = int64(len(lat))
 	r.Errors = errs.Load()
