@@ -218,11 +218,13 @@ type Answerer interface {
 // its own (at most maxInFlight at once), so that concurrent requests share
 // a batch.
 type PublishResponder struct {
-	sub  *nats.Subscription
-	sem  chan struct{}
-	wg   sync.WaitGroup
-	log  *slog.Logger
-	stop chan struct{}
+	sub     *nats.Subscription
+	sem     chan struct{}
+	wg      sync.WaitGroup
+	log     *slog.Logger
+	stop    chan struct{}
+	mu      sync.Mutex // guards stopped, so that no wg.Add follows Stop's Wait
+	stopped bool
 }
 
 // ServePublish subscribes to publish requests on nc and answers each
@@ -231,12 +233,19 @@ type PublishResponder struct {
 func ServePublish(nc *nats.Conn, a Answerer, maxInFlight int, log *slog.Logger) (*PublishResponder, error) {
 	r := &PublishResponder{sem: make(chan struct{}, max(maxInFlight, 1)), log: log, stop: make(chan struct{})}
 	sub, err := nc.QueueSubscribe(PublishPrefix+">", PublishQueue, func(m *nats.Msg) {
-		select {
-		case r.sem <- struct{}{}:
-		case <-r.stop:
+		r.mu.Lock()
+		if r.stopped {
+			r.mu.Unlock()
 			return // shutting down: the requester times out and retries
 		}
 		r.wg.Add(1)
+		r.mu.Unlock()
+		select {
+		case r.sem <- struct{}{}:
+		case <-r.stop:
+			r.wg.Done()
+			return
+		}
 		go func() {
 			defer func() { <-r.sem; r.wg.Done() }()
 			r.answer(a, m)
@@ -274,6 +283,9 @@ func (r *PublishResponder) Stop() {
 	if err := r.sub.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubscription) {
 		r.log.Warn("publish: unsubscribe", "err", err)
 	}
+	r.mu.Lock()
+	r.stopped = true
+	r.mu.Unlock()
 	close(r.stop)
 	r.wg.Wait()
 }
