@@ -53,6 +53,7 @@ type Committer struct {
 	queued  int        // events in queue
 	closed  bool
 	last    int           // requests in the last batch taken
+	took    time.Duration // how long the last batch took to store
 	wake    chan struct{} // a token when queue is not empty
 	arrived chan struct{} // a token when a request arrived
 	stopped sync.WaitGroup
@@ -158,18 +159,23 @@ func (c *Committer) write() {
 }
 
 // gather waits, when the last batch held several requests, until as many
-// are queued again or for linger at most: the callers answered by the
+// are queued again or for a while at most (linger, or longer after a slow
+// batch): the callers answered by the
 // last batch send their next requests a moment apart, and a batch costs
 // the server about the same whatever its size (a staging store of its
 // own). A lone caller's request goes at once.
 func (c *Committer) gather() {
 	c.mu.Lock()
-	want, have, closed := c.last, len(c.queue), c.closed
+	want, have, closed, took := c.last, len(c.queue), c.closed, c.took
 	c.mu.Unlock()
 	if want <= 1 || have == 0 || have >= want || closed {
 		return
 	}
-	timer := time.NewTimer(c.linger)
+	// A tenth of what the last batch took, within [linger, 5*linger]:
+	// waiting costs little beside a batch that took long, and a caller
+	// that misses the batch waits for a whole next one.
+	wait := min(max(c.linger, took/10), 5*c.linger)
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
 		select {
@@ -229,8 +235,13 @@ func (c *Committer) commit(batch []*request) {
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	t0 := time.Now()
 	results := c.store.Store(ctx, events)
+	took := time.Since(t0)
 	cancel()
+	c.mu.Lock()
+	c.took = took
+	c.mu.Unlock()
 	failed := 0
 	for _, f := range refs {
 		if f.first >= 0 {
