@@ -69,6 +69,13 @@ func NewHandler(b Backend, g prometheus.Gatherer, token string, log *slog.Logger
 	protected.HandleFunc("POST /api/v1/dlq/replay", a.dlqReplay)
 	protected.HandleFunc("POST /api/v1/dlq/discard", a.dlqDiscard) // admin/discard.go
 	a.routeLog(protected)                                          // the delivery log: admin/log.go
+	if a.publish != nil {
+		// The publish route checks its own tokens (publish.token or
+		// admin.token); the protected copy only tells the catch-all
+		// route which methods the path takes.
+		mux.Handle(publishRoute, a.publish)
+		protected.Handle(publishRoute, a.publish)
+	}
 	protected.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if allow := allowed(protected, r); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
@@ -113,6 +120,17 @@ type handler struct {
 	discard DiscardFunc
 	// durability is reported by /readyz; nil: not reported.
 	durability *api.Durability
+	// publish serves POST /api/v1/events (package publish); nil: off.
+	publish http.Handler
+}
+
+// publishRoute is the route of the HTTP publish API.
+const publishRoute = "POST /api/v1/events"
+
+// WithPublish serves POST /api/v1/events with h, which authorises requests
+// itself (publish.token or admin.token).
+func WithPublish(h http.Handler) Option {
+	return func(a *handler) { a.publish = h }
 }
 
 // WithDurability makes /readyz report d (the servers' sync policy, the

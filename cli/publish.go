@@ -3,36 +3,59 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/jetstream"
+	"github.com/hookjet/hookjet/publish"
 	"github.com/hookjet/hookjet/server"
 )
 
-const publishHelp = `hookjet publish <event-type> [--id ID] [--tenant T] [--data JSON|@file] [--config FILE]
+const publishHelp = `hookjet publish <event-type> [--id ID] [--tenant T] [--key K] [--data JSON|@file] [--http] [--config FILE]
 
-Publishes one event to hookjet.events.<event-type> with Nats-Msg-Id set to the
-event id (a random one when --id is not given), and prints the stream sequence.
-With --tenant the event is that tenant's (header Hookjet-Tenant): it reaches the
-tenant's endpoints and those without a tenant; without it, only endpoints
-without a tenant.
+Publishes one event of type <event-type> with the event id --id (a random
+one when it is not given) and prints where it is stored. By default it
+sends a NATS request to hookjet.publish.<event-type>, answered by a running
+hookjet once the event is stored (batched with other publishers' events:
+one synced write per batch). With --http it posts the event to
+POST /api/v1/events instead (publish.listen when set, else admin.listen;
+bearer token publish.token or admin.token).
+With --tenant the event is that tenant's (header Hookjet-Tenant): it reaches
+the tenant's endpoints and those without a tenant; without it, only
+endpoints without a tenant. --key sets its ordering key (header
+Hookjet-Ordering-Key).
 Publishing the same id again within the duplicate window is reported as a
-duplicate and not stored twice. Any NATS client can do the same:
+duplicate and not stored twice. Any NATS client can publish directly too,
+one synced write per event:
   nats pub hookjet.events.order.created '{"id":1}' -H Nats-Msg-Id:evt_1`
+
+// publishFlags are the flags of hookjet publish.
+type publishFlags struct {
+	path, id, data, contentType, tenant, key, addr, token *string
+	http                                                  *bool
+	timeout                                               *time.Duration
+}
 
 func runPublish(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlags("publish", publishHelp, stdout)
-	path := fs.String("config", getenv("HOOKJET_CONFIG"), "config file, for the NATS address and credentials")
-	id := fs.String("id", "", "event id (Nats-Msg-Id, the webhook-id receivers see); default: random")
-	data := fs.String("data", "{}", "payload: JSON text, or @file to read a file (@- for stdin)")
-	contentType := fs.String("content-type", "", "Content-Type header for the delivery (default application/json)")
-	tenant := fs.String("tenant", "", "the event's tenant (header Hookjet-Tenant: a-z, 0-9, _ and -); default: none")
-	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the publish acknowledgement")
+	f := publishFlags{
+		path:        fs.String("config", getenv("HOOKJET_CONFIG"), "config file, for the NATS address and credentials (with --http: the API's address and token)"),
+		id:          fs.String("id", "", "event id (Nats-Msg-Id, the webhook-id receivers see); default: random"),
+		data:        fs.String("data", "{}", "payload: JSON text, or @file to read a file (@- for stdin)"),
+		contentType: fs.String("content-type", "", "Content-Type header for the delivery (default application/json; not with --http)"),
+		tenant:      fs.String("tenant", "", "the event's tenant (header Hookjet-Tenant: a-z, 0-9, _ and -); default: none"),
+		key:         fs.String("key", "", "the event's ordering key (header Hookjet-Ordering-Key, at most 255 bytes); default: none"),
+		http:        fs.Bool("http", false, "publish over HTTP (POST /api/v1/events) instead of a NATS request"),
+		addr:        fs.String("addr", "", "with --http: the API's address (default: publish.listen, else admin.listen)"),
+		token:       fs.String("token", "", "with --http: bearer token (default: publish.token, else admin.token from the config or the environment)"),
+		timeout:     fs.Duration("timeout", 5*time.Second, "how long to wait for the event to be stored"),
+	}
 	// Flags may follow the event type, as the help shows.
 	positional, err := parseArgs(fs, args, 1)
 	if err != nil {
@@ -41,48 +64,116 @@ func runPublish(ctx context.Context, args []string, getenv func(string) string, 
 	if len(positional) != 1 {
 		return usagef("publish: want exactly one event type, e.g. hookjet publish order.created")
 	}
-	typ := positional[0]
-	if typ == "" || strings.ContainsAny(typ, " *>") || strings.HasPrefix(typ, ".") || strings.HasSuffix(typ, ".") || strings.Contains(typ, "..") {
-		return usagef("publish: %q is not a valid event type (dot-separated tokens, no wildcards)", typ)
-	}
-	if *tenant != "" {
-		if err := config.CheckTenant(*tenant); err != nil {
-			return usagef("publish: --tenant: %v", err)
-		}
-	}
-	body, err := readData(*data)
-	if err != nil {
-		return usagef("publish: --data: %v", err)
-	}
-	if *contentType == "" && !json.Valid(body) {
-		return usagef("publish: --data is not valid JSON; set --content-type for other payloads")
-	}
-	cfg, err := loadClientConfig(*path, getenv)
+	e, err := f.event(positional[0])
 	if err != nil {
 		return err
+	}
+	cfg, err := loadClientConfig(*f.path, getenv)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, *f.timeout)
+	defer cancel()
+	if *f.http {
+		return publishHTTP(ctx, cfg, f, e, stdout)
 	}
 	if err := cfg.Need("nats"); err != nil {
 		return err
-	}
-	if *id == "" {
-		*id = jetstream.NewEventID()
 	}
 	nc, err := jetstream.Dial(cfg.NATS, "hookjet-publish", server.NewLogger(cfg.Log, stderr))
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	ack, err := jetstream.PublishEvent(ctx, nc, typ, *id, body, *contentType, *tenant)
+	r, err := jetstream.PublishRequest(ctx, nc, e)
+	if _, refused := errors.AsType[*publish.ReplyError](err); refused {
+		return usagef("publish: %v", err)
+	}
 	if err != nil {
 		return fmt.Errorf("publish: %w", err)
 	}
-	if ack.Duplicate {
-		fmt.Fprintf(stdout, "duplicate: event %s was already stored as %s #%d; not stored again\n", *id, ack.Stream, ack.Sequence)
+	if r.Duplicate {
+		fmt.Fprintf(stdout, "duplicate: event %s was already stored as %s #%d; not stored again\n", r.ID, r.Stream, r.Seq)
 		return nil
 	}
-	fmt.Fprintf(stdout, "published %s id=%s stream=%s seq=%d\n", typ, *id, ack.Stream, ack.Sequence)
+	fmt.Fprintf(stdout, "published %s id=%s stream=%s seq=%d\n", e.Type, r.ID, r.Stream, r.Seq)
+	return nil
+}
+
+// event checks the flags and builds the event of type typ.
+func (f publishFlags) event(typ string) (publish.Event, error) {
+	if err := config.ValidateEventType(typ); err != nil {
+		return publish.Event{}, usagef("publish: %q is not a valid event type: %v", typ, err)
+	}
+	e := publish.Event{Type: typ, ID: *f.id, Tenant: *f.tenant, Key: *f.key}
+	if e.ID == "" {
+		e.ID = publish.NewID()
+	} else if err := publish.CheckID(e.ID); err != nil {
+		return e, usagef("publish: --id: %v", err)
+	}
+	if e.Tenant != "" {
+		if err := config.CheckTenant(e.Tenant); err != nil {
+			return e, usagef("publish: --tenant: %v", err)
+		}
+	}
+	if e.Key != "" {
+		if err := publish.CheckKey(e.Key); err != nil {
+			return e, usagef("publish: --key: %v", err)
+		}
+	}
+	body, err := readData(*f.data)
+	if err != nil {
+		return e, usagef("publish: --data: %v", err)
+	}
+	e.Data = body
+	switch {
+	case *f.http && *f.contentType != "":
+		return e, usagef("publish: --content-type: the HTTP API takes JSON payloads only; leave out --http")
+	case *f.contentType == "" && !json.Valid(body):
+		return e, usagef("publish: --data is not valid JSON; set --content-type for other payloads")
+	case *f.contentType != "":
+		e.Header = map[string][]string{"Content-Type": {*f.contentType}}
+	}
+	return e, nil
+}
+
+// publishHTTP posts e to POST /api/v1/events.
+func publishHTTP(ctx context.Context, cfg *config.Config, f publishFlags, e publish.Event, stdout io.Writer) error {
+	c := &adminClient{base: *f.addr, token: *f.token, http: &http.Client{}}
+	if c.base == "" {
+		c.base = cfg.Publish.Listen
+		if c.base == "" {
+			c.base = cfg.Admin.Listen
+		}
+	}
+	if !strings.Contains(c.base, "://") {
+		c.base = "http://" + c.base
+	}
+	if c.token == "" {
+		if err := cfg.Need("publish.token", "admin.token"); err != nil {
+			return err
+		}
+		c.token = cfg.Publish.Token.Reveal()
+		if c.token == "" {
+			c.token = cfg.Admin.Token.Reveal()
+		}
+	}
+	in := map[string]any{"id": e.ID, "type": e.Type, "data": json.RawMessage(e.Data)}
+	if e.Tenant != "" {
+		in["tenant"] = e.Tenant
+	}
+	if e.Key != "" {
+		in["key"] = e.Key
+	}
+	var out publish.Accepted
+	if err := c.do(ctx, http.MethodPost, "/api/v1/events", in, &out); err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	if out.Duplicates > 0 {
+		fmt.Fprintf(stdout, "duplicate: event %s was already stored; not stored again\n", e.ID)
+		return nil
+	}
+	fmt.Fprintf(stdout, "published %s id=%s (HTTP 202)\n", e.Type, e.ID)
 	return nil
 }
 

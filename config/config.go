@@ -39,6 +39,8 @@ type Config struct {
 	Inbound Inbound `yaml:"inbound"`
 	// Portal configures the customer portal (config/portal.go).
 	Portal Portal `yaml:"portal"`
+	// Publish configures the publish API (config/publish.go).
+	Publish Publish `yaml:"publish"`
 	// Endpoints are the webhook receivers, with their settings resolved
 	// (Defaults merged with each endpoint's overrides). Nil means none.
 	Endpoints []Endpoint `yaml:"endpoints"`

@@ -91,6 +91,7 @@ func (c *Config) validate() problems {
 	c.validateOutbox(&p)
 	c.validateInbound(&p)
 	c.validatePortal(&p)
+	c.validatePublish(&p)
 
 	var defaults problems
 	validateSettings(&defaults, "defaults", c.Defaults)

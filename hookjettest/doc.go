@@ -18,7 +18,8 @@
 //
 // [Start] returns once hookjet is delivering. [Hookjet.AddEndpoint] adds an
 // endpoint with a fresh signing secret, [Hookjet.Publish] publishes an event
-// as any NATS client would, [Hookjet.WaitDelivered] waits until an endpoint
+// as an application would (a request to hookjet.publish.<type>, answered
+// once the event is stored), [Hookjet.WaitDelivered] waits until an endpoint
 // answered 2xx to an event (and fails the test at once if the event was
 // dead-lettered instead), and [Hookjet.DeadLetters] and
 // [Hookjet.WaitDeadLetter] show the dead-letter stream. The application's

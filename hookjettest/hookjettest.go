@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/jetstream"
+	"github.com/hookjet/hookjet/publish"
 	"github.com/hookjet/hookjet/server"
 )
 
@@ -40,7 +40,6 @@ type Hookjet struct {
 	o   options
 	srv *server.Server
 	nc  *nats.Conn
-	js  natsjs.JetStream
 	api *http.Client
 
 	mu   sync.Mutex // guards ids and n
@@ -77,9 +76,6 @@ func Start(t TB, opts ...Option) *Hookjet {
 	// The test's own connection is in-process: no TCP, no port.
 	if h.nc, err = nats.Connect("", nats.InProcessServer(srv), nats.Name("hookjettest")); err != nil {
 		t.Fatalf("hookjettest: connect to nats: %v", err)
-	}
-	if h.js, err = natsjs.New(h.nc); err != nil {
-		t.Fatalf("hookjettest: jetstream: %v", err)
 	}
 	return h
 }
@@ -197,9 +193,10 @@ func NewSecret() string {
 	return "whsec_" + base64.StdEncoding.EncodeToString(key)
 }
 
-// Publish publishes an event of type eventType (subject
-// hookjet.events.<eventType>) with event id id (header Nats-Msg-Id, the
-// webhook-id; "" publishes without one) and waits for JetStream to store it.
+// Publish publishes an event of type eventType with event id id (header
+// Nats-Msg-Id, the webhook-id; "" lets hookjet choose one) and waits until
+// hookjet has stored it: a NATS request to hookjet.publish.<eventType>,
+// as an application's publisher would send it.
 func (h *Hookjet) Publish(eventType, id string, payload []byte) {
 	h.t.Helper()
 	m := nats.NewMsg(jetstream.EventsPrefix + eventType)
@@ -224,17 +221,32 @@ func (h *Hookjet) PublishFor(tenant, eventType, id string, payload []byte) {
 	h.PublishMsg(m)
 }
 
-// PublishMsg publishes m as it is (its subject must start with
-// "hookjet.events.") and waits for JetStream to store it: for headers such as
-// traceparent or Content-Type.
+// PublishMsg publishes m, whose subject is "hookjet.events.<type>", with
+// its headers (Nats-Msg-Id, Hookjet-Tenant, Hookjet-Ordering-Key, and
+// others such as traceparent or Content-Type) and waits until hookjet has
+// stored it. It goes as a request to hookjet.publish.<type>.
 func (h *Hookjet) PublishMsg(m *nats.Msg) {
 	h.t.Helper()
-	if !strings.HasPrefix(m.Subject, jetstream.EventsPrefix) {
+	typ, ok := strings.CutPrefix(m.Subject, jetstream.EventsPrefix)
+	if !ok {
 		h.t.Fatalf("hookjettest: publish to %q: events go to %s<type>", m.Subject, jetstream.EventsPrefix)
+	}
+	e := publish.Event{Type: typ, Data: m.Data, Header: map[string][]string{}}
+	for k, v := range m.Header {
+		switch k {
+		case jetstream.HdrMsgID:
+			e.ID = v[0]
+		case jetstream.HdrTenant:
+			e.Tenant = v[0]
+		case publish.HeaderKey:
+			e.Key = v[0]
+		default:
+			e.Header[k] = v
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), h.o.wait)
 	defer cancel()
-	if _, err := h.js.PublishMsg(ctx, m); err != nil {
+	if _, err := jetstream.PublishRequest(ctx, h.nc, e); err != nil {
 		h.t.Fatalf("hookjettest: publish %s: %v", m.Subject, err)
 	}
 }

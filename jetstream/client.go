@@ -1,7 +1,6 @@
 package jetstream
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -9,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go"
-	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookjet/hookjet/config"
 )
@@ -63,37 +61,3 @@ func RedactURL(u string) string {
 	}
 	return strings.Join(parts, ",")
 }
-
-// Published is the stream's answer to [PublishEvent].
-type Published struct {
-	Stream    string
-	Sequence  uint64
-	Duplicate bool // the id was already stored within the duplicate window
-}
-
-// PublishEvent stores one event of type typ with Nats-Msg-Id id in
-// HOOKJET_EVENTS and waits for the stream's acknowledgement. A tenant
-// (empty: none) goes in header Hookjet-Tenant.
-func PublishEvent(ctx context.Context, nc *nats.Conn, typ, id string, body []byte, contentType, tenant string) (Published, error) {
-	js, err := natsjs.New(nc)
-	if err != nil {
-		return Published{}, fmt.Errorf("jetstream: %w", err)
-	}
-	msg := nats.NewMsg(EventsPrefix + typ)
-	msg.Data = body
-	msg.Header.Set(HdrMsgID, id)
-	if contentType != "" {
-		msg.Header.Set(HdrContentType, contentType)
-	}
-	if tenant != "" {
-		msg.Header.Set(HdrTenant, tenant)
-	}
-	ack, err := js.PublishMsg(ctx, msg)
-	if err != nil {
-		return Published{}, fmt.Errorf("publish to %s: %w", EventsStream, err)
-	}
-	return Published{Stream: ack.Stream, Sequence: ack.Sequence, Duplicate: ack.Duplicate}, nil
-}
-
-// NewEventID returns a random event id, evt_<unique>.
-func NewEventID() string { return "evt_" + nats.NewInbox()[len("_INBOX."):] }

@@ -67,7 +67,7 @@ func (p *OutboxPublisher) Publish(ctx context.Context, batch []outbox.Message) [
 	}
 	// Events go in atomic batches when the stream allows them: one fsync
 	// per batch instead of one per row on a server that syncs always.
-	if len(batch) > 1 && p.atomicAllowed(ctx) {
+	if len(batch) > 1 && p.atomic.allowed(ctx, p.js) {
 		p.publishAtomic(ctx, batch, msgs, acks)
 	}
 	for i, m := range msgs {

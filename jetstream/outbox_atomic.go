@@ -3,10 +3,13 @@ package jetstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
 	"github.com/hookjet/hookjet/outbox"
@@ -28,6 +31,13 @@ const (
 	errAtomicDisabled = 10174
 )
 
+// Error codes of an atomic batch that holds an id stored before: the
+// batch is refused whole.
+const (
+	errAtomicDuplicate  = 10201 // the batch contains a duplicate message id
+	errDuplicatePending = 10158 // a duplicate message id is in process
+)
+
 // atomicState caches whether HOOKJET_EVENTS allows atomic batches.
 type atomicState struct {
 	state atomic.Int32 // 0: not known yet, 1: allowed, 2: not allowed
@@ -35,23 +45,84 @@ type atomicState struct {
 
 // allowed reports whether the events stream takes atomic batches, asking
 // the server the first time.
-func (p *OutboxPublisher) atomicAllowed(ctx context.Context) bool {
-	switch p.atomic.state.Load() {
+func (a *atomicState) allowed(ctx context.Context, js natsjs.JetStream) bool {
+	switch a.state.Load() {
 	case 1:
 		return true
 	case 2:
 		return false
 	}
-	st, err := p.js.Stream(ctx, EventsStream)
+	st, err := js.Stream(ctx, EventsStream)
 	if err != nil {
 		return false // asked again next time
 	}
 	if st.CachedInfo().Config.AllowAtomicPublish {
-		p.atomic.state.Store(1)
+		a.state.Store(1)
 		return true
 	}
-	p.atomic.state.Store(2)
+	a.state.Store(2)
 	return false
+}
+
+// atomicAck is the server's answer to an atomic batch: where its last
+// message is stored and how many it stored, or the error code that
+// refused the batch (0: none).
+type atomicAck struct {
+	Stream  string `json:"stream"`
+	Seq     uint64 `json:"seq"`
+	Count   int    `json:"count"`
+	ErrCode int    `json:"-"`
+}
+
+// sendAtomic sends msgs as one atomic batch and returns the server's
+// answer; err is set when the batch was not stored (ack.ErrCode says why
+// when the server refused it). The batch headers are removed again before
+// it returns, so msgs can be published another way.
+func sendAtomic(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg, timeout time.Duration) (ack atomicAck, err error) {
+	id := nuid.Next()
+	defer func() {
+		for _, m := range msgs {
+			for _, h := range []string{hdrBatchID, hdrBatchSeq, hdrBatchCommit} {
+				m.Header.Del(h)
+			}
+		}
+	}()
+	last := len(msgs) - 1
+	for j, m := range msgs {
+		m.Header.Set(hdrBatchID, id)
+		m.Header.Set(hdrBatchSeq, strconv.Itoa(j+1))
+		if j < last {
+			if err := nc.PublishMsg(m); err != nil {
+				return ack, err
+			}
+		}
+	}
+	msgs[last].Header.Set(hdrBatchCommit, "1")
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	resp, err := nc.RequestMsgWithContext(rctx, msgs[last])
+	cancel()
+	if err != nil {
+		return ack, err
+	}
+	var body struct {
+		atomicAck
+		Error *struct {
+			ErrCode     int    `json:"err_code"`
+			Description string `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(resp.Data, &body); err != nil {
+		return ack, fmt.Errorf("atomic batch: unreadable answer: %w", err)
+	}
+	ack = body.atomicAck
+	if body.Error != nil {
+		ack.ErrCode = body.Error.ErrCode
+		return ack, fmt.Errorf("atomic batch refused: %s (%d)", body.Error.Description, body.Error.ErrCode)
+	}
+	if ack.Count != len(msgs) {
+		return ack, fmt.Errorf("atomic batch: %d of %d messages stored", ack.Count, len(msgs))
+	}
+	return ack, nil
 }
 
 // publishAtomic publishes the events among msgs (nil entries are done
@@ -70,64 +141,20 @@ func (p *OutboxPublisher) publishAtomic(ctx context.Context, batch []outbox.Mess
 		n := min(len(idx), maxAtomicBatch)
 		chunk := idx[:n]
 		idx = idx[n:]
-		if p.sendAtomic(ctx, msgs, chunk) {
-			for _, i := range chunk {
-				acks[i] = outbox.Ack{}
-				msgs[i] = nil
-			}
+		sub := make([]*nats.Msg, len(chunk))
+		for j, i := range chunk {
+			sub[j] = msgs[i]
 		}
-	}
-}
-
-// sendAtomic sends msgs[chunk...] as one atomic batch and reports whether
-// the server stored it. The batch headers are removed again if not.
-func (p *OutboxPublisher) sendAtomic(ctx context.Context, msgs []*nats.Msg, chunk []int) bool {
-	id := nuid.Next()
-	defer func() {
-		for _, i := range chunk {
-			for _, h := range []string{hdrBatchID, hdrBatchSeq, hdrBatchCommit} {
-				msgs[i].Header.Del(h)
-			}
-		}
-	}()
-	for j, i := range chunk {
-		m := msgs[i]
-		m.Header.Set(hdrBatchID, id)
-		m.Header.Set(hdrBatchSeq, strconv.Itoa(j+1))
-		if j < len(chunk)-1 {
-			if err := p.nc.PublishMsg(m); err != nil {
-				return false
-			}
-			continue
-		}
-		m.Header.Set(hdrBatchCommit, "1")
-		rctx, cancel := context.WithTimeout(ctx, outboxPubTimeout)
-		resp, err := p.nc.RequestMsgWithContext(rctx, m)
-		cancel()
-		if err != nil {
-			return false
-		}
-		return p.batchStored(resp, len(chunk))
-	}
-	return false
-}
-
-// batchStored reads the PubAck of an atomic batch of n messages.
-func (p *OutboxPublisher) batchStored(resp *nats.Msg, n int) bool {
-	var ack struct {
-		Count int `json:"count"`
-		Error *struct {
-			ErrCode int `json:"err_code"`
-		} `json:"error"`
-	}
-	if err := json.Unmarshal(resp.Data, &ack); err != nil {
-		return false
-	}
-	if ack.Error != nil {
-		if ack.Error.ErrCode == errAtomicDisabled {
+		ack, err := sendAtomic(ctx, p.nc, sub, outboxPubTimeout)
+		if ack.ErrCode == errAtomicDisabled {
 			p.atomic.state.Store(2)
 		}
-		return false
+		if err != nil {
+			continue
+		}
+		for _, i := range chunk {
+			acks[i] = outbox.Ack{}
+			msgs[i] = nil
+		}
 	}
-	return ack.Count == n
 }

@@ -84,8 +84,8 @@ type Options struct {
 
 // Server is a running hookjet: NATS (embedded or not), state, dispatcher,
 // endpoint watches, outbox relay, inbound gateway and admin API. Shutdown
-// stops it in order: stop the inbound gateway (requests in flight are stored
-// and answered), stop watching endpoints, stop pulling and finish or return in-flight
+// stops it in order: stop the inbound gateway and the publish API (requests
+// in flight are stored and answered), stop watching endpoints, stop pulling and finish or return in-flight
 // deliveries within the grace period, stop the admin API (with the console)
 // and the portal listener, then (abort) the
 // outbox relay, the ledger (flushing its acks), the breakers (flushing their
@@ -130,6 +130,8 @@ type Server struct {
 	durability jetstream.Durability
 	// inbound is the inbound gateway (inbound.listen set; server/inbound.go).
 	inbound *inboundServer
+	// publish is the publish API (server/publish.go).
+	publish *publishServer
 
 	// portal serves portal.listen (server/console.go); nil without one.
 	portal    *http.Server
@@ -228,6 +230,9 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 		}
 	}
 	if err := s.startInbound(setupCtx); err != nil { // server/inbound.go
+		return nil, err
+	}
+	if err := s.startPublish(); err != nil { // server/publish.go
 		return nil, err
 	}
 	if err := s.startAdmin(store, o); err != nil {
@@ -443,7 +448,7 @@ func (s *Server) listenAdmin() error {
 func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) error {
 	h := admin.NewHandler(s.withTally(s.withInbound(s.adminBackend())), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
 		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath),
-		admin.WithDurability(api.Durability(s.durability)), s.logOption(), admin.WithDiscard(s.discardDeadLetters))
+		admin.WithDurability(api.Durability(s.durability)), s.logOption(), admin.WithDiscard(s.discardDeadLetters), s.publishOption())
 	h, err := s.mountConsole(h)
 	if err != nil {
 		return err
@@ -602,6 +607,7 @@ func (s *Server) Shutdown() error {
 
 func (s *Server) shutdown() error {
 	s.stopInbound() // providers' requests first: what is in flight is stored and answered
+	s.stopPublish() // the same for applications' publish requests
 	if s.stopWatch != nil {
 		s.stopWatch()
 		s.stopWatch = nil
@@ -626,6 +632,7 @@ func (s *Server) shutdown() error {
 // Start runs, and the end of Shutdown.
 func (s *Server) abort() {
 	s.stopInbound()
+	s.stopPublish()
 	if s.stopWatch != nil {
 		s.stopWatch()
 	}

@@ -104,6 +104,14 @@
 //	               none dead-lettered
 //	burst1fast     as burst1 with nats.sync 2m
 //
+// The publish scenario (publish.go) compares the three ways in, in both
+// sync modes (nats.sync always and 2m, one hookjet each): 1, 16 and 64
+// client goroutines, each sending one unique 500 B event and waiting until
+// it is stored, for rawDuration, as JetStream publishes, NATS requests to
+// hookjet.publish.<type> and POST /api/v1/events; then HTTP at 1,000
+// requests/s for latencyDuration. Runs are named publish_<way>_<sync>_<n>;
+// -profile publish profiles the request run at 64 clients with always.
+//
 // Every figure is printed beside the baselines of the same run: the raw
 // ceiling, and the floor.
 //

@@ -31,6 +31,7 @@ var scenarioNames = []string{
 	"slow16", "slow1at2500", "ratelimited70", "dead10pct", "logfull", "consumers1100",
 	"burst10", "burst10fast", "burst1", "burst1fast", // test/bench/burst.go
 	"history10m", // test/bench/history.go
+	"publish", // test/bench/publish.go
 }
 
 func main() {
@@ -391,6 +392,7 @@ func evaluate(rs []*result) []target {
 	ts = append(ts, scaleTargets(get)...)
 	ts = append(ts, inboundTargets(get)...) // test/bench/inbound.go
 	ts = append(ts, burstTargets(get)...)   // test/bench/burst.go
+	ts = append(ts, publishTargets(get)...) // test/bench/publish.go
 	ts = append(ts, clusterTargets(get)...)
 	return append(ts, isolationTargets(get)...)
 }

@@ -37,6 +37,9 @@ func (b *bench) scenarios(ctx context.Context) map[string][]runFunc {
 	for name, fn := range b.historyScenarios(ctx) { // test/bench/history.go
 		runs[name] = fn
 	}
+	for name, fn := range b.publishScenarios(ctx) { // test/bench/publish.go
+		runs[name] = fn
+	}
 	return runs
 }
 
