@@ -283,16 +283,6 @@ func (r *LogReader) state(ctx context.Context) (natsjs.StreamState, error) {
 	return st.CachedInfo().State, nil
 }
 
-func cmpSeq(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // bounds returns the sequences q covers, first..last inclusive; ok is
 // false when it covers none.
 func (r *LogReader) bounds(ctx context.Context, q LogQuery) (first, last uint64, ok bool, err error) {

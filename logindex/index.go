@@ -13,6 +13,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // GenShift sets the size of a generation: GenSize sequences.
@@ -57,7 +58,7 @@ func newGeneration(num uint64) generation {
 func Open(path string) (*Index, error) {
 	opts := &bolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType}
 	db, err := bolt.Open(path, 0o600, opts)
-	if err != nil && !errors.Is(err, bolt.ErrTimeout) {
+	if err != nil && !errors.Is(err, bolterrors.ErrTimeout) {
 		if rerr := os.Remove(path); rerr == nil {
 			db, err = bolt.Open(path, 0o600, opts)
 		}

@@ -50,7 +50,7 @@ func eachGen(tx *bolt.Tx, reverse bool, fn func(g uint64, b *bolt.Bucket) bool) 
 	} else {
 		k, _ = c.Seek([]byte{'g'})
 	}
-	for ; k != nil && len(k) == 9 && k[0] == 'g'; k = step(c, reverse) {
+	for ; len(k) == 9 && k[0] == 'g'; k = step(c, reverse) {
 		b := tx.Bucket(k)
 		if b == nil {
 			continue

@@ -109,7 +109,7 @@ func ParseReply(body []byte) (Reply, error) {
 	if err := json.Unmarshal(body, &r); err != nil {
 		return Reply{}, fmt.Errorf("publish: unreadable reply: %w", err)
 	}
-	if r.ErrorReply.Error != "" {
+	if r.Error != "" {
 		return Reply{}, &ReplyError{r.ErrorReply}
 	}
 	return r.Reply, nil

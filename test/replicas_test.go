@@ -48,7 +48,7 @@ func wantReplicas(t *testing.T, js natsjs.JetStream, n int) map[string]natsjs.St
 
 // startRefused starts hookjet with cfg, which must be refused: it returns
 // the error and the log, and fails when start-up retried instead.
-func startRefused(t *testing.T, cfg *config.Config) (error, string) {
+func startRefused(t *testing.T, cfg *config.Config) (string, error) {
 	t.Helper()
 	var logs bytes.Buffer
 	s, err := cli.Start(t.Context(), cfg, cli.Options{Log: slog.New(slog.NewTextHandler(&logs, nil))})
@@ -59,7 +59,7 @@ func startRefused(t *testing.T, cfg *config.Config) (error, string) {
 	if strings.Contains(logs.String(), "retrying") {
 		t.Errorf("start-up retried a change NATS can never make:\n%s", logs.String())
 	}
-	return err, logs.String()
+	return logs.String(), err
 }
 
 // On a 3-node cluster, streams.replicas goes from 3 to 1 and back: every
@@ -114,7 +114,7 @@ func TestReplicasChangeNATSCannotMakeIsRefused(t *testing.T) {
 	}
 	cfg3 := testConfig(t, dir, "", endpointYAML{ID: "sink", URL: r.URL})
 	cfg3.NATS.URL, cfg3.Streams.Replicas = clusterURL(nodes), 3
-	err, _ := startRefused(t, cfg3)
+	_, err := startRefused(t, cfg3)
 	t.Logf("refused: %v", err)
 	for _, want := range []string{"streams.replicas 3", "HOOKJET_LOG", "nats stream rm HOOKJET_LOG"} {
 		if !strings.Contains(err.Error(), want) {
@@ -133,7 +133,7 @@ func TestReplicasChangeOnOneNodeIsRefused(t *testing.T) {
 	startHookjet(t, cfg, cli.Options{}).stop()
 	cfg3 := testConfig(t, dir, "", endpointYAML{ID: "sink", URL: r.URL})
 	cfg3.NATS.Listen, cfg3.Streams.Replicas = cfg.NATS.Listen, 3
-	err, _ := startRefused(t, cfg3)
+	_, err := startRefused(t, cfg3)
 	t.Logf("refused: %v", err)
 	if !strings.Contains(err.Error(), "streams.replicas") || !strings.Contains(err.Error(), "not clustered") {
 		t.Errorf("the refusal does not name streams.replicas and why: %v", err)

@@ -59,7 +59,7 @@ func TestRestartAfterSIGKILLResumesHeldTasks(t *testing.T) {
 	}
 	checkFor(t, 15*time.Second, 50*time.Millisecond, func() error {
 		if tasks, err := tasksOf(t, js, "sink"); err != nil || len(tasks) != n {
-			return fmt.Errorf("tasks: %d of %d (%v)", len(tasks), n, err)
+			return fmt.Errorf("tasks: %d of %d: %w", len(tasks), n, err)
 		}
 		return nil
 	})

@@ -316,14 +316,14 @@ func historySample(ctx context.Context, rd *jetstream.LogReader, n int) (lookups
 		got, err := rd.EventRecords(ctx, id)
 		lookups = append(lookups, time.Since(t))
 		if err != nil || len(got) == 0 || len(got) > 2 {
-			return nil, nil, fmt.Errorf("event %s: %d records, %v", id, len(got), err)
+			return nil, nil, fmt.Errorf("event %s: %d records: %w", id, len(got), err)
 		}
 		before := uint64(1 + (i*104729)%n)
 		t = time.Now()
 		page, _, err := rd.Page(ctx, jetstream.LogQuery{Endpoint: "ep" + strconv.Itoa(i%10), Limit: 100, Before: before})
 		pages = append(pages, time.Since(t))
 		if err != nil || (len(page) != 100 && before > 2000) {
-			return nil, nil, fmt.Errorf("page before %d: %d records, %v", before, len(page), err)
+			return nil, nil, fmt.Errorf("page before %d: %d records: %w", before, len(page), err)
 		}
 	}
 	return lookups, pages, nil
@@ -432,12 +432,15 @@ func (c *natsChild) stop() {
 		c.nc.Close()
 	}
 	_ = c.in.Close()
+	// The child's exit status says nothing here: it is stopped, or killed.
+	var exit error
 	select {
-	case <-c.done:
+	case exit = <-c.done:
 	case <-time.After(time.Minute):
 		_ = c.cmd.Process.Kill()
-		<-c.done
+		exit = <-c.done
 	}
+	_ = exit
 }
 
 // restart stops the child and starts another on the same store.

@@ -31,7 +31,7 @@ var scenarioNames = []string{
 	"slow16", "slow1at2500", "ratelimited70", "dead10pct", "logfull", "consumers1100",
 	"burst10", "burst10fast", "burst1", "burst1fast", // test/bench/burst.go
 	"history10m", // test/bench/history.go
-	"publish", // test/bench/publish.go
+	"publish",    // test/bench/publish.go
 }
 
 func main() {
