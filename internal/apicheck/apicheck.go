@@ -37,7 +37,11 @@ const Prefix = "/api/v1/"
 // through untouched.
 type Transport struct {
 	base http.RoundTripper
+	*shared
+}
 
+// shared is what the Transports of one document share.
+type shared struct {
 	mu       sync.Mutex // the validator and failures
 	v        validator.Validator
 	failures []string
@@ -65,7 +69,7 @@ func NewFor(spec []byte, base http.RoundTripper) (*Transport, error) {
 	if ok, verrs := v.ValidateDocument(); !ok {
 		return nil, fmt.Errorf("openapi: the document is not valid OpenAPI: %s", describe(verrs))
 	}
-	return &Transport{base: base, v: v}, nil
+	return &Transport{base: base, shared: &shared{v: v}}, nil
 }
 
 // Install makes a Transport over the current http.DefaultTransport the
@@ -81,7 +85,22 @@ func Install() (*Transport, error) {
 	return t, nil
 }
 
-// Failures lists every mismatch seen so far.
+// Over returns a Transport over base that shares t's document and
+// failures.
+func (t *Transport) Over(base http.RoundTripper) *Transport {
+	return &Transport{base: base, shared: t.shared}
+}
+
+// CloseIdleConnections closes the idle connections of the transport under
+// t, when it keeps any.
+func (t *Transport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// Failures lists every mismatch seen so far (by this Transport and those
+// made with Over).
 func (t *Transport) Failures() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
