@@ -46,6 +46,9 @@ func TestMain(m *testing.M) {
 	}
 	baseline := goleak.IgnoreCurrent()
 	code := m.Run()
+	if testing.Verbose() {
+		fmt.Fprintf(os.Stderr, "openapi: %d calls to the admin API validated against api/openapi.json\n", openapi.Checked())
+	}
 	if failures := openapi.Failures(); len(failures) > 0 {
 		fmt.Fprintf(os.Stderr, "%d calls to the admin API did not match api/openapi.json:\n", len(failures))
 		for _, f := range failures {

@@ -42,8 +42,9 @@ type Transport struct {
 
 // shared is what the Transports of one document share.
 type shared struct {
-	mu       sync.Mutex // the validator and failures
+	mu       sync.Mutex // the validator, checked and failures
 	v        validator.Validator
+	checked  int
 	failures []string
 }
 
@@ -97,6 +98,14 @@ func (t *Transport) CloseIdleConnections() {
 	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
+}
+
+// Checked counts the calls validated so far (by this Transport and those
+// made with Over).
+func (t *Transport) Checked() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.checked
 }
 
 // Failures lists every mismatch seen so far (by this Transport and those
@@ -153,6 +162,7 @@ func (t *Transport) check(req *http.Request, body []byte, resp *http.Response, a
 	vresp.Body = io.NopCloser(bytes.NewReader(answer))
 	vresp.Request = vreq
 	t.mu.Lock()
+	t.checked++
 	reqOK, reqErrs := t.v.ValidateHttpRequestSync(vreq)
 	var respOK bool
 	var respErrs []*verrors.ValidationError
