@@ -58,6 +58,7 @@ func NewHandler(b Backend, g prometheus.Gatherer, token string, log *slog.Logger
 	mux.HandleFunc("GET /readyz", a.ready)
 	protected := http.NewServeMux()
 	protected.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorLog: nil}))
+	protected.HandleFunc("GET /api/v1/openapi.json", openAPI)
 	protected.HandleFunc("GET /api/v1/summary", a.summary)
 	a.routeEndpoints(protected)
 	protected.HandleFunc("GET /api/v1/endpoints/{id}", a.endpoint)
@@ -86,6 +87,12 @@ func NewHandler(b Backend, g prometheus.Gatherer, token string, log *slog.Logger
 	})
 	mux.Handle("/", requireToken(token, protected))
 	return mux
+}
+
+// openAPI serves the OpenAPI document of the API (api/openapi.json).
+func openAPI(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(api.OpenAPI())
 }
 
 // allowed lists the methods mux has a route for at r's path: the catch-all

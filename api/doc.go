@@ -11,5 +11,6 @@
 // delivery engine (dispatch) fills the answers in, package admin serves
 // them and maps the error kinds to HTTP statuses, jetstream fills in the
 // dead letters and reads the delivery log's queries, and the commands
-// (cli) read the answers.
+// (cli, client) read the answers. openapi.json, embedded ([OpenAPI]), is
+// the OpenAPI 3.1 document of the admin and publish APIs.
 package api

@@ -3,14 +3,15 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"text/tabwriter"
 
 	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/attempt"
+	"github.com/hookjet/hookjet/client"
 )
 
 // The delivery log's commands: events show, endpoints attempts, export.
@@ -35,7 +36,7 @@ func runEvents(ctx context.Context, args []string, getenv func(string) string, s
 		return usagef("events: want show ID")
 	}
 	fs := newFlags("events show", eventsHelp, stdout)
-	client := adminFlags(fs, getenv)
+	newClient := adminFlags(fs, getenv)
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parseArgs(fs, args[1:], 1)
 	if err != nil {
@@ -44,20 +45,17 @@ func runEvents(ctx context.Context, args []string, getenv func(string) string, s
 	if len(pos) != 1 {
 		return usagef("events show: want the event id")
 	}
-	c, err := client()
+	c, err := newClient()
 	if err != nil {
 		return err
 	}
 	var raw json.RawMessage
-	if err := c.do(ctx, http.MethodGet, "/api/v1/events/"+url.PathEscape(pos[0]), nil, &raw); err != nil {
+	ev, err := c.api.Event(ctx, pos[0], client.Raw(&raw))
+	if err := c.answer(err); err != nil {
 		return err
 	}
 	if *asJSON {
 		return printJSON(stdout, raw)
-	}
-	var ev api.Event
-	if err := json.Unmarshal(raw, &ev); err != nil {
-		return err
 	}
 	published, size := "-", "-"
 	if ev.PublishedAt != nil {
@@ -128,14 +126,11 @@ func runEndpointAttempts(ctx context.Context, args []string, getenv func(string)
 	if err != nil {
 		return err
 	}
-	q := url.Values{"limit": {fmt.Sprint(*limit)}}
-	for k, v := range map[string]string{"class": *class, "since": *since, "until": *until, "after": *after} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
 	var page api.AttemptPage
-	if printed, err := f.callFor(ctx, http.MethodGet, "/api/v1/endpoints/"+url.PathEscape(id)+"/attempts?"+q.Encode(), nil, &page, stdout); printed || err != nil {
+	if printed, err := f.callFor(stdout, func(c *client.Client, raw client.CallOption) (err error) {
+		page, err = c.EndpointAttemptsPage(ctx, id, client.AttemptQuery{Class: *class, Since: *since, Until: *until, Limit: *limit, After: *after}, raw)
+		return err
+	}); printed || err != nil {
 		return err
 	}
 	if err := printAttempts(stdout, page.Attempts, true); err != nil {
@@ -165,7 +160,7 @@ func runExport(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	what := args[0]
 	fs := newFlags("export "+what, exportHelp, stdout)
-	client := adminFlags(fs, getenv)
+	newClient := adminFlags(fs, getenv)
 	since := fs.String("since", "", "from this time (required): RFC 3339 or a duration ago")
 	until := fs.String("until", "", "before this time (default: now)")
 	endpoint := fs.String("endpoint", "", "only this endpoint")
@@ -180,48 +175,22 @@ func runExport(ctx context.Context, args []string, getenv func(string) string, s
 	if *format != "csv" && *format != "jsonl" {
 		return usagef("export %s: --format must be csv or jsonl, got %q", what, *format)
 	}
-	c, err := client()
+	c, err := newClient()
 	if err != nil {
 		return err
 	}
-	q := url.Values{"since": {*since}, "format": {*format}}
-	for k, v := range map[string]string{"until": *until, "endpoint": *endpoint, "tenant": *tenant} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	return c.stream(ctx, "/api/v1/export/"+what+"?"+q.Encode(), stdout)
-}
-
-// stream copies the body of GET path to w as it arrives.
-func (c *adminClient) stream(ctx context.Context, path string, w io.Writer) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
-	if err != nil {
-		return err
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := (&http.Client{}).Do(req) // no overall timeout: an export may be long
-	if err != nil {
+	err = c.export.Export(ctx, what, client.ExportQuery{Since: *since, Until: *until, Endpoint: *endpoint, Tenant: *tenant, Format: *format}, stdout)
+	if _, ok := errors.AsType[*url.Error](err); ok {
 		return fmt.Errorf("admin API at %s: %w (is hookjet serve running?)", c.base, err)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode >= 300 {
-		e := &apiError{Status: resp.StatusCode}
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		_ = json.Unmarshal(raw, e)
-		return e
-	}
-	_, err = io.Copy(w, resp.Body)
-	return err
+	return c.answer(err)
 }
 
 // testFromLog fills out from the delivery log's records of the test event,
 // when the log has its outcome; it reports whether it did.
 func (c *adminClient) testFromLog(ctx context.Context, endpoint string, out *testOutcome) bool {
-	var ev api.Event
-	if err := c.do(ctx, http.MethodGet, "/api/v1/events/"+url.PathEscape(out.EventID), nil, &ev); err != nil {
+	ev, err := c.api.Event(ctx, out.EventID)
+	if err != nil {
 		return false // no log (off, older server) or not yet on record
 	}
 	for _, d := range ev.Deliveries {

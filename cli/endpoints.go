@@ -9,7 +9,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -18,7 +17,7 @@ import (
 
 	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/attempt"
-	"github.com/hookjet/hookjet/jetstream"
+	"github.com/hookjet/hookjet/client"
 )
 
 // endpointCommands are the subcommands of "hookjet endpoints".
@@ -104,14 +103,14 @@ func (f endpointFlags) parseWithID(args []string, needID bool) (string, error) {
 	return pos[0], nil
 }
 
-// call sends one request, turning the API's 400 answers into usage errors
-// (exit 2) that name the field.
-func (f endpointFlags) call(ctx context.Context, method, path string, in any, raw *json.RawMessage) error {
+// call makes one call with the client, turning the API's 400 answers into
+// usage errors (exit 2) that name the field.
+func (f endpointFlags) call(fn func(c *client.Client) error) error {
 	c, err := f.client()
 	if err != nil {
 		return err
 	}
-	err = c.do(ctx, method, path, in, raw)
+	err = c.answer(fn(c.api))
 	if ae, ok := errors.AsType[*apiError](err); ok && ae.Status == http.StatusBadRequest {
 		msg := ae.Msg
 		if ae.Field != "" && !strings.HasPrefix(msg, ae.Field) {
@@ -129,20 +128,18 @@ func (f endpointFlags) call(ctx context.Context, method, path string, in any, ra
 	return err
 }
 
-// callFor sends one request and decodes the answer into out (when not nil),
-// or with --json prints the answer as it came and reports printed.
-func (f endpointFlags) callFor(ctx context.Context, method, path string, in, out any, stdout io.Writer) (printed bool, err error) {
+// callFor makes one call with the client, passing fn the option that keeps
+// the answer as it came; with --json it prints that answer and reports
+// printed.
+func (f endpointFlags) callFor(stdout io.Writer, fn func(c *client.Client, raw client.CallOption) error) (printed bool, err error) {
 	var raw json.RawMessage
-	if err := f.call(ctx, method, path, in, &raw); err != nil {
+	if err := f.call(func(c *client.Client) error { return fn(c, client.Raw(&raw)) }); err != nil {
 		return false, err
 	}
 	if *f.asJSON {
 		return true, printJSON(stdout, raw)
 	}
-	if out == nil {
-		return false, nil
-	}
-	return false, json.Unmarshal(raw, out)
+	return false, nil
 }
 
 // body builds the JSON of add and update from --data and the flags set.
@@ -189,11 +186,11 @@ func runEndpointAdd(ctx context.Context, args []string, getenv func(string) stri
 	if in["url"] == nil {
 		return usagef("endpoints add: --url is required")
 	}
-	var out struct {
-		ID     string `json:"id"`
-		Secret string `json:"secret"`
-	}
-	if printed, err := f.callFor(ctx, http.MethodPost, "/api/v1/endpoints", in, &out, stdout); printed || err != nil {
+	var out api.CreatedEndpoint
+	if printed, err := f.callFor(stdout, func(c *client.Client, raw client.CallOption) (err error) {
+		out, err = c.CreateEndpoint(ctx, in, raw)
+		return err
+	}); printed || err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "id      %s\n", out.ID)
@@ -210,7 +207,10 @@ func runEndpointShow(ctx context.Context, args []string, getenv func(string) str
 		return err
 	}
 	var e api.EndpointStatus
-	if printed, err := f.callFor(ctx, http.MethodGet, "/api/v1/endpoints/"+url.PathEscape(id), nil, &e, stdout); printed || err != nil {
+	if printed, err := f.callFor(stdout, func(c *client.Client, raw client.CallOption) (err error) {
+		e, err = c.Endpoint(ctx, id, raw)
+		return err
+	}); printed || err != nil {
 		return err
 	}
 	printEndpoint(stdout, e)
@@ -299,7 +299,14 @@ func setEndpointEnabled(ctx context.Context, sub string, args []string, getenv f
 	if err != nil {
 		return err
 	}
-	if printed, err := f.callFor(ctx, http.MethodPost, "/api/v1/endpoints/"+url.PathEscape(id)+"/"+sub, nil, nil, stdout); printed || err != nil {
+	if printed, err := f.callFor(stdout, func(c *client.Client, raw client.CallOption) (err error) {
+		if sub == "enable" {
+			_, err = c.EnableEndpoint(ctx, id, raw)
+		} else {
+			_, err = c.DisableEndpoint(ctx, id, raw)
+		}
+		return err
+	}); printed || err != nil {
 		return err
 	}
 	if sub == "enable" {
@@ -336,7 +343,10 @@ func runEndpointUpdate(ctx context.Context, args []string, getenv func(string) s
 	if len(in) == 0 {
 		return usagef("endpoints update: nothing to change: give --url, --events, --tenant, --description or --data")
 	}
-	if printed, err := f.callFor(ctx, http.MethodPatch, "/api/v1/endpoints/"+url.PathEscape(id), in, nil, stdout); printed || err != nil {
+	if printed, err := f.callFor(stdout, func(c *client.Client, raw client.CallOption) (err error) {
+		_, err = c.UpdateEndpoint(ctx, id, in, raw)
+		return err
+	}); printed || err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "updated %s\n", id)
@@ -353,37 +363,16 @@ func runEndpointRm(ctx context.Context, args []string, getenv func(string) strin
 	if err != nil {
 		return err
 	}
-	discarded, err := c.delete(ctx, "/api/v1/endpoints/"+url.PathEscape(id))
-	if err != nil {
+	n, err := c.api.DeleteEndpoint(ctx, id)
+	if err := c.answer(err); err != nil {
 		return err
 	}
+	discarded := strconv.Itoa(n)
 	if *f.asJSON {
 		return json.NewEncoder(stdout).Encode(map[string]any{"id": id, "discarded": discarded})
 	}
 	fmt.Fprintf(stdout, "removed %s (%s waiting deliveries discarded; its dead letters stay)\n", id, discarded)
 	return nil
-}
-
-// delete sends a DELETE and returns the Hookjet-Discarded header.
-func (c *adminClient) delete(ctx context.Context, path string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.base+path, nil)
-	if err != nil {
-		return "", err
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return "", c.unreachable(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode >= 300 {
-		e := &apiError{Status: resp.StatusCode}
-		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(e)
-		return "", e
-	}
-	return resp.Header.Get("Hookjet-Discarded"), nil
 }
 
 func runEndpointRotate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -393,13 +382,14 @@ func runEndpointRotate(ctx context.Context, args []string, getenv func(string) s
 	if err != nil {
 		return err
 	}
-	var out struct {
-		Secret string `json:"secret"`
-	}
-	if printed, err := f.callFor(ctx, http.MethodPost, "/api/v1/endpoints/"+url.PathEscape(id)+"/secret/rotate", map[string]string{"grace": *grace}, &out, stdout); printed || err != nil {
+	var secret string
+	if printed, err := f.callFor(stdout, func(c *client.Client, raw client.CallOption) (err error) {
+		secret, err = c.RotateSecret(ctx, id, *grace, raw)
+		return err
+	}); printed || err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "secret  %s\n(shown only now; the old secret keeps signing for %s)\n", out.Secret, *grace)
+	fmt.Fprintf(stdout, "secret  %s\n(shown only now; the old secret keeps signing for %s)\n", secret, *grace)
 	return nil
 }
 
@@ -415,15 +405,11 @@ func runEndpointRedeliver(ctx context.Context, args []string, getenv func(string
 	if *since == "" {
 		return usagef("endpoints redeliver: --since is required")
 	}
-	in := map[string]any{"since": *since, "dry_run": *dry}
-	if *until != "" {
-		in["until"] = *until
-	}
-	var out struct {
-		Matched int `json:"matched"`
-		Queued  int `json:"queued"`
-	}
-	if printed, err := f.callFor(ctx, http.MethodPost, "/api/v1/endpoints/"+url.PathEscape(id)+"/redeliver", in, &out, stdout); printed || err != nil {
+	var out api.RedeliverResult
+	if printed, err := f.callFor(stdout, func(c *client.Client, raw client.CallOption) (err error) {
+		out, err = c.Redeliver(ctx, id, api.RedeliverRequest{Since: *since, Until: *until, DryRun: *dry}, raw)
+		return err
+	}); printed || err != nil {
 		return err
 	}
 	if *dry {
@@ -458,12 +444,11 @@ func runEndpointTest(ctx context.Context, args []string, getenv func(string) str
 		return err
 	}
 	start := time.Now().UTC()
-	var raw json.RawMessage
-	if err := f.call(ctx, http.MethodPost, "/api/v1/endpoints/"+url.PathEscape(id)+"/test", nil, &raw); err != nil {
-		return err
-	}
 	out := testOutcome{Outcome: "pending"}
-	if err := json.Unmarshal(raw, &out); err != nil {
+	if err := f.call(func(c *client.Client) (err error) {
+		out.EventID, err = c.TestEndpoint(ctx, id)
+		return err
+	}); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(*wait)
@@ -489,29 +474,17 @@ func (c *adminClient) testOutcome(ctx context.Context, id string, start time.Tim
 	if c.testFromLog(ctx, id, out) { // the delivery log: cli/deliverylogcmd.go
 		return nil
 	}
-	q := url.Values{"endpoint": {id}, "ids": {out.EventID}, "since": {start.Add(-time.Minute).Format(time.RFC3339)}}
-	var dlq struct {
-		Entries []jetstream.DLQEntry `json:"entries"`
-	}
-	if err := c.do(ctx, http.MethodGet, "/api/v1/dlq?"+q.Encode(), nil, &dlq); err != nil {
+	entries, err := c.api.DeadLetters(ctx, client.DLQQuery{Endpoint: id, IDs: []string{out.EventID}, Since: start.Add(-time.Minute).Format(time.RFC3339)})
+	if err := c.answer(err); err != nil {
 		return err
 	}
-	if len(dlq.Entries) > 0 {
-		e := dlq.Entries[0]
+	if len(entries) > 0 {
+		e := entries[0]
 		out.Outcome, out.Reason, out.Status, out.LastError = "dead_lettered", e.Reason, e.LastStatus, e.LastError
 		return nil
 	}
-	var ep struct {
-		// LastDelivery is the engine's last delivery to the endpoint, when
-		// its status reports one.
-		LastDelivery *struct {
-			EventID   string  `json:"event_id"`
-			Status    int     `json:"status"`
-			LatencyMS float64 `json:"latency_ms"`
-		} `json:"last_delivery"`
-		LastSuccess *time.Time `json:"last_success"`
-	}
-	if err := c.do(ctx, http.MethodGet, "/api/v1/endpoints/"+url.PathEscape(id), nil, &ep); err != nil {
+	ep, err := c.api.Endpoint(ctx, id)
+	if err := c.answer(err); err != nil {
 		return err
 	}
 	switch ld := ep.LastDelivery; {

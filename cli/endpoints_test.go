@@ -37,6 +37,8 @@ func (s *apiStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && r.URL.Path == "/api/v1/endpoints":
 		w.WriteHeader(http.StatusCreated)
 		_, _ = io.WriteString(w, `{"id":"shop","secret":"whsec_abc","source":"api"}`)
+	case r.URL.Path == "/api/v1/summary":
+		_, _ = io.WriteString(w, `{"pending":0,"waiting_endpoints":0}`)
 	case r.Method == http.MethodDelete:
 		w.Header().Set("Hookjet-Discarded", "4")
 		w.WriteHeader(http.StatusNoContent)

@@ -15,15 +15,17 @@ import (
 	"time"
 
 	"github.com/hookjet/hookjet/api"
+	"github.com/hookjet/hookjet/client"
 	"github.com/hookjet/hookjet/config"
-	"github.com/hookjet/hookjet/jetstream"
 )
 
-// adminClient talks to a running hookjet's admin API.
+// adminClient talks to a running hookjet's admin API through package
+// client.
 type adminClient struct {
-	base  string
-	token string
-	http  *http.Client
+	base string         // the API's address, for messages
+	api  *client.Client // every call but exports: 5 minutes at most
+	// export streams exports, which may be long: no overall timeout.
+	export *client.Client
 }
 
 // adminFlags adds the flags every operator command shares and returns a
@@ -44,59 +46,32 @@ func adminFlags(fs interface {
 				return nil, err
 			}
 		}
-		c := &adminClient{base: cfg.Admin.Listen, token: cfg.Admin.Token.Reveal(), http: &http.Client{Timeout: 5 * time.Minute}}
+		base, tok := cfg.Admin.Listen, cfg.Admin.Token.Reveal()
 		if *addr != "" {
-			c.base = *addr
+			base = *addr
 		}
 		if *token != "" {
-			c.token = *token
+			tok = *token
 		}
-		if !strings.Contains(c.base, "://") {
-			c.base = "http://" + c.base
-		}
-		return c, nil
+		api := client.New(base, client.WithToken(tok), client.WithHTTPClient(&http.Client{Timeout: 5 * time.Minute}))
+		return &adminClient{base: api.BaseURL(), api: api, export: client.New(base, client.WithToken(tok))}, nil
 	}
 }
 
-func (c *adminClient) do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
+// answer turns an error of a client call into the command's: an error
+// answer of the API is an [*apiError], no answer at all names the address
+// and the likely cause.
+func (c *adminClient) answer(err error) error {
+	if err == nil {
+		return nil
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
-	if err != nil {
-		return err
+	if ce, ok := errors.AsType[*client.Error](err); ok {
+		return &apiError{Status: ce.Status, Msg: ce.Message, Field: ce.Field, Errors: ce.Errors}
 	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
+	if _, ok := errors.AsType[*url.Error](err); ok {
 		return c.unreachable(err)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return fmt.Errorf("admin API: %w", err)
-	}
-	if resp.StatusCode >= 300 {
-		e := &apiError{Status: resp.StatusCode}
-		_ = json.Unmarshal(raw, e) // a body that is not the API's error leaves only the status
-		return e
-	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			return fmt.Errorf("admin API: decode: %w", err)
-		}
-	}
-	return nil
+	return fmt.Errorf("admin API: %w", err)
 }
 
 // unreachable is the error for an admin API that did not answer: its
@@ -111,10 +86,7 @@ type apiError struct {
 	Msg    string `json:"error"`
 	Field  string `json:"field"`
 	// Errors lists every problem of a request body, the first one as Msg.
-	Errors []struct {
-		Field string `json:"field"`
-		Error string `json:"error"`
-	} `json:"errors"`
+	Errors []client.FieldError `json:"errors"`
 }
 
 func (e *apiError) Error() string {
@@ -163,25 +135,22 @@ in-flight cap full).`
 
 func runStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlags("status", statusHelp, stdout)
-	client := adminFlags(fs, getenv)
+	newClient := adminFlags(fs, getenv)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if _, err := parseArgs(fs, args, 0); err != nil {
 		return err
 	}
-	c, err := client()
+	c, err := newClient()
 	if err != nil {
 		return err
 	}
 	var raw json.RawMessage
-	if err := c.do(ctx, http.MethodGet, "/api/v1/summary", nil, &raw); err != nil {
+	s, err := c.api.Summary(ctx, client.Raw(&raw))
+	if err := c.answer(err); err != nil {
 		return err
 	}
 	if *asJSON {
 		return printJSON(stdout, raw)
-	}
-	var s api.Summary
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "pending\t%d\n", s.Pending)
@@ -221,7 +190,7 @@ func runEndpoints(ctx context.Context, args []string, getenv func(string) string
 		return endpointCommands[args[0]](ctx, args[1:], getenv, stdout, stderr)
 	}
 	fs := newFlags("endpoints", endpointsHelp, stdout)
-	client := adminFlags(fs, getenv)
+	newClient := adminFlags(fs, getenv)
 	asJSON := fs.Bool("json", false, "print JSON")
 	enable := fs.String("enable", "", "re-enable this endpoint")
 	disable := fs.String("disable", "", "disable this endpoint")
@@ -235,46 +204,33 @@ func runEndpoints(ctx context.Context, args []string, getenv func(string) string
 	if len(pos) == 2 { // a word before the id is a command this version lacks
 		return usagef("endpoints: unknown command %q%s (want %s, or an id alone)", pos[0], didYouMean(pos[0], endpointCommandNames()), strings.Join(endpointCommandNames(), ", "))
 	}
-	c, err := client()
+	c, err := newClient()
 	if err != nil {
 		return err
 	}
 	var raw json.RawMessage
+	var list api.EndpointPage
+	one := func(e api.EndpointStatus, err error) error {
+		list.Endpoints = []api.EndpointStatus{e}
+		return err
+	}
 	switch {
 	case *enable != "" && *disable != "":
 		return usagef("endpoints: --enable and --disable exclude each other")
 	case *enable != "":
-		err = c.do(ctx, http.MethodPost, "/api/v1/endpoints/"+url.PathEscape(*enable)+"/enable", nil, &raw)
+		err = one(c.api.EnableEndpoint(ctx, *enable, client.Raw(&raw)))
 	case *disable != "":
-		err = c.do(ctx, http.MethodPost, "/api/v1/endpoints/"+url.PathEscape(*disable)+"/disable", nil, &raw)
+		err = one(c.api.DisableEndpoint(ctx, *disable, client.Raw(&raw)))
 	case len(pos) == 1:
-		err = c.do(ctx, http.MethodGet, "/api/v1/endpoints/"+url.PathEscape(pos[0]), nil, &raw)
+		err = one(c.api.Endpoint(ctx, pos[0], client.Raw(&raw)))
 	default:
-		q := url.Values{"limit": {fmt.Sprint(*limit)}}
-		if *tenant != "" {
-			q.Set("tenant", *tenant)
-		}
-		if *after != "" {
-			q.Set("after", *after)
-		}
-		err = c.do(ctx, http.MethodGet, "/api/v1/endpoints?"+q.Encode(), nil, &raw)
+		list, err = c.api.Endpoints(ctx, client.EndpointQuery{Tenant: *tenant, Limit: *limit, After: *after}, client.Raw(&raw))
 	}
-	if err != nil {
+	if err := c.answer(err); err != nil {
 		return err
 	}
 	if *asJSON {
 		return printJSON(stdout, raw)
-	}
-	var list struct {
-		Endpoints []api.EndpointStatus `json:"endpoints"`
-		Next      string               `json:"next"`
-	}
-	if err := json.Unmarshal(raw, &list); err != nil || list.Endpoints == nil {
-		var one api.EndpointStatus
-		if err := json.Unmarshal(raw, &one); err != nil {
-			return err
-		}
-		list.Endpoints = []api.EndpointStatus{one}
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tBREAKER\tFAILS\tP50\tP95\tP99\tSAMPLES\t1ST OK\tPENDING\tDLQ\tWAITING\tURL")
@@ -333,7 +289,7 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdo
 	}
 	sub := args[0]
 	fs := newFlags("dlq "+sub, dlqHelp, stdout)
-	client := adminFlags(fs, getenv)
+	newClient := adminFlags(fs, getenv)
 	asJSON := fs.Bool("json", false, "print JSON")
 	endpoint := fs.String("endpoint", "", "only this endpoint")
 	since := fs.String("since", "", "stored at or after (RFC 3339 or duration ago)")
@@ -345,68 +301,65 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdo
 	if _, err := parseArgs(fs, args[1:], 0); err != nil {
 		return err
 	}
-	c, err := client()
+	c, err := newClient()
 	if err != nil {
 		return err
 	}
 	var raw json.RawMessage
 	switch sub {
 	case "list":
-		q := url.Values{}
-		for k, v := range map[string]string{"endpoint": *endpoint, "since": *since, "until": *until} {
-			if v != "" {
-				q.Set(k, v)
-			}
-		}
-		q.Set("limit", fmt.Sprint(*limit))
-		if err := c.do(ctx, http.MethodGet, "/api/v1/dlq?"+q.Encode(), nil, &raw); err != nil {
+		entries, err := c.api.DeadLetters(ctx, client.DLQQuery{Endpoint: *endpoint, Since: *since, Until: *until, Limit: *limit}, client.Raw(&raw))
+		if err := c.answer(err); err != nil {
 			return err
 		}
 		if *asJSON {
 			return printJSON(stdout, raw)
 		}
-		return printDLQList(stdout, raw)
+		return printDLQList(stdout, entries)
 	case "stats":
-		if err := c.do(ctx, http.MethodGet, "/api/v1/dlq/stats", nil, &raw); err != nil {
+		stats, err := c.api.DeadLetterStats(ctx, client.Raw(&raw))
+		if err := c.answer(err); err != nil {
 			return err
 		}
 		if *asJSON {
 			return printJSON(stdout, raw)
 		}
-		return printDLQStats(stdout, raw)
+		return printDLQStats(stdout, stats)
 	case "discard":
 		return dlqDiscard(ctx, c, api.DiscardRequest{Endpoint: *endpoint, Since: *since, Until: *until, IDs: ids, DryRun: *dry}, *asJSON, stdout)
 	default:
 		req := api.ReplayRequest{Endpoint: *endpoint, Since: *since, Until: *until, IDs: ids, DryRun: *dry}
-		if err := c.do(ctx, http.MethodPost, "/api/v1/dlq/replay", req, &raw); err != nil {
+		res, err := c.api.Replay(ctx, req, client.Raw(&raw))
+		if err := c.answer(err); err != nil {
 			return err
 		}
 		if *asJSON {
 			return printJSON(stdout, raw)
 		}
-		var res api.ReplayResult
-		if err := json.Unmarshal(raw, &res); err != nil {
-			return err
-		}
-		if *dry {
-			fmt.Fprintf(stdout, "dry run: %d dead letter(s) match; nothing replayed\n", res.Matched)
-			for _, w := range res.Warnings {
-				fmt.Fprintln(stdout, "warning:", w)
-			}
-			return nil
-		}
-		fmt.Fprintf(stdout, "matched %d, replayed %d, skipped %d\n", res.Matched, res.Replayed, res.Skipped)
-		for _, e := range res.Errors {
-			fmt.Fprintln(stdout, "  ", e)
-		}
+		return printReplay(stdout, res, *dry)
+	}
+}
+
+// printReplay prints the answer of a replay.
+func printReplay(stdout io.Writer, res api.ReplayResult, dry bool) error {
+	if dry {
+		fmt.Fprintf(stdout, "dry run: %d dead letter(s) match; nothing replayed\n", res.Matched)
 		for _, w := range res.Warnings {
 			fmt.Fprintln(stdout, "warning:", w)
 		}
-		if res.Skipped > 0 {
-			return errors.New("some dead letters were not replayed")
-		}
 		return nil
 	}
+	fmt.Fprintf(stdout, "matched %d, replayed %d, skipped %d\n", res.Matched, res.Replayed, res.Skipped)
+	for _, e := range res.Errors {
+		fmt.Fprintln(stdout, "  ", e)
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintln(stdout, "warning:", w)
+	}
+	if res.Skipped > 0 {
+		return errors.New("some dead letters were not replayed")
+	}
+	return nil
 }
 
 // dlqDiscard is `hookjet dlq discard`.
@@ -415,15 +368,12 @@ func dlqDiscard(ctx context.Context, c *adminClient, req api.DiscardRequest, asJ
 		return usagef("dlq discard: name the dead letters: --endpoint ID, --id EVENT_ID or --since T (discarding is final)")
 	}
 	var raw json.RawMessage
-	if err := c.do(ctx, http.MethodPost, "/api/v1/dlq/discard", req, &raw); err != nil {
+	res, err := c.api.Discard(ctx, req, client.Raw(&raw))
+	if err := c.answer(err); err != nil {
 		return err
 	}
 	if asJSON {
 		return printJSON(stdout, raw)
-	}
-	var res api.DiscardResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return err
 	}
 	if req.DryRun {
 		fmt.Fprintf(stdout, "dry run: %d dead letter(s) match; nothing discarded\n", res.Matched)
@@ -434,37 +384,25 @@ func dlqDiscard(ctx context.Context, c *adminClient, req api.DiscardRequest, asJ
 }
 
 // printDLQList prints the answer of GET /api/v1/dlq as a table.
-func printDLQList(stdout io.Writer, raw json.RawMessage) error {
-	var out struct {
-		Entries []jetstream.DLQEntry `json:"entries"`
-	}
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return err
-	}
+func printDLQList(stdout io.Writer, entries []api.DLQEntry) error {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tENDPOINT\tEVENT ID\tTYPE\tREASON\tATTEMPTS\tSTATUS\tLAST ERROR\tLAST ATTEMPT\tRESPONSE")
-	for _, e := range out.Entries {
+	for _, e := range entries {
 		resp := e.LastResponse
 		if len(resp) > 60 {
 			resp = resp[:60] + "..."
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%q\n", e.Seq, e.Endpoint, e.EventID, e.EventType, e.Reason, e.Attempts, statusText(e.LastStatus), e.LastError, e.LastAttempt, resp)
 	}
-	fmt.Fprintf(tw, "(%d shown)\n", len(out.Entries))
+	fmt.Fprintf(tw, "(%d shown)\n", len(entries))
 	return tw.Flush()
 }
 
 // printDLQStats prints the answer of GET /api/v1/dlq/stats as a table.
-func printDLQStats(stdout io.Writer, raw json.RawMessage) error {
-	var out struct {
-		Endpoints []jetstream.DLQStat `json:"endpoints"`
-	}
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return err
-	}
+func printDLQStats(stdout io.Writer, stats []api.DLQStat) error {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ENDPOINT\tCOUNT\tREASON\tSTATUS\tMOST COMMON ERROR\tAVG ATTEMPTS\tFIRST\tLAST")
-	for _, s := range out.Endpoints {
+	for _, s := range stats {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.1f\t%s\t%s\n", s.Endpoint, s.Count, s.MostCommonReason, statusText(s.MostCommonStatus), s.MostCommonError, s.AverageAttempts, s.First, s.Last)
 	}
 	return tw.Flush()

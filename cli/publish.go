@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookjet/hookjet/client"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/jetstream"
 	"github.com/hookjet/hookjet/publish"
@@ -137,37 +138,30 @@ func (f publishFlags) event(typ string) (publish.Event, error) {
 	return e, nil
 }
 
-// publishHTTP posts e to POST /api/v1/events.
+// publishHTTP posts e to POST /api/v1/events through package client.
 func publishHTTP(ctx context.Context, cfg *config.Config, f publishFlags, e publish.Event, stdout io.Writer) error {
-	c := &adminClient{base: *f.addr, token: *f.token, http: &http.Client{}}
-	if c.base == "" {
-		c.base = cfg.Publish.Listen
-		if c.base == "" {
-			c.base = cfg.Admin.Listen
+	base := *f.addr
+	if base == "" {
+		base = cfg.Publish.Listen
+		if base == "" {
+			base = cfg.Admin.Listen
 		}
 	}
-	if !strings.Contains(c.base, "://") {
-		c.base = "http://" + c.base
-	}
-	if c.token == "" {
+	token := *f.token
+	if token == "" {
 		if err := cfg.Need("publish.token", "admin.token"); err != nil {
 			return err
 		}
-		c.token = cfg.Publish.Token.Reveal()
-		if c.token == "" {
-			c.token = cfg.Admin.Token.Reveal()
+		token = cfg.Publish.Token.Reveal()
+		if token == "" {
+			token = cfg.Admin.Token.Reveal()
 		}
 	}
-	in := map[string]any{"id": e.ID, "type": e.Type, "data": json.RawMessage(e.Data)}
-	if e.Tenant != "" {
-		in["tenant"] = e.Tenant
-	}
-	if e.Key != "" {
-		in["key"] = e.Key
-	}
-	var out publish.Accepted
-	if err := c.do(ctx, http.MethodPost, "/api/v1/events", in, &out); err != nil {
-		return fmt.Errorf("publish: %w", err)
+	api := client.New(base, client.WithToken(token), client.WithHTTPClient(&http.Client{Timeout: time.Minute}))
+	c := &adminClient{base: api.BaseURL(), api: api}
+	out, err := api.Publish(ctx, []client.Event{{ID: e.ID, Type: e.Type, Data: e.Data, Tenant: e.Tenant, Key: e.Key}})
+	if err != nil {
+		return fmt.Errorf("publish: %w", c.answer(err))
 	}
 	if out.Duplicates > 0 {
 		fmt.Fprintf(stdout, "duplicate: event %s was already stored; not stored again\n", e.ID)

@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/hookjet/hookjet/api"
+	"github.com/hookjet/hookjet/client"
 )
 
 // runEndpointReset is `hookjet endpoints reset ID`.
@@ -19,7 +18,10 @@ func runEndpointReset(ctx context.Context, args []string, getenv func(string) st
 		return err
 	}
 	var e api.EndpointStatus
-	if printed, err := f.callFor(ctx, http.MethodPost, "/api/v1/endpoints/"+url.PathEscape(id)+"/breaker/reset", nil, &e, stdout); printed || err != nil {
+	if printed, err := f.callFor(stdout, func(c *client.Client, raw client.CallOption) (err error) {
+		e, err = c.ResetBreaker(ctx, id, raw)
+		return err
+	}); printed || err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "breaker of %s closed in every hookjet process; its waiting deliveries go now\n", id)

@@ -23,6 +23,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/internal/apicheck"
 	"github.com/hookjet/hookjet/internal/testkit"
 	hjs "github.com/hookjet/hookjet/jetstream"
 )
@@ -34,8 +35,27 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// Every call a test makes to /api/v1/... (the harness's api, http.Get,
+	// http.DefaultClient, an http.Client without a transport, the commands
+	// run in process) is validated against the OpenAPI document: a
+	// mismatch fails the call, and the run.
+	openapi, err := apicheck.Install()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	baseline := goleak.IgnoreCurrent()
 	code := m.Run()
+	if testing.Verbose() {
+		fmt.Fprintf(os.Stderr, "openapi: %d calls to the admin API validated against api/openapi.json\n", openapi.Checked())
+	}
+	if failures := openapi.Failures(); len(failures) > 0 {
+		fmt.Fprintf(os.Stderr, "%d calls to the admin API did not match api/openapi.json:\n", len(failures))
+		for _, f := range failures {
+			fmt.Fprintln(os.Stderr, "  "+f)
+		}
+		code = 1
+	}
 	if binPath != "" {
 		_ = os.RemoveAll(filepath.Dir(binPath))
 	}

@@ -349,7 +349,9 @@ func (h *hookjet) createAPIEndpoint(id, url string, patterns ...string) {
 	})
 }
 
-// api calls the admin API and decodes the JSON answer into out.
+// api calls the admin API and decodes the JSON answer into out. The call
+// and its answer are validated against the OpenAPI document (TestMain
+// installs internal/apicheck as http.DefaultTransport).
 func (h *hookjet) api(method, path, token string, in, out any) int {
 	h.t.Helper()
 	var body io.Reader
