@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Issue 24 row 5: a body with several problems gets all of them at once,
+// A body with several problems gets all of them at once,
 // each with its field; "error" and "field" keep the first.
 func TestEveryProblemOfABodyAtOnce(t *testing.T) {
 	f := newFixture(t)
@@ -55,7 +55,7 @@ func TestEveryProblemOfABodyAtOnce(t *testing.T) {
 	}
 }
 
-// Issue 24 row 5: the 409 for an id that exists names the field id.
+// The 409 for an id that exists names the field id.
 func TestExistingIDConflictNamesID(t *testing.T) {
 	f := newFixture(t)
 	if status, _, _ := f.do(t, http.MethodPost, "/api/v1/endpoints", createBody); status != http.StatusCreated {
@@ -67,7 +67,7 @@ func TestExistingIDConflictNamesID(t *testing.T) {
 	}
 }
 
-// Issue 24 row 2: every write of endpoint management is applied in the
+// Every write of endpoint management is applied in the
 // answering process, with the revision it wrote, before the answer.
 func TestWritesAreAppliedBeforeTheAnswer(t *testing.T) {
 	f := newFixture(t)

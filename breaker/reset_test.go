@@ -7,7 +7,7 @@ import (
 	"github.com/hookjet/hookjet/breaker"
 )
 
-// Issue 24 row 1: Reset closes an open or half-open breaker at once, with
+// Reset closes an open or half-open breaker at once, with
 // its base cooldown and no failures, and reports the transition; a closed
 // breaker only forgets its failures.
 func TestReset(t *testing.T) {

@@ -31,7 +31,7 @@ func closedAddr(t *testing.T) string {
 	return addr
 }
 
-// Issue 24 row 4: a misspelt HOOKJET_* variable exits 2 naming it; the
+// A misspelt HOOKJET_* variable exits 2 naming it; the
 // known ones pass.
 func TestUnknownEnvironmentVariableExits2(t *testing.T) {
 	code, _, stderr := runMain(t, []string{"HOOKJET_ADMIN_TOKN=abc", "HOME=/root"}, "serve")
@@ -45,7 +45,7 @@ func TestUnknownEnvironmentVariableExits2(t *testing.T) {
 	}
 }
 
-// Issue 24 row 4: an error of a config file names the file.
+// An error of a config file names the file.
 func TestBrokenConfigFileIsNamed(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "broken.yaml")
 	if err := os.WriteFile(path, []byte("admin:\n  listen: [\n"), 0o600); err != nil {
@@ -57,7 +57,7 @@ func TestBrokenConfigFileIsNamed(t *testing.T) {
 	}
 }
 
-// Issue 24 row 4: an unknown subcommand is named as such.
+// An unknown subcommand is named as such.
 func TestUnknownSubcommandIsNamed(t *testing.T) {
 	for _, args := range [][]string{
 		{"endpoints", "frobnicate", "shop"},
@@ -72,7 +72,7 @@ func TestUnknownSubcommandIsNamed(t *testing.T) {
 	}
 }
 
-// Issue 24 row 4: --help goes to stdout and exits 0 for every command.
+// --help goes to stdout and exits 0 for every command.
 func TestHelpGoesToStdoutEverywhere(t *testing.T) {
 	cmds := [][]string{
 		{}, {"serve"}, {"publish"}, {"listen"}, {"status"}, {"endpoints"}, {"dlq"},
@@ -95,7 +95,7 @@ func TestHelpGoesToStdoutEverywhere(t *testing.T) {
 	}
 }
 
-// Issue 24 row 4: with no server, publish and the operator commands name the
+// With no server, publish and the operator commands name the
 // address they tried and the likely cause.
 func TestConnectionErrorsNameTheAddress(t *testing.T) {
 	addr := closedAddr(t)

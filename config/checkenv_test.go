@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Issue 24 row 4: a HOOKJET_* variable that is no configuration key is an
+// A HOOKJET_* variable that is no configuration key is an
 // error naming it and the key it is closest to; known ones and other
 // prefixes pass.
 func TestCheckEnv(t *testing.T) {

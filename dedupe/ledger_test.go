@@ -557,7 +557,7 @@ func BenchmarkMarkDelivered(b *testing.B) {
 	wg.Wait()
 }
 
-// Issue 13 item 9: readiness sees a state file that no longer answers.
+// Readiness sees a state file that no longer answers.
 func TestCheckSeesAClosedFile(t *testing.T) {
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/hookjet/hookjet/webhook"
 )
 
-// Issue 24 row 6: with the secret chosen first, the receiver verifies
+// With the secret chosen first, the receiver verifies
 // every request from the start with package webhook, no gate needed, and
 // every request it gets verifies.
 func TestAddEndpointWithSecretVerifiesFromTheStart(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"github.com/hookjet/hookjet/config"
 )
 
-// Issue 13 item 7: an event near security.max_payload_bytes must still fit
+// An event near security.max_payload_bytes must still fit
 // the server's max_payload once hookjet adds its task and dead-letter
 // headers; a configuration where it cannot is refused, naming the key.
 func TestPayloadHeadroomForHookjetHeaders(t *testing.T) {

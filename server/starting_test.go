@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Issue 24 row 8: while hookjet starts, a protected route checks the token
+// While hookjet starts, a protected route checks the token
 // before it says what start-up waits for.
 func TestStartingChecksTokenFirst(t *testing.T) {
 	h := &startingHandler{token: "s3cret"}

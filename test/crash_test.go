@@ -252,7 +252,7 @@ func TestDeadLetterCrashBetweenCopyAndRemoval(t *testing.T) {
 // before the kill and stored again for the redelivered event is
 // deduplicated by its Nats-Msg-Id; only a redelivered event attempted anew
 // (the breaker's open state not yet flushed at the kill) can get a second,
-// so duplicates stay within the dead endpoint's max_in_flight. (Issue 11.)
+// so duplicates stay within the dead endpoint's max_in_flight.
 func TestCrashMidFanOutLosesNoTask(t *testing.T) {
 	const n, maxInFlight = 1000, 16
 	// Past n/3 requests the receiver holds the rest until the kill, so the

@@ -119,7 +119,7 @@ func (h *hookjet) applied(id string, events ...string) {
 // deliveries; PATCH changes what arrives; rotation signs with both secrets
 // during the grace and with the new one after it; a test event arrives
 // signed; redelivery sends history with the original ids; DELETE stops
-// deliveries. (Issue 12.)
+// deliveries.
 func TestAPIEndpointLifecycle(t *testing.T) {
 	shop := newInbox(t)
 	witness := newReceiver(t, []string{secretA, secretB}, nil)
@@ -283,7 +283,7 @@ func TestAPIEndpointSeenBySecondProcess(t *testing.T) {
 // The real binary: `hookjet endpoints add` creates an endpoint whose printed
 // secret verifies deliveries, `endpoints test` waits for the test event and
 // reports it delivered, bad input exits 2 naming the field, and `endpoints
-// rm` stops deliveries. (Issue 12.)
+// rm` stops deliveries.
 func TestBinaryEndpointsCLI(t *testing.T) {
 	sink := newReceiver(t, []string{secretA, secretB}, nil)
 	_, cfgPath, natsAddr, adminAddr := binaryConfig(t, sink.URL)

@@ -12,7 +12,7 @@ import (
 	"github.com/hookjet/hookjet/cli"
 )
 
-// Issue 24: a newcomer's first hour.
+// A newcomer's first hour.
 
 // waitView is an endpoint's breaker and waiting reasons as the API shows them.
 type waitView struct {

@@ -30,7 +30,7 @@ func consumerCount(t *testing.T, js natsjs.JetStream, stream string) int {
 }
 
 // 10,000 endpoints start and deliver with one consumer on HOOKJET_EVENTS:
-// the number of endpoints does not decide the number of consumers. (Issue 11.)
+// the number of endpoints does not decide the number of consumers.
 func TestTenThousandEndpoints(t *testing.T) {
 	r := newReceiver(t, []string{secretA, secretB}, nil)
 	cfg := testConfig(t, t.TempDir(), "")
@@ -61,7 +61,7 @@ func TestTenThousandEndpoints(t *testing.T) {
 
 // A dead endpoint with a large backlog holds no ack slot of the shared
 // fan-out consumer and does not delay a healthy endpoint that receives the
-// same events: its deliveries wait as tasks on its own subject. (Issue 11.)
+// same events: its deliveries wait as tasks on its own subject.
 func TestDeadEndpointBacklogDoesNotDelayHealthy(t *testing.T) {
 	dead := newReceiver(t, []string{secretA, secretB}, func(w http.ResponseWriter, _ delivery) {
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -104,7 +104,6 @@ func TestDeadEndpointBacklogDoesNotDelayHealthy(t *testing.T) {
 // A deployment of the first design (interest-retention HOOKJET_EVENTS with a
 // consumer per endpoint holding undelivered events) is upgraded at start:
 // every waiting event is delivered once, and the old consumer is gone.
-// (Issue 11 item 4.)
 func TestUpgradeFromPerEndpointConsumers(t *testing.T) {
 	ns := startNATSNode(t, "legacy", standaloneNATS(t))
 	nc, err := nats.Connect(ns.url())
