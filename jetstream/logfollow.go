@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookjet/hookjet/logindex"
@@ -71,18 +70,7 @@ func (f *LogIndex) Applied() uint64 { return f.idx.Applied() }
 
 func (f *LogIndex) run(ctx context.Context) {
 	defer close(f.done)
-	for {
-		err := f.follow(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		f.log.Warn("delivery log index: following "+LogStream+" stopped; starting again", "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(followRetry):
-		}
-	}
+	keepFollowing(ctx, f.log, "delivery log index: following "+LogStream, f.follow)
 }
 
 // follow indexes the stream from the sequence after the last indexed one
@@ -92,57 +80,22 @@ func (f *LogIndex) follow(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cons, err := f.js.OrderedConsumer(ctx, LogStream, natsjs.OrderedConsumerConfig{
-		DeliverPolicy: natsjs.DeliverByStartSequencePolicy, OptStartSeq: f.idx.Applied() + 1, InactiveThreshold: ReadInactive,
-	})
-	if err != nil {
-		return err
-	}
-	it, err := cons.Messages(natsjs.PullMaxMessages(1000))
-	if err != nil {
-		return err
-	}
-	stopIt := context.AfterFunc(ctx, it.Stop)
-	defer func() {
-		stopIt()
-		it.Stop()
-	}()
 	sealed := f.idx.Sealed()
-	checked := time.Now()
-	for {
-		m, err := it.Next(natsjs.NextMaxWait(identityCheck))
-		if time.Since(checked) >= identityCheck {
-			// An ordered consumer carries on from the sequence it had
-			// reached when the stream is deleted and created again:
-			// notice it, and start again from the new stream's start.
-			if err := f.sameStream(ctx); err != nil {
-				return err
-			}
-			checked = time.Now()
-		}
-		if errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		meta, err := m.Metadata()
-		if err != nil {
-			continue
-		}
+	return readFrom(ctx, f.js, LogStream, f.idx.Applied()+1, f.sameStream, func(m natsjs.Msg, seq uint64) error {
 		var r struct {
 			EventID  string `json:"event_id"`
 			Endpoint string `json:"endpoint"`
 		}
 		_ = json.Unmarshal(m.Data(), &r) // unreadable: indexed as nothing
-		if err := f.idx.Add(meta.Sequence.Stream, r.EventID, r.Endpoint); err != nil {
+		if err := f.idx.Add(seq, r.EventID, r.Endpoint); err != nil {
 			return err
 		}
 		if s := f.idx.Sealed(); s != sealed {
 			sealed = s
 			f.prune(ctx, first)
 		}
-	}
+		return nil
+	})
 }
 
 // resume checks that the index is of the stream there now (it is emptied

@@ -197,18 +197,7 @@ func (s *SeenIDs) Close() {
 
 func (s *SeenIDs) run(ctx context.Context) {
 	defer close(s.done)
-	for {
-		err := s.follow(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		s.log.Warn("following "+SeenStream+" stopped; starting again", "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(followRetry):
-		}
-	}
+	keepFollowing(ctx, s.log, "following "+SeenStream, s.follow)
 }
 
 // follow applies HOOKJET_SEEN to the ledger from the position after the
@@ -218,51 +207,19 @@ func (s *SeenIDs) follow(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cons, err := s.js.OrderedConsumer(ctx, SeenStream, natsjs.OrderedConsumerConfig{
-		DeliverPolicy: natsjs.DeliverByStartSequencePolicy, OptStartSeq: start, InactiveThreshold: ReadInactive,
-	})
-	if err != nil {
-		return err
-	}
-	it, err := cons.Messages(natsjs.PullMaxMessages(1000))
-	if err != nil {
-		return err
-	}
-	stopIt := context.AfterFunc(ctx, it.Stop)
 	saver := newPositionSaver(s)
-	defer func() {
-		stopIt()
-		it.Stop()
-		saver.stop()
-	}()
-	checked := time.Now()
-	for {
-		m, err := it.Next(natsjs.NextMaxWait(identityCheck))
-		if time.Since(checked) >= identityCheck {
-			if err := s.sameStream(ctx); err != nil {
-				return err
-			}
-			checked = time.Now()
-		}
-		if errors.Is(err, nats.ErrTimeout) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		meta, err := m.Metadata()
-		if err != nil {
-			continue
-		}
+	defer saver.stop()
+	return readFrom(ctx, s.js, SeenStream, start, s.sameStream, func(m natsjs.Msg, seq uint64) error {
 		if seqText, key, ok := strings.Cut(string(m.Data()), "\n"); ok && key != "" {
-			if seq, err := strconv.ParseUint(seqText, 10, 64); err == nil {
-				if _, _, err := s.ledger.FirstSeen(key, seq); err != nil && !errors.Is(err, context.Canceled) {
+			if at, err := strconv.ParseUint(seqText, 10, 64); err == nil {
+				if _, _, err := s.ledger.FirstSeen(key, at); err != nil && !errors.Is(err, context.Canceled) {
 					s.log.Debug("remember a followed id", "err", err)
 				}
 			}
 		}
-		s.applied.Store(meta.Sequence.Stream)
-	}
+		s.applied.Store(seq)
+		return nil
+	})
 }
 
 // resume returns the sequence to follow HOOKJET_SEEN from: after the
