@@ -264,6 +264,12 @@ type Settings struct {
 	// scheduled retries), 1..10000000: one that would pass it is
 	// dead-lettered with reason overflow. Default 100000.
 	MaxBacklog int `yaml:"max_backlog"`
+	// Ordering is none (the default) or key: deliveries of events with the
+	// same ordering key go one at a time, in publish order.
+	Ordering string `yaml:"ordering"`
+	// OrderingOnDeadLetter is skip (the default) or hold: what a key does
+	// after one of its deliveries is dead-lettered.
+	OrderingOnDeadLetter string `yaml:"ordering_on_dead_letter"`
 }
 
 // RateLimit is a token bucket.

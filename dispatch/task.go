@@ -177,6 +177,9 @@ func copyHeaders(dst, src nats.Header) {
 	if ct := src.Get(jetstream.HdrContentType); ct != "" {
 		dst.Set(jetstream.HdrContentType, ct)
 	}
+	if k := src.Get(jetstream.HdrOrderingKey); k != "" {
+		dst.Set(jetstream.HdrOrderingKey, k)
+	}
 	for _, k := range traceHeaders {
 		if v := tracing.Header(src).Get(k); v != "" { // tracing: any case, e.g. Traceparent
 			dst.Set(k, v)
