@@ -69,6 +69,11 @@ type lane struct {
 	// keys whose first entry waits for it to rise.
 	floor     uint64
 	floorWait map[laneKeyID]struct{}
+	// pendFloor is an ack floor read before the lane's last sequence was
+	// pendLast: it applies once the feed has read that far, because an
+	// entry of an event below the floor was stored before the floor was
+	// read, but the feed may not have handed it over yet.
+	pendFloor, pendLast uint64
 	// ready are the keys whose first entry may go now, per endpoint, in
 	// the order they became ready; a runner per endpoint with some.
 	ready   map[string][]*laneKey

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -34,6 +35,7 @@ func (l *lane) begin(parent context.Context) error {
 	l.gen++
 	gen := l.gen
 	l.owner, l.st, l.read, l.floor = true, st, 0, 0
+	l.pendFloor, l.pendLast = 0, 0
 	l.ctx, l.cancel = context.WithCancel(parent)
 	term := l.ctx
 	l.mu.Unlock()
@@ -82,19 +84,44 @@ func (l *lane) end() {
 // feed reads every entry of HOOKJET_ORDERED into the keys' queues.
 func (l *lane) feed(ctx context.Context, gen uint64, cons natsjs.Consumer) {
 	for ctx.Err() == nil {
-		batch, err := cons.Fetch(256, natsjs.FetchMaxWait(time.Second))
+		l.mu.Lock()
+		known := l.pendLast
+		l.mu.Unlock()
+		batch, err := cons.Fetch(256, natsjs.FetchMaxWait(250*time.Millisecond))
 		if err != nil {
 			l.d.log.Debug("read the ordered lane", "err", err)
 			sleep(ctx, 100*time.Millisecond)
 			continue
 		}
+		n := 0
 		for m := range batch.Messages() {
+			n++
 			meta, err := m.Metadata()
 			if err != nil {
 				continue
 			}
 			l.take(gen, meta.Sequence.Stream, m.Headers(), meta.Timestamp)
 		}
+		if err := batch.Error(); n == 0 && (err == nil || errors.Is(err, natsjs.ErrNoMessages) || errors.Is(err, nats.ErrTimeout)) {
+			// Nothing more to read: every entry stored before this fetch
+			// (known among them) has been read, or deleted.
+			l.mu.Lock()
+			if gen == l.gen {
+				l.readTo(known)
+			}
+			l.mu.Unlock()
+		}
+	}
+}
+
+// readTo notes that the feed has read every entry up to seq, and applies
+// an ack floor that waited for it. l.mu is held.
+func (l *lane) readTo(seq uint64) {
+	l.read = max(l.read, seq)
+	if l.pendLast != 0 && l.read >= l.pendLast {
+		floor := l.pendFloor
+		l.pendFloor, l.pendLast = 0, 0
+		l.applyFloor(floor)
 	}
 }
 
@@ -105,7 +132,9 @@ func (l *lane) take(gen, seq uint64, h nats.Header, at time.Time) {
 	if gen != l.gen || !l.owner {
 		return
 	}
-	l.read = max(l.read, seq)
+	// After the entry is filed: a floor that waited for the feed to read
+	// this far may let its key go, and the key must have it by then.
+	defer l.readTo(seq)
 	if _, ok := l.own[seq]; ok {
 		delete(l.own, seq)
 		return
@@ -276,18 +305,42 @@ func (l *lane) pollFloor(ctx context.Context, gen uint64) {
 		}
 		ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		info, err := l.d.fanoutCons.Info(ictx)
+		var last uint64
+		if err == nil {
+			// Read after the floor: every entry of an event below it has
+			// a sequence up to last.
+			var st *natsjs.StreamInfo
+			if st, err = l.stream().Info(ictx); err == nil {
+				last = st.State.LastSeq
+			}
+		}
 		cancel()
 		if err != nil {
 			continue
 		}
-		l.raiseFloor(gen, info.AckFloor.Stream)
+		l.offerFloor(gen, info.AckFloor.Stream, last)
 	}
 }
 
-func (l *lane) raiseFloor(gen, floor uint64) {
+// offerFloor applies the fan-out's ack floor, read before the lane's last
+// sequence was last, once the feed has read up to last.
+func (l *lane) offerFloor(gen, floor, last uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if gen != l.gen || floor <= l.floor {
+		return
+	}
+	if l.read >= last {
+		l.applyFloor(floor)
+		return
+	}
+	l.pendFloor, l.pendLast = floor, last
+}
+
+// applyFloor raises the floor and lets the keys that waited for it go.
+// l.mu is held.
+func (l *lane) applyFloor(floor uint64) {
+	if floor <= l.floor {
 		return
 	}
 	l.floor = floor

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -173,4 +174,77 @@ func TestOrderedKeySkipsADeadLetterAndADiscardReleasesAHold(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Three processes share the fan-out, so the entries of a key reach the lane
+// out of order; the lane's owner is stopped mid-run and another takes over.
+// Every key still arrives in publish order, and nothing is lost.
+func TestOrderedKeysKeepOrderAcrossProcessesAndAnOwnerChange(t *testing.T) {
+	rcv := newReceiver(t)
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.NATS.Listen = "127.0.0.1:-1"
+	cfg.Security.AllowPrivateNetworks = true
+	cfg.Defaults = fastSettings()
+	log := slog.New(slog.DiscardHandler)
+	node, err := jetstream.OpenNode(cfg.NATS, cfg.DataDir, "dispatch-test", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		node.CloseConn(time.Second, log)
+		node.Shutdown()
+	})
+	if err := jetstream.EnsureStreams(ctx5(t), node.JetStream(), &cfg, log); err != nil {
+		t.Fatal(err)
+	}
+	ep := orderedTo("ord", rcv, "")
+	ep.Retry.MaxAttempts = 100
+	var ps []*rig
+	for range 3 {
+		ps = append(ps, sharing(t, node, &cfg, []config.Endpoint{ep}))
+	}
+	var slow atomic.Bool
+	slow.Store(true)
+	rcv.setAnswer(func(_, id string, n int) (int, http.Header) {
+		if strings.HasPrefix(id, "k0-") && n == 1 {
+			return http.StatusServiceUnavailable, nil // every k0 event fails once
+		}
+		if slow.Load() {
+			time.Sleep(2 * time.Millisecond)
+		}
+		return http.StatusNoContent, nil
+	})
+	const keys, per = 20, 15
+	var want []string
+	// A key's events one after another: the processes' fan-outs append
+	// them to the lane concurrently, often out of order.
+	publish := func(from, to int) {
+		for k := range keys {
+			for i := from; i < to; i++ {
+				id := fmt.Sprintf("k%d-%d", k, i)
+				ps[(i+k)%3].publishKeyed("order.updated", id, fmt.Sprintf("k%d", k))
+				want = append(want, "ord "+id)
+			}
+		}
+	}
+	publish(0, 5)
+	var owner *rig
+	eventually(t, "one process owns the lane", 10*time.Second, func() bool {
+		for _, p := range ps {
+			p.d.lane.mu.Lock()
+			own := p.d.lane.owner
+			p.d.lane.mu.Unlock()
+			if own {
+				owner = p
+			}
+		}
+		return owner != nil
+	})
+	eventually(t, "deliveries under way", 10*time.Second, func() bool { return len(rcv.delivered()) > 20 })
+	owner.d.Stop(5 * time.Second)
+	publish(5, per)
+	slow.Store(false)
+	rcv.waitDelivered(want, 30*time.Second)
+	inOrder(t, rcv.arrivals("ord"), keys, per)
 }
