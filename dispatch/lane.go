@@ -79,6 +79,9 @@ type lane struct {
 	ready   map[string][]*laneKey
 	running map[string]bool
 	wake    chan struct{} // the floor poller: a key started waiting
+	// dropped are entries to delete, by the term's deleter (dropKick).
+	dropped  []uint64
+	dropKick chan struct{}
 	// reported are the metric labels last reported with held keys.
 	reported map[string]bool
 
@@ -127,7 +130,7 @@ const (
 
 func newLane(d *Dispatcher) *lane {
 	return &lane{d: d, keys: map[laneKeyID]*laneKey{}, own: map[uint64]struct{}{}, floorWait: map[laneKeyID]struct{}{},
-		ready: map[string][]*laneKey{}, running: map[string]bool{}, wake: make(chan struct{}, 1)}
+		ready: map[string][]*laneKey{}, running: map[string]bool{}, wake: make(chan struct{}, 1), dropKick: make(chan struct{}, 1)}
 }
 
 // orderingKey is an event's ordering key, "" when it has none or the header

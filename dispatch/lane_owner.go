@@ -36,13 +36,18 @@ func (l *lane) begin(parent context.Context) error {
 	gen := l.gen
 	l.owner, l.st, l.read, l.floor = true, st, 0, 0
 	l.pendFloor, l.pendLast = 0, 0
+	l.dropped = nil
 	l.ctx, l.cancel = context.WithCancel(parent)
 	term := l.ctx
 	l.mu.Unlock()
-	l.wg.Add(2)
+	l.wg.Add(3)
 	go func() {
 		defer l.wg.Done()
 		l.feed(term, gen, cons)
+	}()
+	go func() {
+		defer l.wg.Done()
+		l.deleter(term)
 	}()
 	go func() {
 		defer l.wg.Done()
@@ -196,14 +201,34 @@ func (l *lane) releaseIn(k *laneKey, id string) bool {
 	return false
 }
 
-// drop deletes entry seq from the stream in the background.
+// drop deletes entry seq from the stream in the background (the term's
+// deleter): l.mu is held, so nothing here may wait.
 func (l *lane) drop(seq uint64) {
-	st := l.st
-	l.d.goJob(func() {
-		if err := deleteEntry(l.d.sendCtx, st, seq); err != nil {
-			l.d.log.Debug("delete an ordered entry", "seq", seq, "err", err)
+	l.dropped = append(l.dropped, seq)
+	select {
+	case l.dropKick <- struct{}{}:
+	default:
+	}
+}
+
+// deleter deletes the entries drop noted, until ctx ends.
+func (l *lane) deleter(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.dropKick:
 		}
-	})
+		l.mu.Lock()
+		seqs, st := l.dropped, l.st
+		l.dropped = nil
+		l.mu.Unlock()
+		for _, seq := range seqs {
+			if err := deleteEntry(ctx, st, seq); err != nil {
+				l.d.log.Debug("delete an ordered entry", "seq", seq, "err", err)
+			}
+		}
+	}
 }
 
 // held notes why k waits (for the endpoint's held keys).
@@ -477,7 +502,12 @@ func (l *lane) finish(gen uint64, k *laneKey, cur *laneEntry, del bool) {
 // (ok), or to come back (a NATS failure, a shutdown).
 func (l *lane) done(gen uint64, k *laneKey, cur *laneEntry, dl *delivery, ok bool) {
 	d := l.d
-	d.goJob(func() {
+	// Its own goroutine, not a job: done runs in the ledger's callback,
+	// which must not wait for the job pool. Bounded by the requests in
+	// flight.
+	d.inflight.Add(1)
+	go func() {
+		defer d.inflight.Done()
 		if !ok {
 			l.wait(gen, k, 2*time.Second+jitter(3*time.Second), "")
 			return
@@ -490,7 +520,7 @@ func (l *lane) done(gen uint64, k *laneKey, cur *laneEntry, dl *delivery, ok boo
 			}
 		}
 		l.finish(gen, k, cur, true)
-	})
+	}()
 }
 
 // holdKey stores the marker that holds k after dl's dead letter, before dl's
