@@ -177,20 +177,28 @@ func TestCommitterGroupsConcurrentRequests(t *testing.T) {
 	}
 }
 
+// startResponder starts a committer storing through p and answers publish
+// requests on js's connection with it, until the test ends.
+func startResponder(t *testing.T, js natsjs.JetStream, p *EventPublisher, opts ...publish.Option) *publish.Committer {
+	t.Helper()
+	c := publish.New(p, opts...)
+	r, err := ServePublish(js.Conn(), c, 100, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		r.Stop()
+		_ = c.Close(context.Background())
+	})
+	return c
+}
+
 // A request to hookjet.publish.<type> is answered once stored, with its
 // id; a second with the same id is a duplicate; a bad request's reply names
 // the problem; every event keeps its tenant and key.
 func TestPublishResponder(t *testing.T) {
 	js, p := startEvents(t)
-	c := publish.New(p, publish.WithMaxPayload(1000))
-	r, err := ServePublish(js.Conn(), c, 100, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		r.Stop()
-		_ = c.Close(context.Background())
-	}()
+	startResponder(t, js, p, publish.WithMaxPayload(1000))
 	ev := publish.Event{ID: "evt_1", Type: "order.created", Data: []byte(`{"a":1}`), Tenant: "acme", Key: "k1"}
 	got, err := PublishRequest(t.Context(), js.Conn(), ev)
 	if err != nil || got.ID != "evt_1" || got.Duplicate || got.Seq != 1 || got.Stream != EventsStream {
@@ -255,15 +263,7 @@ func TestEventPublisherChoosesTheCheaperWay(t *testing.T) {
 // to a publish request names it too. Nothing is stored.
 func TestPublishRefusedWhenTheStreamIsFull(t *testing.T) {
 	js, p := startEvents(t)
-	c := publish.New(p)
-	r, err := ServePublish(js.Conn(), c, 100, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		r.Stop()
-		_ = c.Close(context.Background())
-	}()
+	c := startResponder(t, js, p)
 	if res := p.Store(t.Context(), events("first", 1)); res[0].Err != nil {
 		t.Fatal(res[0].Err)
 	}
