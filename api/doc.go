@@ -1,10 +1,11 @@
 // Package api is the admin API's vocabulary: the request and answer types
-// of its routes (endpoint status, summary, waits, replay, dead letters, the
-// delivery log's pages, settings and last-test views, the durability
-// /readyz reports; the publish API's body and answer, [PublishEvent],
-// [PublishBatch] and [PublishResult]), its error kinds ([ErrUnknownEndpoint],
-// [ErrBadRequest], [ErrEndpointExists], [ErrConflict]) and its time
-// parameters ([ParseTime]). Their JSON is part of the user contract
+// of its routes (endpoint status and its held ordering keys, summary,
+// waits, replay, dead letters, the delivery log's pages, settings and
+// last-test views, the durability /readyz reports; the publish API's body
+// and answer, [PublishEvent], [PublishBatch] and [PublishResult]), its
+// error kinds ([ErrUnknownEndpoint], [ErrBadRequest], [ErrEndpointExists],
+// [ErrConflict]) and its time parameters ([ParseTime]). Their JSON is part
+// of the user contract
 // (docs/api.md).
 //
 // It imports the standard library and package attempt only, so that every

@@ -131,6 +131,7 @@ func (d *Dispatcher) status(e *endpoint, w waitingCount, deadLetters uint64) api
 	}
 	s.Waiting = d.waits(e, d.now()) // why deliveries wait (dispatch/waiting.go)
 	s.NextRetry = timePtr(d.drains.firstRetry(e.id))
+	s.HeldKeys = d.heldKeys(e.id) // ordering: key (dispatch/ordering_view.go)
 	return s
 }
 

@@ -177,6 +177,9 @@ func copyHeaders(dst, src nats.Header) {
 	if ct := src.Get(jetstream.HdrContentType); ct != "" {
 		dst.Set(jetstream.HdrContentType, ct)
 	}
+	if k := jetstream.OrderingKey(src); k != "" { // retries, parks and replays keep the event's key
+		dst.Set(jetstream.HdrOrderingKey, k)
+	}
 	for _, k := range traceHeaders {
 		if v := tracing.Header(src).Get(k); v != "" { // tracing: any case, e.g. Traceparent
 			dst.Set(k, v)

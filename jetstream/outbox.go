@@ -90,6 +90,9 @@ func (p *OutboxPublisher) natsMsg(m outbox.Message, limit int) *nats.Msg {
 		if m.Tenant != "" {
 			out.Header.Set(HdrTenant, m.Tenant)
 		}
+		if m.Key != "" {
+			out.Header.Set(HdrOrderingKey, m.Key)
+		}
 		out.Data = m.Payload
 		return out
 	}
@@ -108,6 +111,9 @@ func (p *OutboxPublisher) natsMsg(m outbox.Message, limit int) *nats.Msg {
 	h.Set(HdrLastTry, "")
 	if m.Tenant != "" { // a valid tenant only: an invalid one is why the row was rejected
 		h.Set(HdrTenant, m.Tenant)
+	}
+	if m.Key != "" { // a valid key only, as the tenant
+		h.Set(HdrOrderingKey, m.Key)
 	}
 	if ct := m.Header[HdrContentType]; len(ct) > 0 {
 		h.Set(HdrContentType, headerSafe(ct[0]))

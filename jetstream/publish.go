@@ -24,6 +24,10 @@ const PublishPrefix = "hookjet.publish."
 // answers each request.
 const PublishQueue = "hookjet-publish"
 
+// OrderingKey is the ordering key of an event, task or dead letter with
+// headers h; "" when it has none (or one publish.CheckKey refuses).
+func OrderingKey(h nats.Header) string { return publish.KeyOf(h) }
+
 // publishTimeout bounds the wait for one PubAck of an event publish.
 const publishTimeout = 10 * time.Second
 
