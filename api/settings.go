@@ -46,6 +46,12 @@ type EndpointSettings struct {
 	// MaxBacklog caps the endpoint's waiting deliveries; past it a
 	// delivery is dead-lettered as overflow.
 	MaxBacklog int `json:"max_backlog"`
+	// Ordering is "none" or "key": deliveries of one ordering key go one
+	// at a time, in publish order; OrderingOnDeadLetter is "skip" or
+	// "hold": what such a key does once one of its deliveries is
+	// dead-lettered.
+	Ordering             string `json:"ordering"`
+	OrderingOnDeadLetter string `json:"ordering_on_dead_letter"`
 	// SecretsExpire lists when each rotated-out secret still in its grace
 	// stops signing; empty when none is.
 	SecretsExpire []time.Time `json:"secrets_expire,omitempty"`

@@ -142,6 +142,10 @@ type EndpointStatus struct {
 	Owner    string            `json:"owner"`
 	LastTest *LastTest         `json:"last_test"`
 	Settings *EndpointSettings `json:"settings,omitempty"`
+	// HeldKeys are the ordering keys that wait on an earlier delivery of
+	// their own key (api/ordering.go); nil when none does or the endpoint
+	// is not ordered.
+	HeldKeys *HeldKeys `json:"held_keys,omitempty"`
 }
 
 // LastDelivery is an endpoint's last successful delivery from this process.

@@ -38,9 +38,9 @@ var endpointCommands = map[string]func(ctx context.Context, args []string, geten
 // endpointCommandNames lists endpointCommands, sorted.
 func endpointCommandNames() []string { return slices.Sorted(maps.Keys(endpointCommands)) }
 
-const endpointManageHelp = `hookjet endpoints add --url URL [--id ID] [--events P ...] [--tenant T] [--description D] [--data JSON|@file]
+const endpointManageHelp = `hookjet endpoints add --url URL [--id ID] [--events P ...] [--tenant T] [--description D] [--ordering none|key] [--ordering-on-dead-letter skip|hold] [--data JSON|@file]
 hookjet endpoints show ID
-hookjet endpoints update ID [--url URL] [--events P ...] [--tenant T] [--description D] [--data JSON|@file]
+hookjet endpoints update ID [--url URL] [--events P ...] [--tenant T] [--description D] [--ordering none|key] [--ordering-on-dead-letter skip|hold] [--data JSON|@file]
 hookjet endpoints rm ID
 hookjet endpoints rotate ID [--grace D]
 hookjet endpoints test ID [--wait D]
@@ -54,7 +54,12 @@ Manage endpoints through the admin API; endpoints created this way live in
 NATS and reach every hookjet process within seconds. add prints the new id
 and its signing secret (shown only once). update changes only the fields
 given; --data takes any field of the API's JSON (headers, secrets, timeout,
-max_in_flight, rate_limit, retry, breaker; null restores a default). rm
+max_in_flight, max_backlog, rate_limit, retry, breaker, ordering,
+ordering_on_dead_letter; null restores a default). --ordering key delivers
+the events of one ordering key (Hookjet-Ordering-Key) one at a time, in
+publish order; --ordering-on-dead-letter says whether such a key moves on
+(skip) or waits (hold) once one of its deliveries is dead-lettered. show
+lists the keys held, why and since when. rm
 stops deliveries and discards the waiting ones. rotate prints a new secret;
 the old one keeps signing for --grace (default 24h, at most 168h). test
 sends a hookjet.test event and waits for its outcome (exit 1 if it was
@@ -175,6 +180,7 @@ func runEndpointAdd(ctx context.Context, args []string, getenv func(string) stri
 	f.Var(&events, "events", "event type pattern, such as order.* (repeatable; default: every event)")
 	tenant := f.String("tenant", "", "tenant, for listing")
 	desc := f.String("description", "", "free text for operators")
+	ordering := orderingFlags(f.FlagSet)
 	data := f.String("data", "", "more fields as JSON, or @file")
 	if _, err := f.parseWithID(args, false); err != nil {
 		return err
@@ -183,6 +189,7 @@ func runEndpointAdd(ctx context.Context, args []string, getenv func(string) stri
 	if err != nil {
 		return err
 	}
+	ordering(in)
 	if in["url"] == nil {
 		return usagef("endpoints add: --url is required")
 	}
@@ -251,9 +258,13 @@ func printEndpoint(stdout io.Writer, e api.EndpointStatus) {
 			[2]string{"breaker opts", fmt.Sprintf("opens after %d failures, cooldown %s (at most %s), slow p95 %s", s.Breaker.FailureThreshold, s.Breaker.Cooldown, s.Breaker.MaxCooldown, s.Breaker.SlowP95)},
 			[2]string{"max backlog", fmt.Sprint(s.MaxBacklog)})
 	}
+	if e.Settings != nil || e.HeldKeys != nil {
+		lines = append(lines, [2]string{"ordering", orderingText(e.Settings, e.HeldKeys)})
+	}
 	for _, l := range lines {
 		fmt.Fprintf(stdout, "%-13s %s\n", l[0], l[1])
 	}
+	printHeldKeys(stdout, e.HeldKeys)
 	if e.NextRetry != nil {
 		fmt.Fprintf(stdout, "%-13s %s\n", "next retry", e.NextRetry.UTC().Format(time.RFC3339Nano))
 	}
@@ -331,6 +342,7 @@ func runEndpointUpdate(ctx context.Context, args []string, getenv func(string) s
 	f.Var(&events, "events", "event type pattern (repeatable; replaces the list)")
 	tenant := f.String("tenant", "", "new tenant")
 	desc := f.String("description", "", "new description")
+	ordering := orderingFlags(f.FlagSet)
 	data := f.String("data", "", "fields as JSON, or @file (null restores a default)")
 	id, err := f.parseWithID(args, true)
 	if err != nil {
@@ -340,8 +352,9 @@ func runEndpointUpdate(ctx context.Context, args []string, getenv func(string) s
 	if err != nil {
 		return err
 	}
+	ordering(in)
 	if len(in) == 0 {
-		return usagef("endpoints update: nothing to change: give --url, --events, --tenant, --description or --data")
+		return usagef("endpoints update: nothing to change: give --url, --events, --tenant, --description, --ordering, --ordering-on-dead-letter or --data")
 	}
 	if printed, err := f.callFor(stdout, func(c *client.Client, raw client.CallOption) (err error) {
 		_, err = c.UpdateEndpoint(ctx, id, in, raw)

@@ -31,6 +31,9 @@ func (s *apiStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.Contains(string(b), `"retry"`):
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = io.WriteString(w, `{"error":"must be between 1 and 1000, got 0","field":"retry.max_attempts"}`)
+	case strings.Contains(string(b), `"ordering":"fifo"`):
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"error":"ordering: must be none or key, got \"fifo\"","field":"ordering"}`)
 	case strings.Contains(r.URL.Path, "/nope"):
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = io.WriteString(w, `{"error":"unknown endpoint: \"nope\""}`)
@@ -73,6 +76,7 @@ func TestEndpointsBadInputExits2NamingTheField(t *testing.T) {
 		{"update without changes", []string{"endpoints", "update", "shop"}, 2, "nothing to change"},
 		{"redeliver without --since", []string{"endpoints", "redeliver", "shop"}, 2, "--since is required"},
 		{"bad --data", []string{"endpoints", "add", "--data", "{"}, 2, "--data"},
+		{"api refuses --ordering", []string{"endpoints", "update", "shop", "--ordering", "fifo"}, 2, "ordering: must be none or key"},
 		{"unknown endpoint is a runtime error", []string{"endpoints", "rm", "nope"}, 1, "unknown endpoint"},
 	}
 	for _, tt := range tests {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/client"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/jetstream"
@@ -157,9 +158,9 @@ func publishHTTP(ctx context.Context, cfg *config.Config, f publishFlags, e publ
 			token = cfg.Admin.Token.Reveal()
 		}
 	}
-	api := client.New(base, client.WithToken(token), client.WithHTTPClient(&http.Client{Timeout: time.Minute}))
-	c := &adminClient{base: api.BaseURL(), api: api}
-	out, err := api.Publish(ctx, []client.Event{{ID: e.ID, Type: e.Type, Data: e.Data, Tenant: e.Tenant, Key: e.Key}})
+	cl := client.New(base, client.WithToken(token), client.WithHTTPClient(&http.Client{Timeout: time.Minute}))
+	c := &adminClient{base: cl.BaseURL(), api: cl}
+	out, err := cl.Publish(ctx, []api.PublishEvent{{ID: e.ID, Type: e.Type, Data: e.Data, Tenant: e.Tenant, Key: e.Key}})
 	if err != nil {
 		return fmt.Errorf("publish: %w", c.answer(err))
 	}

@@ -3,7 +3,7 @@
 // GET /api/v1/openapi.json), over package api's types.
 //
 //	c := client.New("http://127.0.0.1:8089", client.WithToken(token))
-//	res, err := c.Publish(ctx, []client.Event{{Type: "order.created", Data: json.RawMessage(`{"order":42}`)}})
+//	res, err := c.Publish(ctx, []api.PublishEvent{{Type: "order.created", Data: json.RawMessage(`{"order":42}`)}})
 //	for rec, err := range c.EndpointAttempts(ctx, "crm", client.AttemptQuery{}) { ... }
 //
 // Every call takes a context first. Listings page with cursors: a Page

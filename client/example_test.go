@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/client"
 	"github.com/hookjet/hookjet/hookjettest"
 	"github.com/hookjet/hookjet/webhook"
@@ -36,7 +37,7 @@ func Example() {
 	c := client.New(hj.AdminURL()) // client.WithToken(token) with admin.token set
 	for i := 1; i <= 3; i++ {
 		id := fmt.Sprintf("evt_%d", i)
-		// Over HTTP: c.Publish(ctx, []client.Event{{ID: id, Type: "order.created", Data: ...}});
+		// Over HTTP: c.Publish(ctx, []api.PublishEvent{{ID: id, Type: "order.created", Data: ...}});
 		// here over NATS, as most publishers do.
 		hj.Publish("order.created", id, fmt.Appendf(nil, `{"order":%d}`, i))
 		hj.WaitDelivered(ep, id)
@@ -70,7 +71,7 @@ func waitRecords(ctx context.Context, c *client.Client, ep string, n int) {
 // both are stored.
 func ExampleClient_Publish() {
 	c := client.New("http://127.0.0.1:8089", client.WithToken(os.Getenv("HOOKJET_PUBLISH_TOKEN")))
-	res, err := c.Publish(context.Background(), []client.Event{
+	res, err := c.Publish(context.Background(), []api.PublishEvent{
 		{ID: "evt_1", Type: "order.created", Data: json.RawMessage(`{"order":1}`), Tenant: "acme"},
 		{Type: "order.created", Data: json.RawMessage(`{"order":2}`), Key: "customer-7"},
 	})

@@ -264,13 +264,35 @@ type Settings struct {
 	// scheduled retries), 1..10000000: one that would pass it is
 	// dead-lettered with reason overflow. Default 100000.
 	MaxBacklog int `yaml:"max_backlog"`
-	// Ordering is none (the default) or key: deliveries of events with the
-	// same ordering key go one at a time, in publish order.
+	// Ordering is OrderingNone (the default: deliveries go in any order)
+	// or OrderingKey: deliveries of events with the same ordering key
+	// (Hookjet-Ordering-Key) are attempted one at a time, in publish order.
+	// Events without a key stay unordered.
 	Ordering string `yaml:"ordering"`
-	// OrderingOnDeadLetter is skip (the default) or hold: what a key does
-	// after one of its deliveries is dead-lettered.
+	// OrderingOnDeadLetter says what an ordered key does once one of its
+	// deliveries is dead-lettered: OnDeadLetterSkip (the default) moves on
+	// to the key's next event, OnDeadLetterHold holds the key until that
+	// dead letter is replayed or discarded.
 	OrderingOnDeadLetter string `yaml:"ordering_on_dead_letter"`
 }
+
+// Values of Settings.Ordering and Settings.OrderingOnDeadLetter.
+const (
+	OrderingNone     = "none"
+	OrderingKey      = "key"
+	OnDeadLetterSkip = "skip"
+	OnDeadLetterHold = "hold"
+)
+
+// Ordered reports whether deliveries of one ordering key go one at a time
+// (ordering: key). An empty Ordering, as in a Settings built without
+// [Default], is none.
+func (s Settings) Ordered() bool { return s.Ordering == OrderingKey }
+
+// HoldsOnDeadLetter reports whether an ordered key holds after one of its
+// deliveries is dead-lettered (ordering_on_dead_letter: hold). An empty
+// value is skip.
+func (s Settings) HoldsOnDeadLetter() bool { return s.OrderingOnDeadLetter == OnDeadLetterHold }
 
 // RateLimit is a token bucket.
 type RateLimit struct {
@@ -390,6 +412,7 @@ func Default() Config {
 			Timeout:     15 * time.Second,
 			MaxInFlight: 16,
 			MaxBacklog:  100000,
+			Ordering:    OrderingNone,
 			Retry: Retry{
 				Base:        5 * time.Second,
 				Cap:         time.Hour,
@@ -402,6 +425,7 @@ func Default() Config {
 				MaxCooldown:      time.Hour,
 				SlowP95:          5 * time.Second,
 			},
+			OrderingOnDeadLetter: OnDeadLetterSkip,
 		},
 	}
 }

@@ -208,6 +208,7 @@ defaults:
   timeout: 10s
   max_in_flight: 8
   max_backlog: 5000
+  ordering: key
   rate_limit: {rps: 2.5, burst: 5}
   retry: {base: 1s, cap: 30m, max_attempts: 10, max_age: 12h}
   breaker: {failure_threshold: 5, cooldown: 1m, max_cooldown: 30m, slow_p95: 2s}
@@ -220,6 +221,7 @@ endpoints:
     insecure_skip_verify: true
     timeout: 3s
     max_in_flight: 4
+    ordering_on_dead_letter: hold
     rate_limit: {rps: 10}
     retry: {base: 2s, cap: 10m, max_attempts: 4, max_age: 1h}
     breaker: {failure_threshold: 3, cooldown: 30s, max_cooldown: 10m, slow_p95: 1s}
@@ -237,6 +239,9 @@ func TestParseFull(t *testing.T) {
 		RateLimit:   RateLimit{RPS: 2.5, Burst: 5},
 		Retry:       Retry{Base: time.Second, Cap: 30 * time.Minute, MaxAttempts: 10, MaxAge: 12 * time.Hour},
 		Breaker:     Breaker{FailureThreshold: 5, Cooldown: time.Minute, MaxCooldown: 30 * time.Minute, SlowP95: 2 * time.Second},
+		Ordering:    OrderingKey,
+
+		OrderingOnDeadLetter: OnDeadLetterSkip,
 	}
 	want := Config{
 		DataDir: "/var/lib/hookjet",
@@ -287,9 +292,12 @@ func TestParseFull(t *testing.T) {
 					Timeout:     3 * time.Second,
 					MaxInFlight: 4,
 					MaxBacklog:  5000,
-					RateLimit:   RateLimit{RPS: 10, Burst: 5}, // burst inherited field by field
-					Retry:       Retry{Base: 2 * time.Second, Cap: 10 * time.Minute, MaxAttempts: 4, MaxAge: time.Hour},
-					Breaker:     Breaker{FailureThreshold: 3, Cooldown: 30 * time.Second, MaxCooldown: 10 * time.Minute, SlowP95: time.Second},
+					Ordering:    OrderingKey, // inherited from defaults
+
+					OrderingOnDeadLetter: OnDeadLetterHold,
+					RateLimit:            RateLimit{RPS: 10, Burst: 5}, // burst inherited field by field
+					Retry:                Retry{Base: 2 * time.Second, Cap: 10 * time.Minute, MaxAttempts: 4, MaxAge: time.Hour},
+					Breaker:              Breaker{FailureThreshold: 3, Cooldown: 30 * time.Second, MaxCooldown: 10 * time.Minute, SlowP95: time.Second},
 				},
 			},
 			{

@@ -33,6 +33,8 @@ type Overrides struct {
 	BreakerCooldown         *time.Duration
 	BreakerMaxCooldown      *time.Duration
 	BreakerSlowP95          *time.Duration
+	Ordering                *string
+	OrderingOnDeadLetter    *string
 }
 
 // override ties one field of Overrides to its JSON path and to the Settings
@@ -59,6 +61,8 @@ var overrides = []override{
 	{"breaker.cooldown", func(o *Overrides) any { return &o.BreakerCooldown }, func(s *Settings) any { return &s.Breaker.Cooldown }},
 	{"breaker.max_cooldown", func(o *Overrides) any { return &o.BreakerMaxCooldown }, func(s *Settings) any { return &s.Breaker.MaxCooldown }},
 	{"breaker.slow_p95", func(o *Overrides) any { return &o.BreakerSlowP95 }, func(s *Settings) any { return &s.Breaker.SlowP95 }},
+	{"ordering", func(o *Overrides) any { return &o.Ordering }, func(s *Settings) any { return &s.Ordering }},
+	{"ordering_on_dead_letter", func(o *Overrides) any { return &o.OrderingOnDeadLetter }, func(s *Settings) any { return &s.OrderingOnDeadLetter }},
 }
 
 // overridePaths maps a JSON path to its entry in overrides.
@@ -86,6 +90,10 @@ func (o Overrides) Apply(s Settings) Settings {
 			if *own != nil {
 				*f.settings(&s).(*float64) = **own
 			}
+		case **string:
+			if *own != nil {
+				*f.settings(&s).(*string) = **own
+			}
 		}
 	}
 	return s
@@ -105,6 +113,8 @@ func (o *Overrides) merge(patch Overrides, given map[string]bool) {
 			*own = *f.own(&patch).(**int)
 		case **float64:
 			*own = *f.own(&patch).(**float64)
+		case **string:
+			*own = *f.own(&patch).(**string)
 		}
 	}
 }
@@ -125,6 +135,10 @@ func (o Overrides) MarshalJSON() ([]byte, error) {
 				v = **own
 			}
 		case **float64:
+			if *own != nil {
+				v = **own
+			}
+		case **string:
 			if *own != nil {
 				v = **own
 			}
@@ -250,8 +264,9 @@ func (p EndpointPatch) Apply(spec EndpointSpec) EndpointSpec {
 
 // DecodeEndpointPatch decodes an admin API endpoint body: a JSON object with
 // any of id, url, events, tenant, description, owner, headers, secrets,
-// insecure_skip_verify, timeout, max_in_flight, rate_limit, retry and
-// breaker (the per-endpoint keys of the config file). Durations are Go
+// insecure_skip_verify, timeout, max_in_flight, max_backlog, rate_limit,
+// retry, breaker, ordering and ordering_on_dead_letter (the per-endpoint
+// keys of the config file). Durations are Go
 // duration strings ("15s"). An unknown field, a value of the wrong type or
 // trailing data is an error. Errors are an errors.Join of [*FieldError]
 // whose Key is the JSON field ("retry.max_attempts"); they wrap
@@ -356,7 +371,8 @@ func (d *patchDecoder) field(p *EndpointPatch, name string, raw json.RawMessage)
 
 // topFields are the top-level fields of an endpoint body, for suggestions.
 var topFields = []string{"id", "url", "events", "tenant", "description", "headers", "secrets",
-	"insecure_skip_verify", "timeout", "max_in_flight", "rate_limit", "retry", "breaker"}
+	"insecure_skip_verify", "timeout", "max_in_flight", "max_backlog", "rate_limit", "retry", "breaker",
+	"ordering", "ordering_on_dead_letter"}
 
 // unknownField is the reason for an unknown field, with the closest known
 // name when it looks like a typo.
@@ -462,6 +478,11 @@ func (d *patchDecoder) leaf(p *EndpointPatch, o override, raw json.RawMessage) {
 			} else {
 				*own = &v
 			}
+		}
+	case **string:
+		var v string
+		if err = strict(raw, &v, "a string"); err == nil {
+			*own = &v
 		}
 	}
 	if err != nil {
@@ -573,6 +594,7 @@ func SpecOf(ep Endpoint) EndpointSpec {
 			RetryBase: &s.Retry.Base, RetryCap: &s.Retry.Cap, RetryMaxAttempts: &s.Retry.MaxAttempts, RetryMaxAge: &s.Retry.MaxAge,
 			BreakerFailureThreshold: &s.Breaker.FailureThreshold, BreakerCooldown: &s.Breaker.Cooldown,
 			BreakerMaxCooldown: &s.Breaker.MaxCooldown, BreakerSlowP95: &s.Breaker.SlowP95,
+			Ordering: &s.Ordering, OrderingOnDeadLetter: &s.OrderingOnDeadLetter,
 		},
 	}
 }

@@ -72,6 +72,10 @@ func TestEndpointJSONBadFields(t *testing.T) {
 		{"breaker.failure_threshold", `{` + ok + `,"breaker":{"failure_threshold":0}}`, "breaker.failure_threshold", "between 1"},
 		{"breaker.max_cooldown", `{` + ok + `,"breaker":{"cooldown":"2h"}}`, "breaker.max_cooldown", "at least breaker.cooldown"},
 		{"insecure_skip_verify", `{` + ok + `,"insecure_skip_verify":"yes"}`, "insecure_skip_verify", "true or false"},
+		{"ordering bad", `{` + ok + `,"ordering":"fifo"}`, "ordering", `must be none or key, got "fifo"`},
+		{"ordering not a string", `{` + ok + `,"ordering":true}`, "ordering", "want a string, got bool"},
+		{"ordering_on_dead_letter bad", `{` + ok + `,"ordering_on_dead_letter":"drop"}`, "ordering_on_dead_letter", "must be skip or hold"},
+		{"ordering typo", `{` + ok + `,"orderng":"key"}`, "orderng", `did you mean "ordering"`},
 		{"tenant too long", `{` + ok + `,"tenant":"` + strings.Repeat("t", 1025) + `"}`, "tenant", "at most 1024"},
 	}
 	for _, tt := range tests {
@@ -169,7 +173,7 @@ func TestEndpointPatchNullRestoresDefault(t *testing.T) {
 }
 
 func TestOverridesJSONRoundTrip(t *testing.T) {
-	p, err := DecodeEndpointPatch([]byte(`{"timeout":"3s","max_in_flight":2,"rate_limit":{"rps":1.5,"burst":2},"retry":{"cap":"2h","max_attempts":4},"breaker":{"slow_p95":"750ms"}}`))
+	p, err := DecodeEndpointPatch([]byte(`{"timeout":"3s","max_in_flight":2,"ordering":"key","rate_limit":{"rps":1.5,"burst":2},"retry":{"cap":"2h","max_attempts":4},"breaker":{"slow_p95":"750ms"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +181,7 @@ func TestOverridesJSONRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `{"breaker":{"slow_p95":"750ms"},"max_in_flight":2,"rate_limit":{"burst":2,"rps":1.5},"retry":{"cap":"2h0m0s","max_attempts":4},"timeout":"3s"}`
+	const want = `{"breaker":{"slow_p95":"750ms"},"max_in_flight":2,"ordering":"key","rate_limit":{"burst":2,"rps":1.5},"retry":{"cap":"2h0m0s","max_attempts":4},"timeout":"3s"}`
 	if string(b) != want {
 		t.Errorf("marshal = %s, want %s", b, want)
 	}
@@ -190,6 +194,45 @@ func TestOverridesJSONRoundTrip(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"retry":{"bse":"1s"}}`), &back); err == nil {
 		t.Error("unknown stored field accepted")
+	}
+}
+
+// ordering and ordering_on_dead_letter are overrides like the others: set,
+// inherited from the defaults when not, and back to the default with null.
+func TestEndpointOrderingSettings(t *testing.T) {
+	ep, err := resolveJSON(`{"id":"a","url":"https://a.example.com/","secrets":["` + secretA + `"],"ordering":"key","ordering_on_dead_letter":"hold"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.Ordering != OrderingKey || ep.OrderingOnDeadLetter != OnDeadLetterHold || !ep.Ordered() || !ep.HoldsOnDeadLetter() {
+		t.Errorf("ordering %q on dead letter %q", ep.Ordering, ep.OrderingOnDeadLetter)
+	}
+	plain, err := resolveJSON(`{"id":"a","url":"https://a.example.com/","secrets":["` + secretA + `"]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Ordering != OrderingNone || plain.OrderingOnDeadLetter != OnDeadLetterSkip || plain.Ordered() || plain.HoldsOnDeadLetter() {
+		t.Errorf("defaults: ordering %q on dead letter %q", plain.Ordering, plain.OrderingOnDeadLetter)
+	}
+	create, err := DecodeEndpointPatch([]byte(`{"ordering":"key"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := create.Apply(EndpointSpec{})
+	d := Default().Defaults
+	d.OrderingOnDeadLetter = OnDeadLetterHold
+	if ep, err := ResolveEndpoint(d, SpecOf(Endpoint{ID: "a", URL: "https://a.example.com/", Secrets: []Secret{NewSecret(secretA)}, Settings: Default().Defaults})); err != nil || ep.OrderingOnDeadLetter != OnDeadLetterSkip {
+		t.Errorf("SpecOf loses the endpoint's own ordering_on_dead_letter: %q, %v", ep.OrderingOnDeadLetter, err)
+	}
+	reset, err := DecodeEndpointPatch([]byte(`{"ordering":null}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Overrides.Ordering == nil || *spec.Overrides.Ordering != OrderingKey || reset.Apply(spec).Overrides.Ordering != nil {
+		t.Error("ordering: null does not restore the default")
+	}
+	if (Settings{}).Ordered() || (Settings{}).HoldsOnDeadLetter() {
+		t.Error("empty settings are ordered or hold")
 	}
 }
 

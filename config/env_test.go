@@ -28,6 +28,7 @@ func TestEnvOverrides(t *testing.T) {
 		{"log level", map[string]string{"HOOKJET_LOG_LEVEL": "debug"}, "", func(c *Config) any { return c.Log.Level }, "debug"},
 		{"empty means unset", map[string]string{"HOOKJET_LOG_LEVEL": ""}, "log:\n  level: warn\n", func(c *Config) any { return c.Log.Level }, "warn"},
 		{"endpoints inherit env defaults", map[string]string{"HOOKJET_DEFAULTS_TIMEOUT": "3s"}, endpointYAML, func(c *Config) any { return c.Endpoints[0].Timeout }, 3 * time.Second},
+		{"ordering", map[string]string{"HOOKJET_DEFAULTS_ORDERING": "key", "HOOKJET_DEFAULTS_ORDERING_ON_DEAD_LETTER": "hold"}, endpointYAML, func(c *Config) any { return c.Endpoints[0].Ordering + " " + c.Endpoints[0].OrderingOnDeadLetter }, "key hold"},
 		{"endpoint override beats env default", map[string]string{"HOOKJET_DEFAULTS_TIMEOUT": "3s"}, endpointYAML + "    timeout: 4s\n", func(c *Config) any { return c.Endpoints[0].Timeout }, 4 * time.Second},
 	}
 	for _, tt := range tests {

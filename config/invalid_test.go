@@ -152,6 +152,9 @@ func TestValidationErrors(t *testing.T) {
 		{"breaker cooldown", "defaults:\n  breaker: {cooldown: 0s}\n", "defaults.breaker.cooldown", "must be positive"},
 		{"breaker max_cooldown", "defaults:\n  breaker: {max_cooldown: 1m}\n", "defaults.breaker.max_cooldown", "at least breaker.cooldown (5m0s)"},
 		{"breaker slow_p95", "defaults:\n  breaker: {slow_p95: 0s}\n", "defaults.breaker.slow_p95", "must be positive"},
+		{"defaults ordering", "defaults:\n  ordering: fifo\n", "defaults.ordering", `must be none or key, got "fifo"`},
+		{"defaults ordering empty", "defaults:\n  ordering: ''\n", "defaults.ordering", `must be none or key, got ""`},
+		{"defaults ordering_on_dead_letter", "defaults:\n  ordering_on_dead_letter: drop\n", "defaults.ordering_on_dead_letter", `must be skip or hold, got "drop"`},
 
 		{"endpoint id missing", "endpoints:\n  - url: https://x.example.com/\n    secrets: [" + secretA + "]\n", "endpoints[0].id", "is required"},
 		{"endpoint id charset", strings.Replace(endpointYAML, "id: crm", "id: CRM", 1), "endpoints[0].id", "may contain only a-z, 0-9, _ and -"},
@@ -183,6 +186,8 @@ func TestValidationErrors(t *testing.T) {
 		{"endpoint retry", ep("    retry: {cap: 1s}\n"), "endpoints[0].retry.cap", "at least retry.base (5s)"},
 		{"endpoint breaker", ep("    breaker: {failure_threshold: 10001}\n"), "endpoints[0].breaker.failure_threshold", "between 1 and 10000"},
 		{"endpoint rps", ep("    rate_limit: {rps: 2000000}\n"), "endpoints[0].rate_limit.rps", "between 0"},
+		{"endpoint ordering", ep("    ordering: Key\n"), "endpoints[0].ordering", `must be none or key, got "Key"`},
+		{"endpoint ordering_on_dead_letter", ep("    ordering: key\n    ordering_on_dead_letter: wait\n"), "endpoints[0].ordering_on_dead_letter", `must be skip or hold, got "wait"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -224,6 +224,12 @@ func validateSettings(p *problems, prefix string, s Settings) {
 	if s.MaxBacklog < 1 || s.MaxBacklog > maxBacklog {
 		p.add(key("max_backlog"), "must be between 1 and %d, got %d", maxBacklog, s.MaxBacklog)
 	}
+	if s.Ordering != OrderingNone && s.Ordering != OrderingKey {
+		p.add(key("ordering"), "must be %s or %s, got %q", OrderingNone, OrderingKey, s.Ordering)
+	}
+	if s.OrderingOnDeadLetter != OnDeadLetterSkip && s.OrderingOnDeadLetter != OnDeadLetterHold {
+		p.add(key("ordering_on_dead_letter"), "must be %s or %s, got %q", OnDeadLetterSkip, OnDeadLetterHold, s.OrderingOnDeadLetter)
+	}
 	r := s.RateLimit
 	if !(r.RPS >= 0 && r.RPS <= maxRPS) { // also refuses NaN
 		p.add(key("rate_limit.rps"), "must be between 0 (unlimited) and %g, got %g", float64(maxRPS), r.RPS)

@@ -53,7 +53,7 @@ func endpointBody(f url.Values, keys ...string) map[string]any {
 // createEndpoint creates an endpoint from the endpoints page's form and
 // shows its secret once.
 func (c *Console) createEndpoint(w http.ResponseWriter, r *http.Request, p *page) {
-	body := endpointBody(r.PostForm, "id", "url", "events", "tenant", "description", "owner")
+	body := endpointBody(r.PostForm, "id", "url", "events", "tenant", "description", "owner", "ordering", "ordering_on_dead_letter")
 	var ep endpoint
 	if _, err := c.api.call(r.Context(), http.MethodPost, "/api/v1/endpoints", body, &ep); err != nil {
 		p.Error = "Not created: " + err.Error()
@@ -133,6 +133,15 @@ func (c *Console) edit(r *http.Request, id string) error {
 	}
 	if ev := patterns(f.Get("events")); f.Has("events") && !slices.Equal(ev, cur.Events) {
 		patch["events"] = ev
+	}
+	ordering, onDead := "none", cur.Settings.OnDeadLetter()
+	if cur.Settings.Ordered() {
+		ordering = "key"
+	}
+	for k, old := range map[string]string{"ordering": ordering, "ordering_on_dead_letter": onDead} {
+		if v := strings.TrimSpace(f.Get(k)); f.Has(k) && v != old {
+			patch[k] = v
+		}
 	}
 	if len(patch) == 0 {
 		return nil

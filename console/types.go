@@ -72,6 +72,7 @@ type endpoint struct {
 	UpdatedAt               *time.Time    `json:"updated_at"`
 	LastTest                *lastTest     `json:"last_test"`
 	Settings                *settings     `json:"settings"`
+	HeldKeys                *api.HeldKeys `json:"held_keys"`
 	Secret                  string        `json:"secret"` // create only
 	// Waiting says why deliveries wait (api.Waits): customerState renders it.
 	Waiting []api.Wait `json:"waiting"`
@@ -118,8 +119,22 @@ type settings struct {
 		MaxAttempts int   `json:"max_attempts"`
 		MaxAge      loose `json:"max_age"`
 	} `json:"retry"`
-	MaxBacklog    int         `json:"max_backlog"`
-	SecretsExpire []time.Time `json:"secrets_expire"`
+	MaxBacklog           int         `json:"max_backlog"`
+	Ordering             string      `json:"ordering"`
+	OrderingOnDeadLetter string      `json:"ordering_on_dead_letter"`
+	SecretsExpire        []time.Time `json:"secrets_expire"`
+}
+
+// Ordered reports whether the endpoint delivers one ordering key's events
+// one at a time (ordering: key).
+func (s *settings) Ordered() bool { return s != nil && s.Ordering == "key" }
+
+// OnDeadLetter is ordering_on_dead_letter, "skip" when not given.
+func (s *settings) OnDeadLetter() string {
+	if s == nil || s.OrderingOnDeadLetter == "" {
+		return "skip"
+	}
+	return s.OrderingOnDeadLetter
 }
 
 type endpointPage struct {
@@ -229,4 +244,23 @@ func (l *loose) UnmarshalJSON(b []byte) error {
 func (l loose) Int() int {
 	n, _ := strconv.Atoi(string(l))
 	return n
+}
+
+// heldShown bounds the held ordering keys a page lists.
+const heldShown = 10
+
+// HeldShown is the held ordering keys a page lists: at most heldShown.
+func (e endpoint) HeldShown() []api.HeldKey {
+	if e.HeldKeys == nil {
+		return nil
+	}
+	return e.HeldKeys.Keys[:min(len(e.HeldKeys.Keys), heldShown)]
+}
+
+// HeldMore is how many held keys the page does not list.
+func (e endpoint) HeldMore() int {
+	if e.HeldKeys == nil {
+		return 0
+	}
+	return max(0, e.HeldKeys.Count-len(e.HeldShown()))
 }

@@ -45,6 +45,9 @@ const (
 	HeaderID        = signature.HeaderID
 	HeaderTimestamp = signature.HeaderTimestamp
 	HeaderSignature = signature.HeaderSignature
+	// HeaderOrderingKey carries the event's ordering key
+	// ([Request.OrderingKey]) when it has one.
+	HeaderOrderingKey = "Hookjet-Ordering-Key"
 )
 
 // ClientOptions configures a [Client]. The zero value is a usable client
@@ -120,6 +123,10 @@ type Request struct {
 	// [ClientOptions.Guard]. Such requests use a separate connection pool,
 	// so no connection the operator's guard allowed is reused for them.
 	Strict bool
+	// OrderingKey is the event's ordering key, sent as Hookjet-Ordering-Key
+	// (in place of an extra header of that name); empty sends none. The
+	// caller checks it: it becomes a header value as it is.
+	OrderingKey string
 }
 
 // Result is the outcome of one attempt made by [Client.Do].
@@ -379,9 +386,9 @@ func (c *Client) newRequest(ctx context.Context, r *Request, ts int64) (*http.Re
 		buf = r.Signer.AppendSign(buf, r.ID, ts, body)
 	}
 	s := string(buf)
-	vals := make([]string, 4)
+	vals := make([]string, 5)
 	vals[0], vals[1], vals[2] = r.ID, s[:nts], s[nts:]
-	vals[3] = r.ContentType
+	vals[3], vals[4] = r.ContentType, r.OrderingKey
 	if vals[3] == "" {
 		vals[3] = defaultContentType
 	}
@@ -391,6 +398,9 @@ func (c *Client) newRequest(ctx context.Context, r *Request, ts int64) (*http.Re
 		h[HeaderSignature] = vals[2:3:3]
 	}
 	h["Content-Type"] = vals[3:4:4]
+	if vals[4] != "" {
+		h[HeaderOrderingKey] = vals[4:5:5]
+	}
 	req.Header = h
 	return req, nil
 }

@@ -134,6 +134,15 @@ func TestClientRequest(t *testing.T) {
 				"Traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
 		},
 		{
+			name: "the ordering key is sent, in place of an extra header of its name",
+			req: Request{ID: "evt_key", Body: body, Signer: NewSigner(keys...), OrderingKey: "customer 7/ü",
+				Header: http.Header{"X-Api-Key": {"k-2"}, "Hookjet-Ordering-Key": {"forged"}}},
+			contentType: "application/json",
+			signature:   true,
+			userAgent:   "hookjet/test",
+			extra:       map[string]string{"X-Api-Key": "k-2"},
+		},
+		{
 			name:        "unsigned, empty body",
 			req:         Request{ID: "evt_789"},
 			contentType: "application/json",
@@ -165,6 +174,11 @@ func TestClientRequest(t *testing.T) {
 			}
 			if tt.signature {
 				single["Webhook-Signature"] = refSignAll(keys, tt.req.ID, res.Sent.Unix(), tt.req.Body)
+			}
+			if tt.req.OrderingKey != "" {
+				single["Hookjet-Ordering-Key"] = tt.req.OrderingKey
+			} else if v, ok := got.header["Hookjet-Ordering-Key"]; ok {
+				t.Errorf("a request without an ordering key has Hookjet-Ordering-Key %q", v)
 			}
 			for k, want := range single {
 				if v := got.header[k]; len(v) != 1 || v[0] != want {

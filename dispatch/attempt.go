@@ -70,6 +70,7 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
 		Timeout:            ep.Timeout,
 		InsecureSkipVerify: ep.InsecureSkipVerify,
 		Strict:             ep.Tenant != "", // a tenant's endpoint: the strict SSRF guard (portal.allow_private_networks)
+		OrderingKey:        jetstream.OrderingKey(dl.hdr),
 	}
 	// tracing: a span per attempt, child of the event's traceparent.
 	span := d.o.Tracer.StartAttempt(d.sendCtx, tracing.Header(dl.hdr), tracing.Attempt{Endpoint: dl.e.id, EventType: dl.ev.typ, EventID: dl.ev.id, Number: dl.st.Attempts + 1, Replay: strings.HasPrefix(dl.ev.key, "r")})

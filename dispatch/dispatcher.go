@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -313,16 +312,4 @@ func jitter(upTo time.Duration) time.Duration {
 		return 0
 	}
 	return rand.N(upTo)
-}
-
-// sortedIDs returns the ids of every endpoint, ordered.
-func (d *Dispatcher) sortedIDs() []string {
-	d.mu.RLock()
-	ids := make([]string, 0, len(d.eps))
-	for id := range d.eps {
-		ids = append(ids, id)
-	}
-	d.mu.RUnlock()
-	sort.Strings(ids)
-	return ids
 }

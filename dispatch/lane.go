@@ -60,6 +60,7 @@ type lane struct {
 	gen   uint64 // ownership term: state of an earlier term is ignored
 	owner bool
 	keys  map[laneKeyID]*laneKey
+	byEp  map[string]map[string]*laneKey // the same keys, per endpoint
 	// own holds the stream sequences of entries this process stored
 	// while owner and the feed has not read yet: the feed skips them.
 	own map[uint64]struct{}
@@ -129,30 +130,19 @@ const (
 )
 
 func newLane(d *Dispatcher) *lane {
-	return &lane{d: d, keys: map[laneKeyID]*laneKey{}, own: map[uint64]struct{}{}, floorWait: map[laneKeyID]struct{}{},
+	return &lane{d: d, keys: map[laneKeyID]*laneKey{}, byEp: map[string]map[string]*laneKey{}, own: map[uint64]struct{}{}, floorWait: map[laneKeyID]struct{}{},
 		ready: map[string][]*laneKey{}, running: map[string]bool{}, wake: make(chan struct{}, 1), dropKick: make(chan struct{}, 1)}
 }
 
 // orderingKey is an event's ordering key, "" when it has none or the header
 // is not a key (over 255 bytes, control characters): such an event is
 // delivered unordered.
-func orderingKey(h nats.Header) string {
-	k := h.Get(jetstream.HdrOrderingKey)
-	if k == "" || len(k) > 255 {
-		return ""
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x20 || k[i] == 0x7f {
-			return ""
-		}
-	}
-	return k
-}
+func orderingKey(h nats.Header) string { return jetstream.OrderingKey(h) }
 
 // ordered reports whether dl goes through the lane: its endpoint orders by
 // key and its event has one.
 func ordered(dl *delivery) bool {
-	return dl.s.ep.Ordering == "key" && orderingKey(dl.hdr) != ""
+	return dl.s.ep.Ordered() && orderingKey(dl.hdr) != ""
 }
 
 // laneMsg is dl's lane entry: its task with the lane's subject and id.
@@ -268,7 +258,7 @@ func isNotFound(err error) bool {
 // (and releases the key's hold on it). It reports whether it did.
 func laneReplay(out *nats.Msg, e *endpoint, src nats.Header) bool {
 	key := orderingKey(src)
-	if key == "" || e.set.Load().ep.Ordering != "key" {
+	if key == "" || !e.set.Load().ep.Ordered() {
 		return false
 	}
 	intoLane(out, e.id, key)
@@ -280,7 +270,7 @@ func laneReplay(out *nats.Msg, e *endpoint, src nats.Header) bool {
 // ep, into an entry of the ordered lane when ep orders by key and the event
 // has one: it takes its turn by its event sequence.
 func laneRedelivery(task *nats.Msg, ep *config.Endpoint, src nats.Header) {
-	if key := orderingKey(src); key != "" && ep.Ordering == "key" {
+	if key := orderingKey(src); key != "" && ep.Ordered() {
 		intoLane(task, ep.ID, key)
 	}
 }
@@ -296,7 +286,7 @@ func intoLane(m *nats.Msg, endpoint, key string) {
 // order by key have nothing to release.
 func (d *Dispatcher) ReleaseHold(ctx context.Context, id, eventID string) error {
 	e := d.endpoint(id)
-	if e == nil || e.set.Load().ep.Ordering != "key" {
+	if e == nil || !e.set.Load().ep.Ordered() {
 		return nil
 	}
 	m := nats.NewMsg(jetstream.LanePrefix + id)

@@ -9,6 +9,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -136,44 +137,46 @@ func isWrongRevision(err error) bool {
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == natsjs.JSErrCodeStreamWrongLastSequence
 }
 
-// heldKey is one held key as the endpoint's view shows it.
-type heldKey struct {
-	Key, Why, EventID string
-	Since             time.Time
-	Attempts          int
-	Next              time.Time
-}
-
 // maxHeldShown bounds the keys an endpoint's view lists.
 const maxHeldShown = 10
 
-// held returns how many of endpoint id's keys are held, why, and the
-// longest-held ones (at most maxHeldShown), as this process sees them: only
-// the lane's owner knows.
-func (l *lane) held(id string) (n int, why map[string]int, oldest []heldKey) {
+// held says which of endpoint id's keys are held and why, the
+// longest-held first (at most maxHeldShown listed), as the lane's owner
+// sees them; nil in another process, or when none is held.
+func (l *lane) held(id string) *api.HeldKeys {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for kid, k := range l.keys {
-		if kid.ep != id || k.why == "" {
+	var h *api.HeldKeys
+	for key, k := range l.byEp[id] {
+		if k.why == "" {
 			continue
 		}
-		n++
-		if why == nil {
-			why = map[string]int{}
+		if h == nil {
+			h = &api.HeldKeys{Why: map[string]int{}}
 		}
-		why[k.why]++
-		h := heldKey{Key: kid.key, Why: k.why, Since: k.since}
+		h.Count++
+		h.Why[k.why]++
+		hk := api.HeldKey{Key: key, Why: k.why, Since: k.since.UTC()}
 		if len(k.entries) > 0 {
 			e := k.entries[0]
-			h.EventID, h.Attempts, h.Next = e.id, e.tries, e.due
+			hk.EventID, hk.Attempts = e.id, e.tries
+			if !e.due.IsZero() {
+				due := e.due.UTC()
+				hk.NextAttempt = &due
+			}
 		}
-		oldest = append(oldest, h)
+		h.Keys = append(h.Keys, hk)
 	}
-	sort.Slice(oldest, func(i, j int) bool { return oldest[i].Since.Before(oldest[j].Since) })
-	if len(oldest) > maxHeldShown {
-		oldest = oldest[:maxHeldShown]
+	if h == nil {
+		return nil
 	}
-	return n, why, oldest
+	sort.Slice(h.Keys, func(i, j int) bool { return h.Keys[i].Since.Before(h.Keys[j].Since) })
+	oldest := h.Keys[0].Since
+	h.Oldest = &oldest
+	if len(h.Keys) > maxHeldShown {
+		h.Keys = h.Keys[:maxHeldShown]
+	}
+	return h
 }
 
 // gaugeHeld sets hookjet_ordering_keys_held: the held keys per endpoint,

@@ -74,6 +74,7 @@ func (l *lane) end() {
 		}
 	}
 	l.keys = map[laneKeyID]*laneKey{}
+	l.byEp = map[string]map[string]*laneKey{}
 	l.own = map[uint64]struct{}{}
 	l.floorWait = map[laneKeyID]struct{}{}
 	l.ready = map[string][]*laneKey{}
@@ -173,6 +174,10 @@ func (l *lane) key(id laneKeyID) *laneKey {
 	if k == nil {
 		k = &laneKey{id: id}
 		l.keys[id] = k
+		if l.byEp[id.ep] == nil {
+			l.byEp[id.ep] = map[string]*laneKey{}
+		}
+		l.byEp[id.ep][id.key] = k
 	}
 	return k
 }
@@ -180,8 +185,8 @@ func (l *lane) key(id laneKeyID) *laneKey {
 // release removes the hold marker of dead-lettered event id at endpoint ep
 // (its dead letter was discarded) and lets its key go on.
 func (l *lane) release(ep, id string) {
-	for kid, k := range l.keys {
-		if kid.ep == ep && l.releaseIn(k, id) {
+	for _, k := range l.byEp[ep] {
+		if l.releaseIn(k, id) {
 			l.consider(k)
 		}
 	}
@@ -249,6 +254,12 @@ func (l *lane) consider(k *laneKey) {
 			k.timer.Stop()
 		}
 		delete(l.keys, k.id)
+		if m := l.byEp[k.id.ep]; m != nil {
+			delete(m, k.id.key)
+			if len(m) == 0 {
+				delete(l.byEp, k.id.ep)
+			}
+		}
 		delete(l.floorWait, k.id)
 		return
 	}
@@ -512,7 +523,7 @@ func (l *lane) done(gen uint64, k *laneKey, cur *laneEntry, dl *delivery, ok boo
 			l.wait(gen, k, 2*time.Second+jitter(3*time.Second), "")
 			return
 		}
-		if dl.dead && dl.s.ep.OrderingOnDeadLetter == "hold" {
+		if dl.dead && dl.s.ep.HoldsOnDeadLetter() {
 			if err := l.holdKey(gen, k, dl); err != nil {
 				dl.log(d.log, slog.LevelWarn, "hold marker not stored; the dead letter comes again", "err", err)
 				l.wait(gen, k, 2*time.Second, "")

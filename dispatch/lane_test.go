@@ -98,14 +98,14 @@ func TestOrderedKeysGoInPublishOrderWhileOneKeyFails(t *testing.T) {
 	if got := rcv.requests("ord", "k0-1"); got != 0 {
 		t.Fatalf("k0-1 attempted %d times while k0-0 had not been delivered", got)
 	}
-	n, why, held := r.d.lane.held("ord")
-	if n != 1 || why["retrying"] != 1 || len(held) != 1 || held[0].Key != "k0" || held[0].EventID != "k0-0" {
-		t.Fatalf("held keys: %d %v %+v, want k0 retrying k0-0", n, why, held)
+	h := r.status("ord").HeldKeys
+	if h == nil || h.Count != 1 || h.Why["retrying"] != 1 || len(h.Keys) != 1 || h.Keys[0].Key != "k0" || h.Keys[0].EventID != "k0-0" || h.Keys[0].Attempts == 0 {
+		t.Fatalf("held keys: %+v, want k0 retrying k0-0", h)
 	}
 	failing.Store(false)
 	rcv.waitDelivered(want, 20*time.Second)
 	inOrder(t, rcv.arrivals("ord"), keys, per)
-	eventually(t, "no key held", 5*time.Second, func() bool { n, _, _ := r.d.lane.held("ord"); return n == 0 })
+	eventually(t, "no key held", 5*time.Second, func() bool { return r.d.lane.held("ord") == nil })
 }
 
 func TestOrderedKeyHoldsAfterADeadLetterUntilReplayed(t *testing.T) {
@@ -125,8 +125,8 @@ func TestOrderedKeyHoldsAfterADeadLetterUntilReplayed(t *testing.T) {
 	r.publishKeyed("order.updated", "k1-0", "k1")
 	rcv.waitDelivered([]string{"ord k1-0"}, 10*time.Second)
 	eventually(t, "k0 held by its dead letter", 10*time.Second, func() bool {
-		_, why, _ := r.d.lane.held("ord")
-		return why["dead_letter"] == 1
+		h := r.d.lane.held("ord")
+		return h != nil && h.Why["dead_letter"] == 1
 	})
 	time.Sleep(500 * time.Millisecond)
 	if n := rcv.requests("ord", "k0-1"); n != 0 {
@@ -157,7 +157,7 @@ func TestOrderedKeySkipsADeadLetterAndADiscardReleasesAHold(t *testing.T) {
 				r.publishKeyed("order.updated", fmt.Sprintf("k0-%d", i), "k0")
 			}
 			if policy == "hold" {
-				eventually(t, "k0 held", 10*time.Second, func() bool { _, why, _ := r.d.lane.held("ord"); return why["dead_letter"] == 1 })
+				eventually(t, "k0 held", 10*time.Second, func() bool { h := r.d.lane.held("ord"); return h != nil && h.Why["dead_letter"] == 1 })
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				if _, _, err := jetstream.DiscardDLQ(ctx, r.node.JetStream(), jetstream.DLQFilter{Endpoint: "ord"}, false, func(e jetstream.DLQEntry) {

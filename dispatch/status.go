@@ -35,7 +35,7 @@ func (d *Dispatcher) Endpoints(ctx context.Context) ([]api.EndpointStatus, error
 // page ("" after the last). Waiting counts come from two stream lookups per
 // page, whatever its size.
 func (d *Dispatcher) EndpointPage(ctx context.Context, tenant, after string, limit int) ([]api.EndpointStatus, string, error) {
-	ids := d.sortedIDs()
+	ids := d.table.IDs()
 	i := sort.SearchStrings(ids, after)
 	if i < len(ids) && ids[i] == after {
 		i++
@@ -131,6 +131,7 @@ func (d *Dispatcher) status(e *endpoint, w waitingCount, deadLetters uint64) api
 	}
 	s.Waiting = d.waits(e, d.now()) // why deliveries wait (dispatch/waiting.go)
 	s.NextRetry = timePtr(d.drains.firstRetry(e.id))
+	s.HeldKeys = d.heldKeys(e.id) // ordering: key (dispatch/ordering_view.go)
 	return s
 }
 

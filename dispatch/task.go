@@ -177,7 +177,7 @@ func copyHeaders(dst, src nats.Header) {
 	if ct := src.Get(jetstream.HdrContentType); ct != "" {
 		dst.Set(jetstream.HdrContentType, ct)
 	}
-	if k := src.Get(jetstream.HdrOrderingKey); k != "" {
+	if k := jetstream.OrderingKey(src); k != "" { // retries, parks and replays keep the event's key
 		dst.Set(jetstream.HdrOrderingKey, k)
 	}
 	for _, k := range traceHeaders {

@@ -12,6 +12,13 @@ func SettingsOf(ep config.Endpoint, now time.Time) *api.EndpointSettings {
 	s := ep.Settings
 	var out api.EndpointSettings
 	out.Timeout, out.MaxInFlight, out.MaxBacklog = s.Timeout.String(), s.MaxInFlight, s.MaxBacklog
+	out.Ordering, out.OrderingOnDeadLetter = s.Ordering, s.OrderingOnDeadLetter
+	if !s.Ordered() { // a Settings built without the defaults: "" is none
+		out.Ordering = config.OrderingNone
+	}
+	if !s.HoldsOnDeadLetter() {
+		out.OrderingOnDeadLetter = config.OnDeadLetterSkip
+	}
 	out.RateLimit.RPS, out.RateLimit.Burst = s.RateLimit.RPS, s.RateLimit.Burst
 	out.Retry.Base, out.Retry.Cap, out.Retry.MaxAttempts, out.Retry.MaxAge = s.Retry.Base.String(), s.Retry.Cap.String(), s.Retry.MaxAttempts, s.Retry.MaxAge.String()
 	out.Breaker.FailureThreshold, out.Breaker.Cooldown = s.Breaker.FailureThreshold, s.Breaker.Cooldown.String()

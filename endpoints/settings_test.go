@@ -31,6 +31,12 @@ func TestSettingsOfShowsEverySetting(t *testing.T) {
 			v.SetInt(v.Int() + 1001) // durations too: a visible change
 		case reflect.Float64:
 			v.SetFloat(v.Float() + 1.5)
+		case reflect.String: // the enumerations: their other value
+			other := map[string]string{config.OrderingNone: config.OrderingKey, config.OnDeadLetterSkip: config.OnDeadLetterHold}[v.String()]
+			if other == "" {
+				t.Fatalf("%s: %q; teach this test its other value", name, v.String())
+			}
+			v.SetString(other)
 		default:
 			t.Fatalf("%s: a %s; teach this test to change it", name, v.Type())
 		}

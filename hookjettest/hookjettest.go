@@ -227,6 +227,21 @@ func (h *Hookjet) PublishFor(tenant, eventType, id string, payload []byte) {
 	h.PublishMsg(m)
 }
 
+// PublishKeyed publishes one event with ordering key (header
+// Hookjet-Ordering-Key, at most 255 bytes) like [Hookjet.Publish]: every
+// POST of it carries the key, and an endpoint with ordering: key
+// ([WithSettings]) delivers the events of one key in publish order.
+func (h *Hookjet) PublishKeyed(key, eventType, id string, payload []byte) {
+	h.t.Helper()
+	m := nats.NewMsg(jetstream.EventsPrefix + eventType)
+	m.Data = payload
+	if id != "" {
+		m.Header.Set(jetstream.HdrMsgID, id)
+	}
+	m.Header.Set(jetstream.HdrOrderingKey, key)
+	h.PublishMsg(m)
+}
+
 // PublishMsg publishes m, whose subject is "hookjet.events.<type>", with
 // its headers (Nats-Msg-Id, Hookjet-Tenant, Hookjet-Ordering-Key, and
 // others such as traceparent or Content-Type) and waits until hookjet has

@@ -24,6 +24,7 @@ import (
 type request struct {
 	id, typ string
 	body    []byte
+	key     string // Hookjet-Ordering-Key
 }
 
 // receiver is an endpoint as an application's customer would run it: it
@@ -63,7 +64,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Lock()
 	v := r.v
-	r.got = append(r.got, request{id: req.Header.Get("webhook-id"), typ: typeOf(body), body: body})
+	r.got = append(r.got, request{id: req.Header.Get("webhook-id"), typ: typeOf(body), body: body, key: req.Header.Get("Hookjet-Ordering-Key")})
 	r.mu.Unlock()
 	if v == nil {
 		r.t.Errorf("receiver: a request before the secret was known")

@@ -18,12 +18,6 @@ const (
 	// LaneBucket holds the lane's owner: a process id renewed every
 	// second, taken over by another process once it stops changing.
 	LaneBucket = "HOOKJET_ORDERING"
-	// HdrOrderingKey is an event's ordering key (at most 255 bytes): the
-	// deliveries of events with the same key to an endpoint with
-	// ordering: key go one at a time, in publish order. Tasks, lane
-	// entries and dead letters carry it on, and the POST carries it to the
-	// endpoint.
-	HdrOrderingKey = "Hookjet-Ordering-Key"
 )
 
 // laneStreamConfig is HOOKJET_ORDERED's configuration. Hookjet deletes each

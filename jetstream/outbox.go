@@ -51,7 +51,6 @@ func NewOutboxPublisher(nc *nats.Conn, maxPending, maxMsgSize int) (*OutboxPubli
 // without it.
 func (p *OutboxPublisher) Publish(ctx context.Context, batch []outbox.Message) []outbox.Ack {
 	acks := make([]outbox.Ack, len(batch))
-	futures := make([]natsjs.PubAckFuture, len(batch))
 	limit := int(p.nc.MaxPayload())
 	if p.maxMsgSize > 0 && (limit <= 0 || p.maxMsgSize < limit) {
 		limit = p.maxMsgSize
@@ -70,30 +69,13 @@ func (p *OutboxPublisher) Publish(ctx context.Context, batch []outbox.Message) [
 	if len(batch) > 1 && p.atomic.allowed(ctx, p.js) {
 		p.publishAtomic(ctx, batch, msgs, acks)
 	}
-	for i, m := range msgs {
-		if m == nil {
-			continue
-		}
-		f, err := p.js.PublishMsgAsync(m)
+	publishEach(ctx, p.js, msgs, func(i int, ack *natsjs.PubAck, err error) {
 		if err != nil {
-			acks[i].Err = fmt.Errorf("publish %s: %w", m.Subject, err)
-			continue
+			acks[i].Err = fmt.Errorf("publish %s: %w", msgs[i].Subject, err)
+			return
 		}
-		futures[i] = f
-	}
-	for i, f := range futures {
-		if f == nil {
-			continue
-		}
-		select {
-		case ack := <-f.Ok():
-			acks[i].Duplicate = ack.Duplicate
-		case err := <-f.Err():
-			acks[i].Err = fmt.Errorf("publish %s: %w", f.Msg().Subject, err)
-		case <-ctx.Done():
-			acks[i].Err = fmt.Errorf("publish %s: %w", f.Msg().Subject, ctx.Err())
-		}
-	}
+		acks[i].Duplicate = ack.Duplicate
+	})
 	return acks
 }
 
@@ -107,6 +89,9 @@ func (p *OutboxPublisher) natsMsg(m outbox.Message, limit int) *nats.Msg {
 		out.Header.Set(HdrMsgID, m.ID)
 		if m.Tenant != "" {
 			out.Header.Set(HdrTenant, m.Tenant)
+		}
+		if m.Key != "" {
+			out.Header.Set(HdrOrderingKey, m.Key)
 		}
 		out.Data = m.Payload
 		return out
@@ -126,6 +111,9 @@ func (p *OutboxPublisher) natsMsg(m outbox.Message, limit int) *nats.Msg {
 	h.Set(HdrLastTry, "")
 	if m.Tenant != "" { // a valid tenant only: an invalid one is why the row was rejected
 		h.Set(HdrTenant, m.Tenant)
+	}
+	if m.Key != "" { // a valid key only, as the tenant
+		h.Set(HdrOrderingKey, m.Key)
 	}
 	if ct := m.Header[HdrContentType]; len(ct) > 0 {
 		h.Set(HdrContentType, headerSafe(ct[0]))

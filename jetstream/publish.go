@@ -24,6 +24,10 @@ const PublishPrefix = "hookjet.publish."
 // answers each request.
 const PublishQueue = "hookjet-publish"
 
+// OrderingKey is the ordering key of an event, task or dead letter with
+// headers h; "" when it has none (or one publish.CheckKey refuses).
+func OrderingKey(h nats.Header) string { return publish.KeyOf(h) }
+
 // publishTimeout bounds the wait for one PubAck of an event publish.
 const publishTimeout = 10 * time.Second
 
@@ -110,7 +114,7 @@ func NewEventPublisher(nc *nats.Conn) (*EventPublisher, error) {
 func (p *EventPublisher) Store(ctx context.Context, events []publish.Event) []publish.Result {
 	msgs := make([]*nats.Msg, len(events))
 	for i := range events {
-		msgs[i] = eventMsg(&events[i])
+		msgs[i] = eventMsg(EventsPrefix, &events[i])
 	}
 	results := make([]publish.Result, len(events))
 	if len(events) > 1 && p.atomic.allowed(ctx, p.js) && p.costs.useAtomic(len(events)) {
@@ -121,13 +125,17 @@ func (p *EventPublisher) Store(ctx context.Context, events []publish.Event) []pu
 	return results
 }
 
-// eventMsg is the NATS message of e.
-func eventMsg(e *publish.Event) *nats.Msg {
-	m := nats.NewMsg(EventsPrefix + e.Type)
+// eventMsg is the NATS message of e on prefix+e.Type (EventsPrefix to
+// store it, PublishPrefix to request it stored), with its id when it has
+// one, tenant, key and further headers.
+func eventMsg(prefix string, e *publish.Event) *nats.Msg {
+	m := nats.NewMsg(prefix + e.Type)
 	for k, v := range e.Header {
 		m.Header[k] = v
 	}
-	m.Header.Set(HdrMsgID, e.ID)
+	if e.ID != "" {
+		m.Header.Set(HdrMsgID, e.ID)
+	}
 	if e.Tenant != "" {
 		m.Header.Set(HdrTenant, e.Tenant)
 	}
@@ -174,17 +182,32 @@ func (p *EventPublisher) storeAtomic(ctx context.Context, msgs []*nats.Msg, resu
 func (p *EventPublisher) storeEach(ctx context.Context, msgs []*nats.Msg, results []publish.Result) {
 	t0 := time.Now()
 	failed := false
-	defer func() {
-		if !failed {
-			p.costs.record(false, len(msgs), time.Since(t0))
-		}
-	}()
-	futures := make([]natsjs.PubAckFuture, len(msgs))
-	for i, m := range msgs {
-		f, err := p.js.PublishMsgAsync(m)
+	publishEach(ctx, p.js, msgs, func(i int, ack *natsjs.PubAck, err error) {
 		if err != nil {
 			failed = true
 			results[i].Err = fmt.Errorf("%w: %w", publish.ErrUnavailable, err)
+			return
+		}
+		results[i] = publish.Result{Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate}
+	})
+	if !failed {
+		p.costs.record(false, len(msgs), time.Since(t0))
+	}
+}
+
+// publishEach publishes msgs (nil ones are skipped) asynchronously through
+// js, then waits for each PubAck in turn and calls done with message i's
+// ack, or with the error of its publish, of its ack, or of ctx when it ends
+// first. done runs on the caller's goroutine.
+func publishEach(ctx context.Context, js natsjs.JetStream, msgs []*nats.Msg, done func(i int, ack *natsjs.PubAck, err error)) {
+	futures := make([]natsjs.PubAckFuture, len(msgs))
+	for i, m := range msgs {
+		if m == nil {
+			continue
+		}
+		f, err := js.PublishMsgAsync(m)
+		if err != nil {
+			done(i, nil, err)
 			continue
 		}
 		futures[i] = f
@@ -195,13 +218,11 @@ func (p *EventPublisher) storeEach(ctx context.Context, msgs []*nats.Msg, result
 		}
 		select {
 		case ack := <-f.Ok():
-			results[i] = publish.Result{Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate}
+			done(i, ack, nil)
 		case err := <-f.Err():
-			failed = true
-			results[i].Err = fmt.Errorf("%w: %w", publish.ErrUnavailable, err)
+			done(i, nil, err)
 		case <-ctx.Done():
-			failed = true
-			results[i].Err = fmt.Errorf("%w: %w", publish.ErrUnavailable, ctx.Err())
+			done(i, nil, ctx.Err())
 		}
 	}
 }
@@ -296,21 +317,7 @@ func (r *PublishResponder) Stop() {
 // none) adds headers such as Content-Type or traceparent. A refusal is a
 // [*publish.ReplyError].
 func PublishRequest(ctx context.Context, nc *nats.Conn, e publish.Event) (publish.Reply, error) {
-	m := nats.NewMsg(PublishPrefix + e.Type)
-	for k, v := range e.Header {
-		m.Header[k] = v
-	}
-	if e.ID != "" {
-		m.Header.Set(HdrMsgID, e.ID)
-	}
-	if e.Tenant != "" {
-		m.Header.Set(HdrTenant, e.Tenant)
-	}
-	if e.Key != "" {
-		m.Header.Set(publish.HeaderKey, e.Key)
-	}
-	m.Data = e.Data
-	resp, err := nc.RequestMsgWithContext(ctx, m)
+	resp, err := nc.RequestMsgWithContext(ctx, eventMsg(PublishPrefix, &e))
 	if errors.Is(err, nats.ErrNoResponders) {
 		return publish.Reply{}, fmt.Errorf("no hookjet answers on %s> (is hookjet serve running on this NATS?): %w", PublishPrefix, err)
 	}

@@ -2,9 +2,12 @@ package jetstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -174,20 +177,28 @@ func TestCommitterGroupsConcurrentRequests(t *testing.T) {
 	}
 }
 
+// startResponder starts a committer storing through p and answers publish
+// requests on js's connection with it, until the test ends.
+func startResponder(t *testing.T, js natsjs.JetStream, p *EventPublisher, opts ...publish.Option) *publish.Committer {
+	t.Helper()
+	c := publish.New(p, opts...)
+	r, err := ServePublish(js.Conn(), c, 100, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		r.Stop()
+		_ = c.Close(context.Background())
+	})
+	return c
+}
+
 // A request to hookjet.publish.<type> is answered once stored, with its
 // id; a second with the same id is a duplicate; a bad request's reply names
 // the problem; every event keeps its tenant and key.
 func TestPublishResponder(t *testing.T) {
 	js, p := startEvents(t)
-	c := publish.New(p, publish.WithMaxPayload(1000))
-	r, err := ServePublish(js.Conn(), c, 100, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		r.Stop()
-		_ = c.Close(context.Background())
-	}()
+	startResponder(t, js, p, publish.WithMaxPayload(1000))
 	ev := publish.Event{ID: "evt_1", Type: "order.created", Data: []byte(`{"a":1}`), Tenant: "acme", Key: "k1"}
 	got, err := PublishRequest(t.Context(), js.Conn(), ev)
 	if err != nil || got.ID != "evt_1" || got.Duplicate || got.Seq != 1 || got.Stream != EventsStream {
@@ -243,5 +254,65 @@ func TestEventPublisherChoosesTheCheaperWay(t *testing.T) {
 	}
 	if !c.useAtomic(30) {
 		t.Errorf("30 events at 1 ms each vs 20 ms a batch: not atomic")
+	}
+}
+
+// When HOOKJET_EVENTS refuses new events (full, with Discard: New), POST
+// /api/v1/events answers 503 with Retry-After and an error naming the
+// refusal, for one event and for a batch stored either way, and the reply
+// to a publish request names it too. Nothing is stored.
+func TestPublishRefusedWhenTheStreamIsFull(t *testing.T) {
+	js, p := startEvents(t)
+	c := startResponder(t, js, p)
+	if res := p.Store(t.Context(), events("first", 1)); res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	st, err := js.Stream(t.Context(), EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := st.CachedInfo().Config
+	sc.MaxMsgs, sc.Discard = 1, natsjs.DiscardNew
+	if _, err := js.UpdateStream(t.Context(), sc); err != nil {
+		t.Fatal(err)
+	}
+	const refusal = "JetStream cannot store the events: "
+	h := publish.NewHandler(c)
+	for _, tt := range []struct {
+		name   string
+		body   string
+		atomic bool
+	}{
+		{"one event", `{"id":"evt_one","type":"order.created","data":1}`, false},
+		{"atomic batch", `{"events":[{"type":"order.created","data":1},{"type":"order.paid","data":2}]}`, true},
+		{"batch one by one", `{"events":[{"type":"order.created","data":1},{"type":"order.paid","data":2}]}`, false},
+	} {
+		p.costs.each, p.costs.batch = time.Nanosecond, time.Hour // one by one cheaper
+		if tt.atomic {
+			p.costs.each, p.costs.batch = time.Hour, time.Nanosecond
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/v1/events", strings.NewReader(tt.body)))
+		var out struct{ Error string }
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
+			t.Fatalf("%s: HTTP %d, body %q: %v", tt.name, rec.Code, rec.Body, err)
+		}
+		t.Logf("%s: HTTP %d %s", tt.name, rec.Code, out.Error)
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" ||
+			!strings.HasPrefix(out.Error, refusal) || !strings.Contains(out.Error, "maximum messages") {
+			t.Errorf("%s: HTTP %d (Retry-After %q) %q, want 503 naming the full stream", tt.name, rec.Code, rec.Header().Get("Retry-After"), out.Error)
+		}
+	}
+	_, err = PublishRequest(t.Context(), js.Conn(), publish.Event{Type: "order.created", Data: []byte(`{}`)})
+	if re, ok := errors.AsType[*publish.ReplyError](err); !ok || re.Field != "" ||
+		!strings.HasPrefix(re.Error(), refusal) || !strings.Contains(re.Error(), "maximum messages") {
+		t.Errorf("publish request: %v, want a reply naming the full stream", err)
+	}
+	info, err := st.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 1 {
+		t.Errorf("stream holds %d events, want only the first", info.State.Msgs)
 	}
 }

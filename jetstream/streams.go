@@ -12,6 +12,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/publish"
 )
 
 // Names of the streams, buckets, consumers and subjects hookjet owns.
@@ -69,6 +70,10 @@ const (
 	// that tenant's endpoints and those without a tenant. Tasks and dead
 	// letters carry it on.
 	HdrTenant = "Hookjet-Tenant"
+	// HdrOrderingKey is an event's ordering key (publish.HeaderKey, read
+	// with OrderingKey): tasks and dead letters carry it on, and the POST
+	// to an endpoint sends it.
+	HdrOrderingKey = publish.HeaderKey
 	// HdrIncarnation is the created_at (Unix nanoseconds) of the API
 	// endpoint a task or dead letter was stored for; absent for config-file
 	// endpoints. An endpoint deleted and created again with the same id is

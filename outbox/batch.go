@@ -80,13 +80,14 @@ func (r *Relay) relayBatch(ctx context.Context, conn *pgx.Conn) (int, error) {
 
 // claim locks and reads up to a batch of rows that no other relay holds
 // (with a hold: after the cursor, which it advances). While the table has
-// no tenant column it checks, once rows are locked, whether the column has
-// appeared meanwhile (see tenantAdded), and claims again with it if so.
+// no tenant or no ordering_key column it checks, once rows are locked,
+// whether the column has appeared meanwhile (see columnsAdded), and claims
+// again with it if so.
 func (r *Relay) claim(ctx context.Context, tx pgx.Tx) ([]row, error) {
 	out, err := r.claimRows(ctx, tx)
-	if err == nil && len(out) > 0 && !r.tenants.on {
+	if err == nil && len(out) > 0 && !r.cols.all() {
 		var added bool
-		if added, err = r.tenantAdded(ctx, tx); added {
+		if added, err = r.columnsAdded(ctx, tx); added {
 			out, err = r.claimRows(ctx, tx)
 		}
 	}
@@ -103,21 +104,25 @@ func (r *Relay) claim(ctx context.Context, tx pgx.Tx) ([]row, error) {
 	return out, nil
 }
 
-// claimRows runs the claim: with the tenant column when the table has it.
+// claimRows runs the claim: with the tenant and ordering_key columns when
+// the table has them.
 func (r *Relay) claimRows(ctx context.Context, tx pgx.Tx) ([]row, error) {
 	args := []any{r.batch}
 	if r.hold > 0 {
 		args = append(args, r.held.cursor)
 	}
-	rs, err := tx.Query(ctx, r.table.claimSQL(r.tenants.on, r.hold > 0), args...)
+	rs, err := tx.Query(ctx, r.table.claimSQL(r.cols, r.hold > 0), args...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: claim: %w", ErrPostgres, err)
 	}
 	out := make([]row, 0, r.batch)
 	var rw row
 	dest := []any{&rw.id, &rw.eventType, &rw.payload, &rw.headers, &rw.createdAt}
-	if r.tenants.on {
+	if r.cols.tenant {
 		dest = append(dest, &rw.tenant)
+	}
+	if r.cols.key {
+		dest = append(dest, &rw.key)
 	}
 	_, err = pgx.ForEachRow(rs, dest, func() error {
 		out = append(out, rw)

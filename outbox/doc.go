@@ -6,11 +6,13 @@
 // The table ([Schema]) has id (text, primary key: it becomes Nats-Msg-Id and
 // so the webhook-id), event_type, payload (bytea; jsonb works too), headers
 // (jsonb, optional: an object of header names to a string or a list of
-// strings), created_at and tenant (text, nullable: the event's tenant, header
-// Hookjet-Tenant). An insert names only id, event_type and payload, and
-// tenant for a tenant's event; a statement trigger sends a NOTIFY on the
-// channel named like the table. A table created without the tenant column
-// keeps working: its events have no tenant until the column is added.
+// strings), created_at, tenant (text, nullable: the event's tenant, header
+// Hookjet-Tenant) and ordering_key (text, nullable: the event's ordering key,
+// header Hookjet-Ordering-Key). An insert names only id, event_type and
+// payload, and tenant for a tenant's event, ordering_key for a keyed one; a
+// statement trigger sends a NOTIFY on the channel named like the table. A
+// table created without the tenant or ordering_key column keeps working: its
+// events have no tenant, or no key, until the column is added.
 //
 // The relay claims up to a batch of rows in id order with FOR UPDATE SKIP
 // LOCKED (several relays may share a table), publishes them asynchronously
@@ -18,7 +20,7 @@
 // rows and commits. It is at-least-once: a crash between the PubAck and the
 // commit republishes the rows with the same id, and JetStream's duplicate
 // window (and hookjet's dedupe beyond it) absorbs them. A row that can never
-// be published (an invalid event type or tenant, a payload over the size
+// be published (an invalid event type, tenant or key, a payload over the size
 // limit, malformed headers) is published as a dead letter with reason "rejected"
 // instead and deleted, so one bad row never blocks the rest.
 //

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/publish"
 )
 
 // Message is one claimed row on its way to JetStream.
@@ -29,6 +30,11 @@ type Message struct {
 	// has none. A row whose tenant is not valid is rejected, never
 	// published without one.
 	Tenant string
+	// Key is the row's ordering_key column (header Hookjet-Ordering-Key),
+	// checked with publish.CheckKey; "" when the column is NULL or the
+	// table has none. A row whose key is not valid is rejected, never
+	// published without one.
+	Key string
 	// Reject, when not empty, says why the row cannot be published as an
 	// event: the publisher stores it as a dead letter with reason
 	// "rejected" and Reject as its last error.
@@ -119,6 +125,18 @@ func checkTenant(t string) (tenant, reject string) {
 	return t, ""
 }
 
+// checkKey checks a row's ordering_key column: the key, or why it is none.
+// An empty string is not a key: an event without one has NULL.
+func checkKey(k string) (key, reject string) {
+	if k == "" {
+		return "", "ordering_key: is empty (NULL for an event without a key)"
+	}
+	if err := publish.CheckKey(k); err != nil {
+		return "", "ordering_key: " + err.Error()
+	}
+	return k, ""
+}
+
 // row is one claimed outbox row.
 type row struct {
 	id, eventType string
@@ -126,6 +144,7 @@ type row struct {
 	headers       []byte
 	createdAt     time.Time
 	tenant        *string // nil: NULL, or the table has no tenant column
+	key           *string // nil: NULL, or the table has no ordering_key column
 }
 
 // message turns a row into a Message, with Reject set when the row can never
@@ -145,6 +164,12 @@ func message(r row, maxPayload int) Message {
 		// another reason; an invalid one is never published.
 		var reject string
 		if m.Tenant, reject = checkTenant(*r.tenant); m.Reject == "" {
+			m.Reject = reject
+		}
+	}
+	if r.key != nil { // as the tenant: a valid key stays on a dead letter
+		var reject string
+		if m.Key, reject = checkKey(*r.key); m.Reject == "" {
 			m.Reject = reject
 		}
 	}

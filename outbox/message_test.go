@@ -75,3 +75,36 @@ func TestMessageCarriesTheRowsTenant(t *testing.T) {
 		})
 	}
 }
+
+// A row's ordering_key column becomes the event's ordering key; a key that
+// is not one (publish.CheckKey, or an empty string) rejects the row with a
+// reason naming the column, and is never carried; NULL is no key. A valid
+// key stays on the dead letter of a row rejected for another reason.
+func TestMessageCarriesTheRowsOrderingKey(t *testing.T) {
+	str := func(s string) *string { return &s }
+	tests := []struct {
+		name      string
+		row       row
+		key, want string // want: substring of Reject; "" means publishable
+	}{
+		{"key", row{id: "e1", eventType: "a", key: str("customer 7/ü")}, "customer 7/ü", ""},
+		{"null", row{id: "e1", eventType: "a"}, "", ""},
+		{"with a tenant", row{id: "e1", eventType: "a", tenant: str("acme"), key: str("c-7")}, "c-7", ""},
+		{"empty", row{id: "e1", eventType: "a", key: str("")}, "", "ordering_key: is empty (NULL for an event without a key)"},
+		{"too long", row{id: "e1", eventType: "a", key: str(strings.Repeat("k", 256))}, "", "ordering_key: must be at most 255 bytes"},
+		{"control character", row{id: "e1", eventType: "a", key: str("a\nb")}, "", "ordering_key: contains control characters"},
+		{"valid key, bad type", row{id: "e1", eventType: "a.*", key: str("c-7")}, "c-7", "event_type: "},
+		{"valid key, bad tenant", row{id: "e1", eventType: "a", tenant: str("Acme"), key: str("c-7")}, "c-7", "tenant: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := message(tt.row, 10)
+			if tt.want == "" && m.Reject != "" || !strings.Contains(m.Reject, tt.want) {
+				t.Fatalf("Reject = %q, want %q", m.Reject, tt.want)
+			}
+			if m.Key != tt.key {
+				t.Fatalf("Key = %q, want %q", m.Key, tt.key)
+			}
+		})
+	}
+}

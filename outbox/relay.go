@@ -47,9 +47,9 @@ type Relay struct {
 	hold time.Duration // WithHold; 0: delete rows at their PubAck
 	held holdState
 
-	// tenants: the table has the tenant column (tenant.go). Only the Run
+	// cols: the optional columns the table has (columns.go). Only the Run
 	// goroutine uses it.
-	tenants tenantState
+	cols columns
 
 	mu    sync.Mutex
 	down  map[error]*downState // ErrPostgres, ErrNATS -> why and since when
@@ -175,7 +175,7 @@ func (r *Relay) connect(ctx context.Context) (*pgx.Conn, error) {
 		r.closeConn(ctx, conn)
 		return nil, fmt.Errorf("%w: listen: %w", ErrPostgres, err)
 	}
-	if err := r.detectTenant(cctx, conn); err != nil {
+	if err := r.detectColumns(cctx, conn); err != nil {
 		r.closeConn(ctx, conn)
 		return nil, err
 	}

@@ -109,6 +109,26 @@ func CheckKey(k string) error {
 	return nil
 }
 
+// KeyOf is the ordering key a stored event's headers carry (HeaderKey, in
+// any case; the first value), or "" when they carry none or one that
+// [CheckKey] refuses: such an event is not ordered. Tasks and dead letters
+// carry their event's key on under HeaderKey.
+func KeyOf(h map[string][]string) string {
+	v := h[HeaderKey]
+	if len(v) == 0 {
+		for k, vals := range h {
+			if len(k) == len(HeaderKey) && strings.EqualFold(k, HeaderKey) && len(vals) > 0 {
+				v = vals
+				break
+			}
+		}
+	}
+	if len(v) == 0 || CheckKey(v[0]) != nil {
+		return ""
+	}
+	return v[0]
+}
+
 // check returns the problems of e, each field named under prefix ("" or
 // "events[3]."). e.ID is checked when not empty; maxData bounds the
 // payload (0: no bound).

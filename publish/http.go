@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/hookjet/hookjet/api"
 )
 
 // Route is the HTTP publish route.
@@ -19,16 +21,6 @@ const Route = "POST /api/v1/events"
 // DefaultMaxBody bounds a request body of the HTTP publish API; a larger
 // one is answered 413.
 const DefaultMaxBody = 32 << 20
-
-// Accepted is the body of a 202 from POST /api/v1/events.
-type Accepted struct {
-	// IDs are the events' ids, in the request's order (generated ones
-	// included).
-	IDs []string `json:"ids"`
-	// Duplicates counts the events whose id was stored before (within the
-	// stream's duplicate window): they were not stored again.
-	Duplicates int `json:"duplicates"`
-}
 
 // fieldError is an answer naming the offending fields, as the admin API's:
 // every problem in Errors, the first also in Error and Field.
@@ -119,7 +111,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": storeError(err).Error()})
 		return
 	}
-	out := Accepted{IDs: make([]string, len(events))}
+	out := api.PublishResult{IDs: make([]string, len(events))}
 	for i, e := range events {
 		out.IDs[i] = e.ID
 		if res[i].Duplicate {

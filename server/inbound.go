@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -20,9 +19,7 @@ import (
 type inboundServer struct {
 	gw    *inbound.Gateway
 	store *jetstream.InboundStore
-	srv   *http.Server
-	ln    net.Listener
-	run   *owned
+	http  *httpListener
 }
 
 // startInbound starts the inbound gateway when inbound.listen is set: it
@@ -50,21 +47,15 @@ func (s *Server) startInbound(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("inbound.listen: %w", err)
 	}
-	srv := &http.Server{
+	s.inbound = &inboundServer{gw: gw, store: store, http: s.serveHTTP("inbound gateway", ln, &http.Server{
 		Handler:           gw,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
-	s.inbound = &inboundServer{gw: gw, store: store, srv: srv, ln: ln, run: goOwned(context.Background(), func(context.Context) {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("inbound gateway", "err", err)
-		}
 	})}
-	s.log.Info("inbound gateway listening", "addr", "http://"+ln.Addr().String(), "sources", len(cfg.Inbound.Sources))
+	s.log.Info("inbound gateway listening", "addr", "http://"+s.inbound.http.addr(), "sources", len(cfg.Inbound.Sources))
 	return nil
 }
 
@@ -96,11 +87,7 @@ func (s *Server) stopInbound() {
 	s.inbound = nil
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := in.srv.Shutdown(ctx); err != nil {
-		s.log.Warn("inbound gateway shutdown", "err", err)
-		_ = in.srv.Close()
-	}
-	in.run.stop()
+	in.http.stop(ctx)
 	if err := in.store.Flush(ctx); err != nil {
 		s.log.Warn("inbound gateway shutdown", "err", err)
 	}
@@ -112,7 +99,7 @@ func (s *Server) InboundAddr() string {
 	if s.inbound == nil {
 		return ""
 	}
-	return s.inbound.ln.Addr().String()
+	return s.inbound.http.addr()
 }
 
 // withInbound adds the gateway's per-source counts to b's summary when the

@@ -2,9 +2,7 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -20,10 +18,8 @@ import (
 type publishServer struct {
 	committer *publish.Committer
 	responder *jetstream.PublishResponder
-	handler   http.Handler // POST /api/v1/events, mounted on the admin API too
-	srv       *http.Server // publish.listen; nil without it
-	ln        net.Listener
-	run       *owned
+	handler   http.Handler  // POST /api/v1/events, mounted on the admin API too
+	http      *httpListener // publish.listen; nil without it
 }
 
 // publishInFlight bounds the NATS publish requests waiting for their batch
@@ -64,21 +60,14 @@ func (s *Server) startPublish() error {
 		// Open (loopback) mode: refuse what a web page could forge.
 		h = admin.OpenGuard(cfg.Publish.Listen, h)
 	}
-	p.ln = ln
-	p.srv = &http.Server{
+	p.http = s.serveHTTP("publish API", ln, &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		WriteTimeout:      time.Minute,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
-	p.run = goOwned(context.Background(), func(context.Context) {
-		if err := p.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("publish API", "err", err)
-		}
 	})
-	s.log.Info("publish API listening", "addr", "http://"+ln.Addr().String()+"/api/v1/events")
+	s.log.Info("publish API listening", "addr", "http://"+p.http.addr()+"/api/v1/events")
 	return nil
 }
 
@@ -94,12 +83,8 @@ func (s *Server) stopPublish() {
 	s.publish = nil
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if p.srv != nil {
-		if err := p.srv.Shutdown(ctx); err != nil {
-			s.log.Warn("publish API shutdown", "err", err)
-			_ = p.srv.Close()
-		}
-		p.run.stop()
+	if p.http != nil {
+		p.http.stop(ctx)
 	}
 	if p.responder != nil {
 		p.responder.Stop()
@@ -111,10 +96,10 @@ func (s *Server) stopPublish() {
 
 // PublishAddr is the address of publish.listen; empty when it is not set.
 func (s *Server) PublishAddr() string {
-	if s.publish == nil || s.publish.ln == nil {
+	if s.publish == nil || s.publish.http == nil {
 		return ""
 	}
-	return s.publish.ln.Addr().String()
+	return s.publish.http.addr()
 }
 
 // publishOption mounts POST /api/v1/events on the admin API.

@@ -208,19 +208,6 @@ func TestClusterThreeProcessesKeepKeyOrder(t *testing.T) {
 	started := time.Now()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	go func() {
-		for ctx.Err() == nil {
-			time.Sleep(time.Second)
-			c, err := js.Consumer(ctx, "HOOKJET_EVENTS", "hookjet-fanout")
-			if err != nil {
-				continue
-			}
-			i, err := c.Info(ctx)
-			if err == nil {
-				t.Logf("DBGFAN floor=%d delivered=%d ackpending=%d redelivered=%d waiting=%d pending=%d", i.AckFloor.Stream, i.Delivered.Stream, i.NumAckPending, i.NumRedelivered, i.NumWaiting, i.NumPending)
-			}
-		}
-	}()
 	publishKeyed(t, js, ids)
 	checkFor(t, 90*time.Second, 50*time.Millisecond, func() error {
 		if n := s.delivered(); n < len(ids) {

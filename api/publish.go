@@ -1,0 +1,40 @@
+package api
+
+import "encoding/json"
+
+// The publish API's body and answer (POST /api/v1/events); package publish
+// serves them and package client sends them.
+
+// PublishEvent is one event to publish: the body of POST /api/v1/events
+// for one event, or an element of [PublishBatch]'s Events.
+type PublishEvent struct {
+	// ID is the event's id (Nats-Msg-Id, its webhook-id); empty: the
+	// server generates one. Publishing an id again stores nothing (a
+	// duplicate).
+	ID string `json:"id,omitempty"`
+	// Type is the event type, such as order.created: the rest of the
+	// subject hookjet.events.<type>.
+	Type string `json:"type"`
+	// Data is the payload: any JSON value.
+	Data json.RawMessage `json:"data"`
+	// Tenant is the event's tenant (Hookjet-Tenant): only that tenant's
+	// endpoints (and those without a tenant) receive it.
+	Tenant string `json:"tenant,omitempty"`
+	// Key is the ordering key (Hookjet-Ordering-Key): endpoints with
+	// ordering: key receive the key's events in order.
+	Key string `json:"key,omitempty"`
+}
+
+// PublishBatch is the body of POST /api/v1/events for up to 1,000 events.
+type PublishBatch struct {
+	Events []PublishEvent `json:"events"`
+}
+
+// PublishResult is the answer (202) of POST /api/v1/events: the events'
+// ids, in the request's order (generated ones included), and how many
+// were duplicates (their id was stored before, within the stream's
+// duplicate window: not stored again).
+type PublishResult struct {
+	IDs        []string `json:"ids"`
+	Duplicates int      `json:"duplicates"`
+}
