@@ -58,15 +58,14 @@ func (l *lane) runLease(ctx context.Context) {
 }
 
 type leaseState struct {
-	l        *lane
-	kv       natsjs.KeyValue
-	id       string
-	owner    bool
-	rev      uint64    // the key's revision we wrote last
-	renewed  time.Time // when we last did
-	seenRev  uint64    // another owner's revision last seen
-	seenAt   time.Time // when it was first seen
-	lastLogE string
+	l       *lane
+	kv      natsjs.KeyValue
+	id      string
+	owner   bool
+	rev     uint64    // the key's revision we wrote last
+	renewed time.Time // when we last did
+	seenRev uint64    // another owner's revision last seen
+	seenAt  time.Time // when it was first seen
 }
 
 func (ls *leaseState) step(parent context.Context) {
