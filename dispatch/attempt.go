@@ -29,6 +29,10 @@ type delivery struct {
 	hdr  nats.Header
 	done func(ok bool)
 	g    *guard // fan-out deliveries: see guard.go; nil for tasks
+	// again, for the ordered lane's deliveries, stores the retry due
+	// after wait in the lane instead of as a schedule (lane_owner.go).
+	again func(wait time.Duration)
+	dead  bool // dead-lettered: set before done
 }
 
 func (dl *delivery) log(l *slog.Logger, level slog.Level, msg string, args ...any) {
@@ -137,6 +141,10 @@ func (d *Dispatcher) carryOut(dl *delivery, adm *admission, act action) {
 			d.hold(dl.e.id, d.now().Add(act.Wait), "rate_limit")
 		}
 		adm.release()
+		if dl.again != nil {
+			dl.again(act.Wait)
+			return
+		}
 		d.retry(dl, act.Wait)
 	case actDeadLetter:
 		adm.release()
@@ -242,6 +250,7 @@ func (d *Dispatcher) deadLetter(dl *delivery, reason string) {
 	if d.o.OnDeadLetter != nil {
 		d.o.OnDeadLetter(id, dl.ev.id)
 	}
+	dl.dead = true
 	dl.done(true)
 	d.countDeadLetter(id, reason)
 	dl.log(d.log, slog.LevelWarn, "dead-lettered", "reason", reason, "attempts", dl.st.Attempts, "status", dl.st.Status, "error", dl.st.Error)

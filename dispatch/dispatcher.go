@@ -90,6 +90,7 @@ type Dispatcher struct {
 	table          *routing.Table // the endpoints in force and the pattern index (Install, Uninstall: endpoint.go)
 	series         *series
 	drains         *drainer
+	lane           *lane // per-key ordering (lane.go)
 
 	loopCtx    context.Context // cancelled by Stop: loops stop pulling
 	stopLoops  context.CancelFunc
@@ -184,6 +185,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 		d.now = time.Now
 	}
 	d.drains = newDrainer(d)
+	d.lane = newLane(d)
 	d.table = routing.New(tableRuntime{d}, d.log)
 	var err error
 	if d.stateKV, err = o.JS.KeyValue(ctx, jetstream.StateBucket); err != nil {
@@ -234,10 +236,14 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		defer d.background.Done()
 		d.drains.keepAlive(d.sendCtx)
 	}()
-	d.loops.Add(4)
+	d.loops.Add(5)
 	go func() {
 		defer d.loops.Done()
 		d.runGuards(d.loopCtx)
+	}()
+	go func() {
+		defer d.loops.Done()
+		d.lane.runLease(d.loopCtx)
 	}()
 	go func() {
 		defer d.loops.Done()

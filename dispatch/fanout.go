@@ -348,6 +348,11 @@ func (d *Dispatcher) fanOut(ctx context.Context, msg natsjs.Msg) {
 		if d.alreadyDelivered(dl) {
 			continue
 		}
+		if ordered(dl) {
+			// Its key's turn comes in the ordered lane (lane.go).
+			d.lane.enqueue(dl)
+			continue
+		}
 		if exhausted {
 			// The server is about to give up on the event after as many
 			// deliveries: NATS failures, shutdowns and crashes, never

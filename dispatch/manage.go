@@ -179,6 +179,7 @@ func (d *Dispatcher) Redeliver(ctx context.Context, id string, since, until time
 			ev.at = d.now() // retry.max_age counts from the redelivery
 			task := taskMsg(id, &ev, attemptState{}, m.Data(), m.Headers(), time.Time{})
 			markIncarnation(task.Header, ep.CreatedAt)
+			laneRedelivery(task, ep, m.Headers())
 			if err := d.publishCtx(ctx, task); err != nil {
 				return matched, queued, fmt.Errorf("redeliver seq %d: %w", ev.seq, err)
 			}

@@ -26,6 +26,7 @@ type Metrics struct {
 	Endpoints       *prometheus.GaugeVec // state: enabled, disabled, breaker_open
 	SafetyNetErrors prometheus.Counter
 	Trimmed         prometheus.Counter
+	OrderingHeld    *prometheus.GaugeVec // endpoint
 }
 
 // NewMetrics creates hookjet's metrics and registers them with reg.
@@ -81,13 +82,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		SafetyNetErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hookjet_safety_net_errors_total", Help: "MaxDeliver advisories whose message was already gone: a delivery that may have been lost.",
 		}),
+		OrderingHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hookjet_ordering_keys_held", Help: "Ordering keys of an endpoint with ordering: key whose next delivery waits on an earlier one (retrying, dead letter held, endpoint not admitting); reported by the process that delivers the ordered lane.",
+		}, []string{"endpoint"}),
 		Trimmed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hookjet_events_trimmed_total", Help: "Delivered events removed from HOOKJET_EVENTS because it passed 90% of streams.max_bytes.",
 		}),
 	}
 	reg.MustRegister(m.Trimmed, m.Endpoints, m.SafetyNetErrors, m.Attempts, m.AttemptDuration, m.FirstAttempts, m.DeadLetters, m.Deferrals,
 		m.BreakerState, m.Pending, m.OldestPending, m.Duplicates, m.Published, m.MissingID,
-		m.DLQMessages, m.LatencyP95, m.InFlight)
+		m.DLQMessages, m.LatencyP95, m.InFlight, m.OrderingHeld)
 	return m
 }
 
@@ -102,6 +106,7 @@ func (m *Metrics) forget(id string) {
 	m.BreakerState.DeletePartialMatch(l)
 	m.Pending.DeletePartialMatch(l)
 	m.LatencyP95.DeletePartialMatch(l)
+	m.OrderingHeld.DeletePartialMatch(l)
 }
 
 // zero creates the counters of an endpoint that has series of its own at

@@ -2,5 +2,7 @@ package dispatch
 
 import "github.com/hookjet/hookjet/api"
 
-// heldKeys says which of endpoint id's ordering keys wait on an earlier delivery (nil: none, or the endpoint is not ordered).
-func (d *Dispatcher) heldKeys(id string) *api.HeldKeys { return nil }
+// heldKeys says which of endpoint id's ordering keys wait on an earlier
+// delivery (nil: none, the endpoint is not ordered, or this process does
+// not deliver the ordered lane: only its owner knows; see lane.go).
+func (d *Dispatcher) heldKeys(id string) *api.HeldKeys { return d.lane.held(id) }

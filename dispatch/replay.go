@@ -68,6 +68,7 @@ func (d *Dispatcher) Replay(ctx context.Context, r api.ReplayRequest) (api.Repla
 		ev := event{id: e.EventID, typ: e.EventType, key: "r" + strconv.FormatUint(e.Seq, 10), at: d.now(), tenant: e.Tenant}
 		out := taskMsg(e.Endpoint, &ev, attemptState{}, m.Msg.Data(), m.Msg.Headers(), time.Time{})
 		markIncarnation(out.Header, cur.set.Load().ep.CreatedAt) // the drain drops it if the endpoint is deleted meanwhile
+		inLane := laneReplay(out, cur, m.Msg.Headers())
 		// tracing: a replay span, child of the dead letter's traceparent; the replay carries its own.
 		span := d.o.Tracer.StartReplay(ctx, tracing.Header(m.Msg.Headers()), tracing.Replay{Endpoint: e.Endpoint, EventType: e.EventType, EventID: e.EventID, Seq: e.Seq})
 		span.Inject(tracing.Header(out.Header))
@@ -78,7 +79,9 @@ func (d *Dispatcher) Replay(ctx context.Context, r api.ReplayRequest) (api.Repla
 			return false
 		}
 		d.o.Metrics.Published.Inc()
-		d.drains.note(e.Endpoint, time.Time{})
+		if !inLane {
+			d.drains.note(e.Endpoint, time.Time{})
+		}
 		if err := st.DeleteMsg(ctx, e.Seq); err != nil && !errors.Is(err, natsjs.ErrMsgNotFound) {
 			sendErr = fmt.Errorf("remove replayed dead letter %d: %w", e.Seq, err)
 			return false

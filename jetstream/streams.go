@@ -189,7 +189,7 @@ func streamConfigs(cfg *config.Config) []natsjs.StreamConfig {
 		MaxAge:      7 * 24 * time.Hour,
 		MaxBytes:    64 << 20,
 		Discard:     natsjs.DiscardOld,
-	}, seenStreamConfig(cfg)}
+	}, seenStreamConfig(cfg), laneStreamConfig(cfg)}
 }
 
 // TasksMaxAge is HOOKJET_TASKS' MaxAge for cfg: at least streams.max_age,
@@ -251,7 +251,7 @@ func bucketConfigs(cfg *config.Config) []natsjs.KeyValueConfig {
 		Storage:     natsjs.FileStorage,
 		Replicas:    s.Replicas,
 		MaxBytes:    64 << 20,
-	}}
+	}, laneBucketConfig(cfg)}
 }
 
 // ensureStream creates sc, or updates it when its configuration differs

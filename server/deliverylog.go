@@ -161,6 +161,10 @@ func (s *Server) lookupEvent(ctx context.Context, id string) (admin.EventInfo, b
 // "discarded" rather than "dead_letter".
 func (s *Server) discardDeadLetters(ctx context.Context, f jetstream.DLQFilter, dryRun bool) (int, int, error) {
 	return jetstream.DiscardDLQ(ctx, s.node.JetStream(), f, dryRun, func(e jetstream.DLQEntry) {
+		// An ordered endpoint's key held by this dead letter goes on.
+		if err := s.disp.ReleaseHold(ctx, e.Endpoint, e.EventID); err != nil {
+			s.log.Warn("release the ordering key held by a discarded dead letter", "endpoint", e.Endpoint, "event_id", e.EventID, "err", err)
+		}
 		if s.logw == nil {
 			return
 		}

@@ -1,0 +1,296 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/jetstream"
+)
+
+// Per-key ordering: the ordered lane.
+//
+// An endpoint with ordering: key receives the deliveries of events that
+// carry the same Hookjet-Ordering-Key one at a time, in publish order; the
+// next is not attempted before the previous is settled (delivered,
+// dead-lettered or expired). A key that fails holds only itself.
+//
+// How:
+//   - The fan-out (any process) does not attempt such a delivery: it
+//     appends it to HOOKJET_ORDERED on the endpoint's subject, a task-shaped
+//     entry with the payload and the event's HOOKJET_EVENTS sequence, and
+//     settles it once stored. Several fan-out workers and processes append
+//     concurrently, so entries of one key may be stored out of order.
+//   - One process at a time, the lane's owner (lease.go), reads the whole
+//     stream with an ordered consumer and keeps, per key with entries, the
+//     entries sorted by event sequence (replays first: front entries). It
+//     attempts only a key's first entry, and only once the fan-out
+//     consumer's ack floor has reached the sequence just below it: the
+//     fan-out acks an event after its entries are stored, so by then every
+//     earlier event of the key has its entry in the stream, and the first
+//     one is the right one whatever order the appends came in.
+//   - An attempt goes through the endpoint's normal admission (in-flight
+//     cap, rate limit, breaker, disabled, held); a failed one is stored
+//     again with its attempt state and due time (a replacement entry, then
+//     the old one deleted) and the key waits for it; a settled one is
+//     deleted and the key's next entry goes.
+//   - After a dead letter a key with ordering_on_dead_letter: hold keeps a
+//     hold marker at its front until the dead letter is replayed (the
+//     replay goes first) or discarded.
+//
+// Why this shape (docs/architecture.md, per-key ordering): a JetStream
+// consumer per key would cost the servers a consumer per key; a subject
+// per key would cost them an index entry per key; a pinned fan-out would
+// serialise every event. Here the servers hold one subject per ordered
+// endpoint and the entries waiting; memory in the owner grows with the
+// entries waiting (about 200 B each), never with keys that have none.
+type lane struct {
+	d *Dispatcher
+
+	mu    sync.Mutex
+	gen   uint64 // ownership term: state of an earlier term is ignored
+	owner bool
+	keys  map[laneKeyID]*laneKey
+	byEp  map[string]map[string]*laneKey // the same keys, per endpoint
+	// own holds the stream sequences of entries this process stored
+	// while owner and the feed has not read yet: the feed skips them.
+	own map[uint64]struct{}
+	// read is the last stream sequence the feed handed over.
+	read uint64
+	// floor is the fan-out consumer's ack floor last read; floorWait the
+	// keys whose first entry waits for it to rise.
+	floor     uint64
+	floorWait map[laneKeyID]struct{}
+	// pendFloor is an ack floor read before the lane's last sequence was
+	// pendLast: it applies once the feed has read that far, because an
+	// entry of an event below the floor was stored before the floor was
+	// read, but the feed may not have handed it over yet.
+	pendFloor, pendLast uint64
+	// ready are the keys whose first entry may go now, per endpoint, in
+	// the order they became ready; a runner per endpoint with some.
+	ready   map[string][]*laneKey
+	running map[string]bool
+	wake    chan struct{} // the floor poller: a key started waiting
+	// dropped are entries to delete, by the term's deleter (dropKick).
+	dropped  []uint64
+	dropKick chan struct{}
+	// reported are the metric labels last reported with held keys.
+	reported map[string]bool
+
+	st     natsjs.Stream   // HOOKJET_ORDERED, for the term
+	ctx    context.Context // the term's: cancelled when ownership ends
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+type laneKeyID struct{ ep, key string }
+
+// laneKey is one endpoint's ordering key with entries waiting.
+type laneKey struct {
+	id      laneKeyID
+	entries []*laneEntry // sorted: front entries first, then by order
+	// busy: cur, its first entry when it was queued, is queued, in
+	// flight or being stored again; nothing else of the key may start.
+	busy  bool
+	cur   *laneEntry
+	timer *time.Timer
+	// why and since say why the key waits when it is held: retrying,
+	// dead_letter, or the endpoint's admission cause.
+	why   string
+	since time.Time
+}
+
+// laneEntry is one delivery waiting in HOOKJET_ORDERED.
+type laneEntry struct {
+	seq   uint64 // its HOOKJET_ORDERED sequence
+	front bool   // a replay or a hold marker: before the key's events
+	order uint64 // HOOKJET_EVENTS sequence (front entries: their own seq)
+	id    string // event id
+	hold  bool   // a hold marker: the key waits for its dead letter
+	tries int
+	due   time.Time
+	first time.Time // when it was first appended: held since
+}
+
+// Lane entry headers, besides the task ones.
+const (
+	hdrLaneFront   = "Hookjet-Ordered-Front"   // "1": a replay, before the key's events
+	hdrLaneHold    = "Hookjet-Ordered-Hold"    // a hold marker: the dead-lettered event's id
+	hdrLaneRelease = "Hookjet-Ordered-Release" // releases the hold marker of this event id
+	hdrLaneDue     = "Hookjet-Ordered-Due"     // RFC 3339: not attempted before
+)
+
+func newLane(d *Dispatcher) *lane {
+	return &lane{d: d, keys: map[laneKeyID]*laneKey{}, byEp: map[string]map[string]*laneKey{}, own: map[uint64]struct{}{}, floorWait: map[laneKeyID]struct{}{},
+		ready: map[string][]*laneKey{}, running: map[string]bool{}, wake: make(chan struct{}, 1), dropKick: make(chan struct{}, 1)}
+}
+
+// orderingKey is an event's ordering key, "" when it has none or the header
+// is not a key (over 255 bytes, control characters): such an event is
+// delivered unordered.
+func orderingKey(h nats.Header) string { return jetstream.OrderingKey(h) }
+
+// ordered reports whether dl goes through the lane: its endpoint orders by
+// key and its event has one.
+func ordered(dl *delivery) bool {
+	return dl.s.ep.Ordered() && orderingKey(dl.hdr) != ""
+}
+
+// laneMsg is dl's lane entry: its task with the lane's subject and id.
+func laneMsg(dl *delivery, due time.Time) *nats.Msg {
+	msg := taskFor(dl, time.Time{})
+	msg.Subject = jetstream.LanePrefix + dl.e.id
+	msg.Header.Set(jetstream.HdrMsgID, "ord-"+dl.e.id+"-"+dl.ev.key+"-"+strconv.Itoa(dl.st.Attempts))
+	msg.Header.Set(jetstream.HdrOrderingKey, orderingKey(dl.hdr))
+	if !due.IsZero() {
+		msg.Header.Set(hdrLaneDue, due.UTC().Format(time.RFC3339Nano))
+	}
+	return msg
+}
+
+// enqueue stores dl, a fan-out delivery, in the lane and settles it once
+// stored; a refusal (the stream full, NATS failing) brings the event back.
+func (l *lane) enqueue(dl *delivery) {
+	d := l.d
+	if forgotten(dl) {
+		return
+	}
+	d.goJob(func() {
+		if err := d.publish(laneMsg(dl, time.Time{})); err != nil {
+			d.countDeferral(dl.e, "infrastructure")
+			dl.log(d.log, slog.LevelWarn, "ordered delivery not stored; the event comes back", "err", err)
+			dl.done(false)
+			return
+		}
+		dl.done(true)
+	})
+}
+
+// entryOf reads a lane entry's sorting facts from its message.
+func entryOf(seq uint64, h nats.Header, at time.Time) (laneEntry, string) {
+	e := laneEntry{seq: seq, order: seq, first: at, id: h.Get(jetstream.HdrEventID)}
+	e.front = h.Get(hdrLaneFront) != ""
+	if v := h.Get(hdrLaneHold); v != "" {
+		e.front, e.hold, e.id = true, true, v
+	}
+	if !e.front {
+		e.order, _ = strconv.ParseUint(h.Get(hdrEventSeq), 10, 64)
+	}
+	e.tries, _ = strconv.Atoi(h.Get(jetstream.HdrAttempts))
+	if t, err := time.Parse(time.RFC3339Nano, h.Get(hdrLaneDue)); err == nil {
+		e.due = t
+	}
+	if t, err := time.Parse(time.RFC3339Nano, h.Get(hdrPublished)); err == nil && !e.front {
+		e.first = t
+	}
+	return e, h.Get(jetstream.HdrOrderingKey)
+}
+
+// less orders a key's entries: front entries first (by their own
+// sequence), then the events by their sequence.
+func (a *laneEntry) less(b *laneEntry) bool {
+	if a.front != b.front {
+		return a.front
+	}
+	if a.order != b.order {
+		return a.order < b.order
+	}
+	return a.seq < b.seq
+}
+
+// insert adds e to k in order. An entry of the same event already there
+// (stored again after a failed attempt, and a crash before the old one was
+// deleted; or appended twice past the duplicate window) keeps the one with
+// more attempts: the other's sequence is returned to be deleted (0: none).
+func (k *laneKey) insert(e *laneEntry) (drop uint64) {
+	for i, o := range k.entries {
+		if o.hold == e.hold && o.front == e.front && (e.front && o.id == e.id || !e.front && o.order == e.order) {
+			if e.tries > o.tries {
+				k.entries[i] = e
+				return o.seq
+			}
+			return e.seq
+		}
+	}
+	i, _ := slices.BinarySearchFunc(k.entries, e, func(a, b *laneEntry) int {
+		if a.less(b) {
+			return -1
+		}
+		return 1
+	})
+	k.entries = slices.Insert(k.entries, i, e)
+	return 0
+}
+
+// remove drops the entry with stream sequence seq from k.
+func (k *laneKey) remove(seq uint64) {
+	k.entries = slices.DeleteFunc(k.entries, func(e *laneEntry) bool { return e.seq == seq })
+}
+
+// deleteEntry removes lane entry seq from the stream; one already gone is
+// fine.
+func deleteEntry(ctx context.Context, st natsjs.Stream, seq uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := st.DeleteMsg(ctx, seq)
+	if err == nil || isNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func isNotFound(err error) bool {
+	return err != nil && (errors.Is(err, natsjs.ErrMsgNotFound) || strings.Contains(err.Error(), "no message found"))
+}
+
+// laneReplay turns out, the task replaying a dead letter with headers src
+// to endpoint e, into a front entry of the ordered lane when e orders by
+// key and the dead letter has one: it goes before the key's waiting events
+// (and releases the key's hold on it). It reports whether it did.
+func laneReplay(out *nats.Msg, e *endpoint, src nats.Header) bool {
+	key := orderingKey(src)
+	if key == "" || !e.set.Load().ep.Ordered() {
+		return false
+	}
+	intoLane(out, e.id, key)
+	out.Header.Set(hdrLaneFront, "1")
+	return true
+}
+
+// laneRedelivery turns task, a redelivery of an event with headers src to
+// ep, into an entry of the ordered lane when ep orders by key and the event
+// has one: it takes its turn by its event sequence.
+func laneRedelivery(task *nats.Msg, ep *config.Endpoint, src nats.Header) {
+	if key := orderingKey(src); key != "" && ep.Ordered() {
+		intoLane(task, ep.ID, key)
+	}
+}
+
+func intoLane(m *nats.Msg, endpoint, key string) {
+	m.Subject = jetstream.LanePrefix + endpoint
+	m.Header.Set(jetstream.HdrMsgID, "ord-"+endpoint+"-"+m.Header.Get(hdrEventKey)+"-0")
+	m.Header.Set(jetstream.HdrOrderingKey, key)
+}
+
+// ReleaseHold lets the key held by the dead letter of event eventID at
+// endpoint id go on: its dead letter was discarded. Endpoints that do not
+// order by key have nothing to release.
+func (d *Dispatcher) ReleaseHold(ctx context.Context, id, eventID string) error {
+	e := d.endpoint(id)
+	if e == nil || !e.set.Load().ep.Ordered() {
+		return nil
+	}
+	m := nats.NewMsg(jetstream.LanePrefix + id)
+	m.Header.Set(jetstream.HdrEndpoint, id)
+	m.Header.Set(hdrLaneRelease, eventID)
+	return d.publishCtx(ctx, m)
+}

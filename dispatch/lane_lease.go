@@ -1,0 +1,208 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"time"
+
+	natsjs "github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/hookjet/hookjet/api"
+	"github.com/hookjet/hookjet/jetstream"
+)
+
+// The lane's owner holds the key "owner" of HOOKJET_ORDERING: it writes its
+// id there every leaseRenew with a compare-and-set. Another process takes
+// the key over once it has not changed for leaseTakeover; an owner that
+// could not renew for leaseLost (shorter) stops delivering first, so two
+// owners overlap only while a paused process has not yet noticed it was
+// replaced (its attempt in flight may then repeat a delivery, never
+// reorder one that has not been attempted). A clean stop deletes the key,
+// so the next process takes over at once.
+const (
+	leaseKey      = "owner"
+	leaseRenew    = time.Second
+	leaseLost     = 3 * time.Second
+	leaseTakeover = 5 * time.Second
+)
+
+// runLease keeps or seeks the lane's ownership until ctx ends, and runs the
+// owner's term while it holds it.
+func (l *lane) runLease(ctx context.Context) {
+	var kv natsjs.KeyValue
+	for kv == nil {
+		var err error
+		if kv, err = l.d.o.JS.KeyValue(ctx, jetstream.LaneBucket); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			l.d.log.Warn("bucket of the ordered lane's owner", "bucket", jetstream.LaneBucket, "err", err)
+			sleep(ctx, 2*time.Second)
+		}
+	}
+	ls := leaseState{l: l, kv: kv, id: nuid.Next()}
+	t := time.NewTicker(leaseRenew)
+	defer t.Stop()
+	for {
+		ls.step(ctx)
+		select {
+		case <-ctx.Done():
+			ls.let(ctx)
+			return
+		case <-t.C:
+		}
+		l.gaugeHeld()
+	}
+}
+
+type leaseState struct {
+	l       *lane
+	kv      natsjs.KeyValue
+	id      string
+	owner   bool
+	rev     uint64    // the key's revision we wrote last
+	renewed time.Time // when we last did
+	seenRev uint64    // another owner's revision last seen
+	seenAt  time.Time // when it was first seen
+}
+
+func (ls *leaseState) step(parent context.Context) {
+	ctx, cancel := context.WithTimeout(parent, 2*time.Second)
+	defer cancel()
+	now := time.Now()
+	if ls.owner {
+		rev, err := ls.kv.Update(ctx, leaseKey, []byte(ls.id), ls.rev)
+		if err == nil {
+			ls.rev, ls.renewed = rev, now
+			return
+		}
+		if isWrongRevision(err) || now.Sub(ls.renewed) > leaseLost {
+			ls.owner = false
+			ls.l.end()
+			ls.l.d.log.Warn("stopped delivering the ordered lane: another process took it over, or NATS did not answer", "err", err)
+		}
+		return
+	}
+	e, err := ls.kv.Get(ctx, leaseKey)
+	switch {
+	case errors.Is(err, natsjs.ErrKeyNotFound):
+		rev, err := ls.kv.Create(ctx, leaseKey, []byte(ls.id))
+		if err == nil {
+			ls.take(parent, rev, now)
+		}
+	case err != nil:
+		return
+	case e.Revision() != ls.seenRev:
+		ls.seenRev, ls.seenAt = e.Revision(), now
+	case now.Sub(ls.seenAt) >= leaseTakeover:
+		rev, err := ls.kv.Update(ctx, leaseKey, []byte(ls.id), ls.seenRev)
+		if err == nil {
+			ls.l.d.log.Info("took over the ordered lane from a process that stopped renewing it", "previous_owner", string(e.Value()))
+			ls.take(parent, rev, now)
+		}
+	}
+}
+
+func (ls *leaseState) take(ctx context.Context, rev uint64, now time.Time) {
+	if err := ls.l.begin(ctx); err != nil {
+		ls.l.d.log.Warn("start delivering the ordered lane", "err", err)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_ = ls.kv.Delete(dctx, leaseKey, natsjs.LastRevision(rev))
+		return
+	}
+	ls.owner, ls.rev, ls.renewed = true, rev, now
+	ls.l.d.log.Debug("delivering the ordered lane", "stream", jetstream.LaneStream)
+}
+
+// let ends the term and gives the key up, so another process takes over at
+// once.
+func (ls *leaseState) let(ctx context.Context) {
+	if !ls.owner {
+		return
+	}
+	ls.l.end()
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if err := ls.kv.Delete(dctx, leaseKey, natsjs.LastRevision(ls.rev)); err != nil {
+		ls.l.d.log.Debug("give up the ordered lane", "err", err)
+	}
+}
+
+func isWrongRevision(err error) bool {
+	var apiErr *natsjs.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == natsjs.JSErrCodeStreamWrongLastSequence
+}
+
+// maxHeldShown bounds the keys an endpoint's view lists.
+const maxHeldShown = 10
+
+// held says which of endpoint id's keys are held and why, the
+// longest-held first (at most maxHeldShown listed), as the lane's owner
+// sees them; nil in another process, or when none is held.
+func (l *lane) held(id string) *api.HeldKeys {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var h *api.HeldKeys
+	for key, k := range l.byEp[id] {
+		if k.why == "" {
+			continue
+		}
+		if h == nil {
+			h = &api.HeldKeys{Why: map[string]int{}}
+		}
+		h.Count++
+		h.Why[k.why]++
+		hk := api.HeldKey{Key: key, Why: k.why, Since: k.since.UTC()}
+		if len(k.entries) > 0 {
+			e := k.entries[0]
+			hk.EventID, hk.Attempts = e.id, e.tries
+			if !e.due.IsZero() {
+				due := e.due.UTC()
+				hk.NextAttempt = &due
+			}
+		}
+		h.Keys = append(h.Keys, hk)
+	}
+	if h == nil {
+		return nil
+	}
+	sort.Slice(h.Keys, func(i, j int) bool { return h.Keys[i].Since.Before(h.Keys[j].Since) })
+	oldest := h.Keys[0].Since
+	h.Oldest = &oldest
+	if len(h.Keys) > maxHeldShown {
+		h.Keys = h.Keys[:maxHeldShown]
+	}
+	return h
+}
+
+// gaugeHeld sets hookjet_ordering_keys_held: the held keys per endpoint,
+// and 0 for an endpoint it reported before that has none now.
+func (l *lane) gaugeHeld() {
+	counts := map[string]int{}
+	l.mu.Lock()
+	for kid, k := range l.keys {
+		if k.why != "" {
+			counts[l.d.series.label(kid.ep)]++
+		}
+	}
+	for label := range l.reported {
+		counts[label] += 0
+	}
+	l.reported = map[string]bool{}
+	for label, n := range counts {
+		if n > 0 {
+			l.reported[label] = true
+		}
+	}
+	owner := l.owner
+	l.mu.Unlock()
+	if !owner {
+		return
+	}
+	for label, n := range counts {
+		l.d.o.Metrics.OrderingHeld.WithLabelValues(label).Set(float64(n))
+	}
+}

@@ -1,0 +1,603 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookjet/hookjet/jetstream"
+)
+
+// laneFloorPoll is how often the owner reads the fan-out consumer's ack
+// floor while a key's first entry waits for it.
+const laneFloorPoll = 20 * time.Millisecond
+
+// begin starts a term as the lane's owner: it reads HOOKJET_ORDERED from its
+// first entry and delivers the keys, until end.
+func (l *lane) begin(parent context.Context) error {
+	ctx, cancel := context.WithTimeout(parent, 5*time.Second)
+	defer cancel()
+	st, err := l.d.o.JS.Stream(ctx, jetstream.LaneStream)
+	if err != nil {
+		return err
+	}
+	cons, err := l.d.o.JS.OrderedConsumer(ctx, jetstream.LaneStream, natsjs.OrderedConsumerConfig{
+		DeliverPolicy: natsjs.DeliverAllPolicy, InactiveThreshold: jetstream.ReadInactive,
+	})
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.gen++
+	gen := l.gen
+	l.owner, l.st, l.read, l.floor = true, st, 0, 0
+	l.pendFloor, l.pendLast = 0, 0
+	l.dropped = nil
+	l.ctx, l.cancel = context.WithCancel(parent)
+	term := l.ctx
+	l.mu.Unlock()
+	l.wg.Add(3)
+	go func() {
+		defer l.wg.Done()
+		l.feed(term, gen, cons)
+	}()
+	go func() {
+		defer l.wg.Done()
+		l.deleter(term)
+	}()
+	go func() {
+		defer l.wg.Done()
+		l.pollFloor(term, gen)
+	}()
+	return nil
+}
+
+// end ends the owner's term: the feed, the floor poller and the runners
+// stop; attempts in flight finish and delete their entries when they
+// succeed, but change nothing else.
+func (l *lane) end() {
+	l.mu.Lock()
+	if !l.owner {
+		l.mu.Unlock()
+		return
+	}
+	l.owner = false
+	l.gen++
+	cancel := l.cancel
+	for _, k := range l.keys {
+		if k.timer != nil {
+			k.timer.Stop()
+		}
+	}
+	l.keys = map[laneKeyID]*laneKey{}
+	l.byEp = map[string]map[string]*laneKey{}
+	l.own = map[uint64]struct{}{}
+	l.floorWait = map[laneKeyID]struct{}{}
+	l.ready = map[string][]*laneKey{}
+	l.mu.Unlock()
+	cancel()
+	l.wg.Wait()
+	l.mu.Lock()
+	l.running = map[string]bool{}
+	l.mu.Unlock()
+	l.d.o.Metrics.OrderingHeld.Reset()
+}
+
+// feed reads every entry of HOOKJET_ORDERED into the keys' queues.
+func (l *lane) feed(ctx context.Context, gen uint64, cons natsjs.Consumer) {
+	for ctx.Err() == nil {
+		l.mu.Lock()
+		known := l.pendLast
+		l.mu.Unlock()
+		batch, err := cons.Fetch(256, natsjs.FetchMaxWait(250*time.Millisecond))
+		if err != nil {
+			l.d.log.Debug("read the ordered lane", "err", err)
+			sleep(ctx, 100*time.Millisecond)
+			continue
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			meta, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			l.take(gen, meta.Sequence.Stream, m.Headers(), meta.Timestamp)
+		}
+		if err := batch.Error(); n == 0 && (err == nil || errors.Is(err, natsjs.ErrNoMessages) || errors.Is(err, nats.ErrTimeout)) {
+			// Nothing more to read: every entry stored before this fetch
+			// (known among them) has been read, or deleted.
+			l.mu.Lock()
+			if gen == l.gen {
+				l.readTo(known)
+			}
+			l.mu.Unlock()
+		}
+	}
+}
+
+// readTo notes that the feed has read every entry up to seq, and applies
+// an ack floor that waited for it. l.mu is held.
+func (l *lane) readTo(seq uint64) {
+	l.read = max(l.read, seq)
+	if l.pendLast != 0 && l.read >= l.pendLast {
+		floor := l.pendFloor
+		l.pendFloor, l.pendLast = 0, 0
+		l.applyFloor(floor)
+	}
+}
+
+// take files one entry read from the stream.
+func (l *lane) take(gen, seq uint64, h nats.Header, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if gen != l.gen || !l.owner {
+		return
+	}
+	// After the entry is filed: a floor that waited for the feed to read
+	// this far may let its key go, and the key must have it by then.
+	defer l.readTo(seq)
+	if _, ok := l.own[seq]; ok {
+		delete(l.own, seq)
+		return
+	}
+	ep := h.Get(jetstream.HdrEndpoint)
+	if id := h.Get(hdrLaneRelease); id != "" {
+		l.release(ep, id)
+		l.drop(seq)
+		return
+	}
+	e, key := entryOf(seq, h, at)
+	if ep == "" || key == "" {
+		l.drop(seq)
+		return
+	}
+	k := l.key(laneKeyID{ep, key})
+	if drop := k.insert(&e); drop != 0 {
+		l.drop(drop)
+	}
+	if e.front && !e.hold {
+		// A replay of the key's held dead letter releases the hold; the
+		// replay itself goes first.
+		l.releaseIn(k, e.id)
+	}
+	l.consider(k)
+}
+
+// key returns the key's queue, made when missing.
+func (l *lane) key(id laneKeyID) *laneKey {
+	k := l.keys[id]
+	if k == nil {
+		k = &laneKey{id: id}
+		l.keys[id] = k
+		if l.byEp[id.ep] == nil {
+			l.byEp[id.ep] = map[string]*laneKey{}
+		}
+		l.byEp[id.ep][id.key] = k
+	}
+	return k
+}
+
+// release removes the hold marker of dead-lettered event id at endpoint ep
+// (its dead letter was discarded) and lets its key go on.
+func (l *lane) release(ep, id string) {
+	for _, k := range l.byEp[ep] {
+		if l.releaseIn(k, id) {
+			l.consider(k)
+		}
+	}
+}
+
+func (l *lane) releaseIn(k *laneKey, id string) bool {
+	for _, o := range k.entries {
+		if o.hold && o.id == id {
+			k.remove(o.seq)
+			l.drop(o.seq)
+			if k.why == "dead_letter" {
+				k.why = ""
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// drop deletes entry seq from the stream in the background (the term's
+// deleter): l.mu is held, so nothing here may wait.
+func (l *lane) drop(seq uint64) {
+	l.dropped = append(l.dropped, seq)
+	select {
+	case l.dropKick <- struct{}{}:
+	default:
+	}
+}
+
+// deleter deletes the entries drop noted, until ctx ends.
+func (l *lane) deleter(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.dropKick:
+		}
+		l.mu.Lock()
+		seqs, st := l.dropped, l.st
+		l.dropped = nil
+		l.mu.Unlock()
+		for _, seq := range seqs {
+			if err := deleteEntry(ctx, st, seq); err != nil {
+				l.d.log.Debug("delete an ordered entry", "seq", seq, "err", err)
+			}
+		}
+	}
+}
+
+// held notes why k waits (for the endpoint's held keys).
+func (k *laneKey) held(why string, since time.Time) {
+	if k.why != why {
+		k.why, k.since = why, since
+	}
+}
+
+// consider starts k's first entry when nothing of k is under way and it may
+// go now, or arranges to look again when it may. l.mu is held.
+func (l *lane) consider(k *laneKey) {
+	if k.busy || !l.owner {
+		return
+	}
+	if len(k.entries) == 0 {
+		if k.timer != nil {
+			k.timer.Stop()
+		}
+		delete(l.keys, k.id)
+		if m := l.byEp[k.id.ep]; m != nil {
+			delete(m, k.id.key)
+			if len(m) == 0 {
+				delete(l.byEp, k.id.ep)
+			}
+		}
+		delete(l.floorWait, k.id)
+		return
+	}
+	h := k.entries[0]
+	now := l.d.now()
+	if h.hold {
+		k.held("dead_letter", h.first)
+		return
+	}
+	if !h.front && h.order > l.floor+1 {
+		// An earlier event of the key may still be on its way to the lane.
+		if _, ok := l.floorWait[k.id]; !ok {
+			l.floorWait[k.id] = struct{}{}
+			select {
+			case l.wake <- struct{}{}:
+			default:
+			}
+		}
+		return
+	}
+	delete(l.floorWait, k.id)
+	if h.due.After(now) {
+		k.held("retrying", h.first)
+		l.lookAt(k, h.due)
+		return
+	}
+	k.busy, k.cur = true, h
+	ep := k.id.ep
+	l.ready[ep] = append(l.ready[ep], k)
+	if !l.running[ep] {
+		l.running[ep] = true
+		l.wg.Add(1)
+		gen, ctx := l.gen, l.ctx
+		go func() {
+			defer l.wg.Done()
+			l.run(ctx, gen, ep)
+		}()
+	}
+}
+
+// lookAt considers k again at at.
+func (l *lane) lookAt(k *laneKey, at time.Time) {
+	if k.timer != nil {
+		k.timer.Stop()
+	}
+	gen := l.gen
+	k.timer = time.AfterFunc(max(0, at.Sub(l.d.now())), func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if gen == l.gen && l.keys[k.id] == k {
+			k.timer = nil
+			l.consider(k)
+		}
+	})
+}
+
+// pollFloor reads the fan-out consumer's ack floor while some key waits for
+// it, and lets those keys go once it has risen past them.
+func (l *lane) pollFloor(ctx context.Context, gen uint64) {
+	t := time.NewTicker(laneFloorPoll)
+	defer t.Stop()
+	for {
+		l.mu.Lock()
+		waiting := len(l.floorWait) > 0
+		l.mu.Unlock()
+		if waiting {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		} else {
+			select {
+			case <-ctx.Done():
+				return
+			case <-l.wake:
+			case <-time.After(time.Second):
+			}
+		}
+		ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		info, err := l.d.fanoutCons.Info(ictx)
+		var last uint64
+		if err == nil {
+			// Read after the floor: every entry of an event below it has
+			// a sequence up to last.
+			var st *natsjs.StreamInfo
+			if st, err = l.stream().Info(ictx); err == nil {
+				last = st.State.LastSeq
+			}
+		}
+		cancel()
+		if err != nil {
+			continue
+		}
+		l.offerFloor(gen, info.AckFloor.Stream, last)
+	}
+}
+
+// offerFloor applies the fan-out's ack floor, read before the lane's last
+// sequence was last, once the feed has read up to last.
+func (l *lane) offerFloor(gen, floor, last uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if gen != l.gen || floor <= l.floor {
+		return
+	}
+	if l.read >= last {
+		l.applyFloor(floor)
+		return
+	}
+	l.pendFloor, l.pendLast = floor, last
+}
+
+// applyFloor raises the floor and lets the keys that waited for it go.
+// l.mu is held.
+func (l *lane) applyFloor(floor uint64) {
+	if floor <= l.floor {
+		return
+	}
+	l.floor = floor
+	for id := range l.floorWait {
+		if k := l.keys[id]; k != nil {
+			l.consider(k)
+		} else {
+			delete(l.floorWait, id)
+		}
+	}
+}
+
+// run attempts the ready keys of endpoint ep, one after another as the
+// endpoint admits them, until none is ready.
+func (l *lane) run(ctx context.Context, gen uint64, ep string) {
+	for {
+		l.mu.Lock()
+		q := l.ready[ep]
+		if gen != l.gen || ctx.Err() != nil || len(q) == 0 {
+			if gen == l.gen {
+				delete(l.running, ep)
+				delete(l.ready, ep)
+			}
+			l.mu.Unlock()
+			return
+		}
+		k := q[0]
+		l.ready[ep] = q[1:]
+		cur := k.cur
+		l.mu.Unlock()
+		l.attempt(ctx, gen, k, cur)
+	}
+}
+
+// attempt admits k's entry cur at its endpoint and launches the attempt,
+// or puts k back to wait for what keeps it from going.
+func (l *lane) attempt(ctx context.Context, gen uint64, k *laneKey, cur *laneEntry) {
+	d := l.d
+	e := d.endpoint(k.id.ep)
+	if e == nil {
+		l.wait(gen, k, time.Second, "") // not (yet) in this process's table
+		return
+	}
+	s := d.current(e)
+	if cause, until := d.blocked(e.id, d.now()); cause != "" {
+		wait := time.Second
+		if !until.IsZero() {
+			wait = min(wait, until.Sub(d.now()))
+		}
+		l.wait(gen, k, wait, cause)
+		return
+	}
+	if !e.slots.acquire(ctx, time.Second) {
+		l.wait(gen, k, 0, "")
+		return
+	}
+	adm, cause := d.admitHolding(e, s)
+	if cause != "" {
+		l.wait(gen, k, 100*time.Millisecond, cause)
+		return
+	}
+	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	msg, err := l.stream().GetMsg(gctx, cur.seq)
+	cancel()
+	if err != nil {
+		adm.release()
+		if isNotFound(err) {
+			l.finish(gen, k, cur, false) // settled by an earlier term
+			return
+		}
+		l.wait(gen, k, time.Second, "")
+		return
+	}
+	ev, st := taskOf(msg.Header, msg.Time)
+	dl := &delivery{e: e, s: s, ev: &ev, st: st, data: msg.Data, hdr: msg.Header}
+	if staleTask(msg.Header, s.ep.CreatedAt) {
+		adm.release()
+		l.finish(gen, k, cur, true) // an earlier incarnation's
+		return
+	}
+	dl.done = func(ok bool) { l.done(gen, k, cur, dl, ok) }
+	dl.again = func(wait time.Duration) { l.again(gen, k, cur, dl, wait) }
+	d.launch(ctx, dl, adm, true)
+}
+
+// stream is HOOKJET_ORDERED's handle.
+func (l *lane) stream() natsjs.Stream {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.st
+}
+
+// wait puts k back: it is looked at again after wait, and why says why it
+// waits ("": not held, only delayed).
+func (l *lane) wait(gen uint64, k *laneKey, wait time.Duration, why string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if gen != l.gen {
+		return
+	}
+	k.busy, k.cur = false, nil
+	if why != "" {
+		k.held(why, l.d.now())
+	}
+	if wait <= 0 {
+		l.consider(k)
+		return
+	}
+	l.lookAt(k, l.d.now().Add(wait))
+}
+
+// finish removes cur from k, deleting its entry when del, and lets k's next
+// entry go.
+func (l *lane) finish(gen uint64, k *laneKey, cur *laneEntry, del bool) {
+	if del {
+		if err := deleteEntry(l.d.sendCtx, l.stream(), cur.seq); err != nil {
+			l.d.log.Warn("delete a settled ordered entry", "seq", cur.seq, "err", err)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if gen != l.gen {
+		return
+	}
+	k.remove(cur.seq)
+	k.busy, k.cur = false, nil
+	if len(k.entries) == 0 || k.entries[0].tries == 0 {
+		k.why = ""
+	}
+	l.consider(k)
+}
+
+// done settles an attempt of k's entry cur: delivered or dead-lettered
+// (ok), or to come back (a NATS failure, a shutdown).
+func (l *lane) done(gen uint64, k *laneKey, cur *laneEntry, dl *delivery, ok bool) {
+	d := l.d
+	// Its own goroutine, not a job: done runs in the ledger's callback,
+	// which must not wait for the job pool. Bounded by the requests in
+	// flight.
+	d.inflight.Add(1)
+	go func() {
+		defer d.inflight.Done()
+		if !ok {
+			l.wait(gen, k, 2*time.Second+jitter(3*time.Second), "")
+			return
+		}
+		if dl.dead && dl.s.ep.HoldsOnDeadLetter() {
+			if err := l.holdKey(gen, k, dl); err != nil {
+				dl.log(d.log, slog.LevelWarn, "hold marker not stored; the dead letter comes again", "err", err)
+				l.wait(gen, k, 2*time.Second, "")
+				return
+			}
+		}
+		l.finish(gen, k, cur, true)
+	}()
+}
+
+// holdKey stores the marker that holds k after dl's dead letter, before dl's
+// entry is deleted.
+func (l *lane) holdKey(gen uint64, k *laneKey, dl *delivery) error {
+	d := l.d
+	m := nats.NewMsg(jetstream.LanePrefix + dl.e.id)
+	m.Header.Set(jetstream.HdrMsgID, "ord-hold-"+dl.e.id+"-"+dl.ev.key)
+	m.Header.Set(jetstream.HdrEndpoint, dl.e.id)
+	m.Header.Set(jetstream.HdrOrderingKey, k.id.key)
+	m.Header.Set(jetstream.HdrEventID, dl.ev.id)
+	m.Header.Set(hdrLaneHold, dl.ev.id)
+	ctx, cancel := context.WithTimeout(d.sendCtx, 5*time.Second)
+	defer cancel()
+	ack, err := d.o.JS.PublishMsg(ctx, m)
+	if err != nil {
+		return err
+	}
+	e, _ := entryOf(ack.Sequence, m.Header, d.now())
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if gen == l.gen {
+		if ack.Sequence > l.read {
+			l.own[ack.Sequence] = struct{}{}
+		}
+		k.insert(&e)
+	}
+	return nil
+}
+
+// again stores k's entry cur again with dl's attempt state, due after wait,
+// and deletes the old one: the key waits for it.
+func (l *lane) again(gen uint64, k *laneKey, cur *laneEntry, dl *delivery, wait time.Duration) {
+	d := l.d
+	if forgotten(dl) {
+		return
+	}
+	at := d.now().Add(wait)
+	m := laneMsg(dl, at)
+	if cur.front {
+		m.Header.Set(hdrLaneFront, "1")
+	}
+	ctx, cancel := context.WithTimeout(d.sendCtx, 5*time.Second)
+	ack, err := d.o.JS.PublishMsg(ctx, m)
+	cancel()
+	if err != nil {
+		dl.log(d.log, slog.LevelWarn, "ordered retry not stored; the attempt comes again", "err", err)
+		dl.done(false)
+		return
+	}
+	e, _ := entryOf(ack.Sequence, m.Header, d.now())
+	if !cur.front {
+		e.first = cur.first
+	}
+	l.mu.Lock()
+	if gen == l.gen {
+		if ack.Sequence > l.read {
+			l.own[ack.Sequence] = struct{}{}
+		}
+		k.remove(cur.seq)
+		k.insert(&e)
+	}
+	l.mu.Unlock()
+	if err := deleteEntry(d.sendCtx, l.stream(), cur.seq); err != nil {
+		d.log.Debug("delete a retried ordered entry", "seq", cur.seq, "err", err)
+	}
+	l.wait(gen, k, wait, "retrying")
+	dl.log(d.log, slog.LevelInfo, "delivery failed; retrying in its key's turn", "attempt", dl.st.Attempts, "status", dl.st.Status, "error", dl.st.Error, "retry_in", wait.Round(time.Millisecond), "retry_at", at.UTC().Format(time.RFC3339Nano))
+}
