@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -412,15 +413,27 @@ func (l *lane) run(ctx context.Context, gen uint64, ep string) {
 }
 
 // attempt admits k's entry cur at its endpoint and launches the attempt,
-// or puts k back to wait for what keeps it from going.
+// or puts k back to wait for what keeps it from going. An entry past its
+// endpoint's retry.max_age is dead-lettered as expired even while the
+// endpoint does not admit it (disabled, breaker open).
 func (l *lane) attempt(ctx context.Context, gen uint64, k *laneKey, cur *laneEntry) {
 	d := l.d
 	e := d.endpoint(k.id.ep)
 	if e == nil {
-		l.wait(gen, k, time.Second, "") // not (yet) in this process's table
+		// Deleted (its entries were purged: the load finds none), or not
+		// yet in this process's table.
+		if _, err := l.load(ctx, cur); isNotFound(err) {
+			l.finish(gen, k, cur, false)
+			return
+		}
+		l.wait(gen, k, 5*time.Second, "")
 		return
 	}
 	s := d.current(e)
+	if d.now().Sub(cur.first) > s.ep.Retry.MaxAge && !cur.front {
+		l.expire(ctx, gen, k, cur, e, s)
+		return
+	}
 	if cause, until := d.blocked(e.id, d.now()); cause != "" {
 		wait := time.Second
 		if !until.IsZero() {
@@ -438,28 +451,62 @@ func (l *lane) attempt(ctx context.Context, gen uint64, k *laneKey, cur *laneEnt
 		l.wait(gen, k, 100*time.Millisecond, cause)
 		return
 	}
-	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	msg, err := l.stream().GetMsg(gctx, cur.seq)
-	cancel()
-	if err != nil {
+	dl, err := l.delivery(ctx, gen, k, cur, e, s)
+	if dl == nil {
 		adm.release()
-		if isNotFound(err) {
-			l.finish(gen, k, cur, false) // settled by an earlier term
-			return
-		}
-		l.wait(gen, k, time.Second, "")
+		l.cannotLoad(gen, k, cur, err)
 		return
+	}
+	d.launch(ctx, dl, adm, true)
+}
+
+// load reads cur's message from the stream.
+func (l *lane) load(ctx context.Context, cur *laneEntry) (*natsjs.RawStreamMsg, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return l.stream().GetMsg(ctx, cur.seq)
+}
+
+// delivery reads cur and makes it e's delivery, settled through the lane;
+// nil with the error when it cannot be read, or (nil error) when it belongs
+// to an earlier incarnation of the endpoint and is dropped.
+func (l *lane) delivery(ctx context.Context, gen uint64, k *laneKey, cur *laneEntry, e *endpoint, s *settings) (*delivery, error) {
+	msg, err := l.load(ctx, cur)
+	if err != nil {
+		return nil, err
+	}
+	if staleTask(msg.Header, s.ep.CreatedAt) {
+		return nil, nil
 	}
 	ev, st := taskOf(msg.Header, msg.Time)
 	dl := &delivery{e: e, s: s, ev: &ev, st: st, data: msg.Data, hdr: msg.Header}
-	if staleTask(msg.Header, s.ep.CreatedAt) {
-		adm.release()
-		l.finish(gen, k, cur, true) // an earlier incarnation's
-		return
-	}
 	dl.done = func(ok bool) { l.done(gen, k, cur, dl, ok) }
 	dl.again = func(wait time.Duration) { l.again(gen, k, cur, dl, wait) }
-	d.launch(ctx, dl, adm, true)
+	return dl, nil
+}
+
+// cannotLoad puts k back after delivery could not read cur: gone (settled
+// by an earlier term) or an earlier incarnation's (err nil) moves on.
+func (l *lane) cannotLoad(gen uint64, k *laneKey, cur *laneEntry, err error) {
+	switch {
+	case err == nil:
+		l.finish(gen, k, cur, true)
+	case isNotFound(err):
+		l.finish(gen, k, cur, false)
+	default:
+		l.wait(gen, k, time.Second, "")
+	}
+}
+
+// expire dead-letters cur, past retry.max_age, without an attempt.
+func (l *lane) expire(ctx context.Context, gen uint64, k *laneKey, cur *laneEntry, e *endpoint, s *settings) {
+	dl, err := l.delivery(ctx, gen, k, cur, e, s)
+	if dl == nil {
+		l.cannotLoad(gen, k, cur, err)
+		return
+	}
+	dl.st.Error = fmt.Sprintf("not delivered within retry.max_age (%s)", s.ep.Retry.MaxAge)
+	l.d.deadLetter(dl, "expired")
 }
 
 // stream is HOOKJET_ORDERED's handle.

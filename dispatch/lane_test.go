@@ -248,3 +248,24 @@ func TestOrderedKeysKeepOrderAcrossProcessesAndAnOwnerChange(t *testing.T) {
 	rcv.waitDelivered(want, 30*time.Second)
 	inOrder(t, rcv.arrivals("ord"), keys, per)
 }
+
+// An ordered endpoint that is disabled still dead-letters its keyed
+// deliveries once they pass retry.max_age, as expired, in their key's order.
+func TestOrderedDeliveriesExpireWhileTheEndpointIsDisabled(t *testing.T) {
+	rcv := newReceiver(t)
+	ep := orderedTo("ord", rcv, "")
+	ep.Retry.MaxAge = time.Second
+	r := newRig(t, []config.Endpoint{ep}, nil)
+	if err := r.d.SetDisabled(ctx5(t), "ord", true, "test"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		r.publishKeyed("order.updated", fmt.Sprintf("k0-%d", i), "k0")
+	}
+	eventually(t, "every delivery dead-lettered as expired", 15*time.Second, func() bool {
+		return fmt.Sprint(r.deadLetters("ord")) == "[k0-0 expired k0-1 expired k0-2 expired]"
+	})
+	if n := len(rcv.delivered()); n != 0 {
+		t.Fatalf("%d delivered to a disabled endpoint", n)
+	}
+}
