@@ -269,3 +269,33 @@ func TestOrderedDeliveriesExpireWhileTheEndpointIsDisabled(t *testing.T) {
 		t.Fatalf("%d delivered to a disabled endpoint", n)
 	}
 }
+
+// A rate limit and a 429 with Retry-After hold the whole endpoint, not a
+// key's turn: every key still arrives in publish order.
+func TestOrderedKeysKeepOrderThroughRateLimitAndRetryAfter(t *testing.T) {
+	rcv := newReceiver(t)
+	ep := orderedTo("ord", rcv, "")
+	ep.RateLimit.RPS, ep.RateLimit.Burst = 200, 5
+	ep.Retry.MaxAttempts = 20
+	r := newRig(t, []config.Endpoint{ep}, nil)
+	rcv.setAnswer(func(_, id string, n int) (int, http.Header) {
+		if id == "k3-2" && n == 1 {
+			return http.StatusTooManyRequests, http.Header{"Retry-After": {"1"}}
+		}
+		return http.StatusNoContent, nil
+	})
+	const keys, per = 10, 10
+	var want []string
+	for k := range keys {
+		for i := range per {
+			id := fmt.Sprintf("k%d-%d", k, i)
+			r.publishKeyed("order.updated", id, fmt.Sprintf("k%d", k))
+			want = append(want, "ord "+id)
+		}
+	}
+	rcv.waitDelivered(want, 30*time.Second)
+	inOrder(t, rcv.arrivals("ord"), keys, per)
+	if n := rcv.requests("ord", "k3-2"); n != 2 {
+		t.Fatalf("k3-2 requested %d times, want 2 (a 429, then after Retry-After)", n)
+	}
+}
