@@ -108,6 +108,9 @@ type Dispatcher struct {
 	states map[string]endpointState
 
 	fanoutAckWait time.Duration
+	// fanoutHold (nanoseconds) is how long after its pull a fan-out
+	// delivery may still be attempted: half of fanoutAckWait (late).
+	fanoutHold atomic.Int64
 	// fanoutFloor is the fan-out consumer's ack floor when last looked at
 	// (start, and every gauge refresh): a fan-out consumer deleted from
 	// under hookjet starts again after it.
@@ -210,6 +213,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		return err
 	}
 	d.fanoutAckWait = fanoutAckWait(d.o.Config)
+	d.fanoutHold.Store(int64(d.fanoutAckWait / 2))
 	if err := migrate(ctx, d); err != nil {
 		return err
 	}

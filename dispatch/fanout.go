@@ -105,13 +105,13 @@ func (d *Dispatcher) consumeFanout(ctx context.Context, cons natsjs.Consumer) er
 	// The pull loop only takes unsettled slots and hands events to the
 	// fan-out workers: a slow NATS call of one event (a task's publish over
 	// the network) delays one worker, not the pulls.
-	queue := make(chan natsjs.Msg, cap(d.unsettled))
+	queue := make(chan pulled, cap(d.unsettled))
 	workers.Add(d.fanoutWorkers())
 	for range d.fanoutWorkers() {
 		go func() {
 			defer workers.Done()
-			for msg := range queue {
-				d.fanOut(ctx, msg)
+			for p := range queue {
+				d.fanOut(ctx, p)
 			}
 		}()
 	}
@@ -178,11 +178,21 @@ func (d *Dispatcher) takeRoom(ctx context.Context) int {
 	return room
 }
 
+// pulled is a fan-out event and when the pull that brought it was sent. The
+// server handed the event over after that, so its AckWait runs out no
+// earlier than at + AckWait, however long the event then waited in the
+// socket or in this process (one paused with a pull open reads it late).
+type pulled struct {
+	msg natsjs.Msg
+	at  time.Time
+}
+
 // pullFanout asks cons for up to room events and queues each, holding one
 // of the room unsettled slots taken for it; it returns how many it queued.
 // Events that arrive once ctx is done go straight back to JetStream instead
 // of waiting out AckWait.
-func (d *Dispatcher) pullFanout(ctx context.Context, cons natsjs.Consumer, room int, queue chan<- natsjs.Msg) (int, error) {
+func (d *Dispatcher) pullFanout(ctx context.Context, cons natsjs.Consumer, room int, queue chan<- pulled) (int, error) {
+	at := time.Now() // the monotonic clock: a pause counts
 	batch, err := cons.Fetch(room, natsjs.FetchMaxWait(fanoutWait), natsjs.FetchMaxBytes(fanoutBytes))
 	if err != nil {
 		return 0, err
@@ -195,7 +205,7 @@ func (d *Dispatcher) pullFanout(ctx context.Context, cons natsjs.Consumer, room 
 			}
 			continue
 		}
-		queue <- msg // never blocks: as large as d.unsettled
+		queue <- pulled{msg: msg, at: at} // never blocks: as large as d.unsettled
 		n++
 	}
 	err = batch.Error()
@@ -245,6 +255,11 @@ type fanEvent struct {
 	// the bytes are given back when the last one is over, not settled.
 	holding atomic.Int32
 	failed  atomic.Bool
+	// forsaken: a delivery was given up unattempted because the event
+	// may be someone else's by now (see late): the event is neither acked
+	// nor put back, and JetStream hands it out again after AckWait.
+	forsaken atomic.Bool
+	pulled   time.Time // when the pull that brought it was sent
 }
 
 // over notes that one of f's deliveries is over, request included.
@@ -261,7 +276,10 @@ func (f *fanEvent) settle(ok bool) {
 	if f.left.Add(-1) != 0 {
 		return
 	}
-	if f.failed.Load() {
+	if f.forsaken.Load() {
+		// Neither: an ack would lose the forsaken delivery, and a nak is
+		// pointless for an event the server may have handed out again.
+	} else if f.failed.Load() {
 		if err := f.msg.NakWithDelay(2*time.Second + jitter(3*time.Second)); err != nil {
 			f.d.log.Warn("nak event", "err", err)
 		}
@@ -288,7 +306,8 @@ func eventOf(msg natsjs.Msg, meta *natsjs.MsgMetadata) (ev event, noID bool) {
 }
 
 // fanOut delivers one event to every endpoint whose patterns match it.
-func (d *Dispatcher) fanOut(ctx context.Context, msg natsjs.Msg) {
+func (d *Dispatcher) fanOut(ctx context.Context, p pulled) {
+	msg := p.msg
 	meta, err := msg.Metadata()
 	if err != nil {
 		d.log.Error("event without metadata", "err", err)
@@ -321,7 +340,7 @@ func (d *Dispatcher) fanOut(ctx context.Context, msg natsjs.Msg) {
 		<-d.unsettled
 		return
 	}
-	f := &fanEvent{d: d, msg: msg, size: int64(len(msg.Data()))}
+	f := &fanEvent{d: d, msg: msg, size: int64(len(msg.Data())), pulled: p.at}
 	if !d.unsettledBytes.acquire(ctx, f.size) {
 		if err := msg.Nak(); err != nil {
 			d.log.Debug("nak event at shutdown", "err", err)
@@ -361,6 +380,7 @@ func (d *Dispatcher) fanOut(ctx context.Context, msg natsjs.Msg) {
 			d.park(dl, "redelivered")
 			continue
 		}
+		dl.fan = f // attempted only while f can still be settled (late)
 		d.route(ctx, dl)
 	}
 }
