@@ -132,7 +132,8 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
 // no longer be settled in time: its event was pulled longer ago than half
 // the fan-out's AckWait (this process was paused, or starved: the server
 // has handed the event, or is about to hand it, to another process), or
-// the NATS connection is down, so its ack cannot be sent now. The checks
+// the NATS connection is down, so its ack cannot be sent now, or the
+// server has not confirmed reading the acks written before. The checks
 // are made holding an in-flight slot of the endpoint, so a pause or a
 // partition right after them repeats at most max_in_flight deliveries
 // there; without them every event the process holds unsettled (up to
@@ -144,7 +145,12 @@ func (d *Dispatcher) late(dl *delivery) bool {
 	if time.Since(dl.fan.pulled) > time.Duration(d.fanoutHold.Load()) {
 		return true
 	}
-	return d.o.NC != nil && !d.o.NC.IsConnected()
+	if d.o.NC != nil && !d.o.NC.IsConnected() {
+		return true
+	}
+	// The acks written before may have been lost in a silent partition
+	// (ackproof.go).
+	return d.acks != nil && !d.acks.confirmed()
 }
 
 // carryOut does what act says. After a 2xx the endpoint's in-flight slot

@@ -111,6 +111,7 @@ type Dispatcher struct {
 	// fanoutHold (nanoseconds) is how long after its pull a fan-out
 	// delivery may still be attempted: half of fanoutAckWait (late).
 	fanoutHold atomic.Int64
+	acks       *ackProof // with nats.url; nil when embedded (ackproof.go)
 	// fanoutFloor is the fan-out consumer's ack floor when last looked at
 	// (start, and every gauge refresh): a fan-out consumer deleted from
 	// under hookjet starts again after it.
@@ -196,6 +197,9 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	}
 	if cfg.NATS.URL != "" && o.Seen != nil {
 		d.shared = &sharedSeen{ids: o.Seen}
+	}
+	if cfg.NATS.URL != "" && o.NC != nil {
+		d.acks = &ackProof{nc: o.NC} // a network connection: it can be cut
 	}
 	d.loopCtx, d.stopLoops = context.WithCancel(context.WithoutCancel(ctx))
 	d.sendCtx, d.stopSends = context.WithCancel(context.WithoutCancel(ctx))

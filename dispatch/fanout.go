@@ -285,6 +285,8 @@ func (f *fanEvent) settle(ok bool) {
 		}
 	} else if err := f.msg.Ack(); err != nil {
 		f.d.log.Warn("ack event", "err", err)
+	} else if f.d.acks != nil {
+		f.d.acks.wrote()
 	}
 	<-f.d.unsettled
 }
