@@ -215,9 +215,10 @@ func (d *Dispatcher) pullFanout(ctx context.Context, cons natsjs.Consumer, room 
 	return n, err
 }
 
-// fanoutPull bounds the events one pull asks for: a process paused past
-// AckWait (SIGSTOP, a long GC, a VM migration) delivers what it holds
-// unsettled although JetStream has handed it to another process meanwhile.
+// fanoutPull bounds the events one pull asks for. What a process paused
+// past AckWait (SIGSTOP, a long GC, a VM migration) holds unsettled,
+// JetStream hands to another process meanwhile; once resumed it does not
+// attempt it (late, attempt.go).
 const fanoutPull = 64
 
 // fanoutWorkers is how many events this process fans out at once: more with
