@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -246,9 +247,14 @@ func (p *fanoutPuller) status(id, status, desc string) error {
 			p.ahead.pullBytes.Store(fanoutBytes)
 		}
 		return nil
+	case "408", "404": // its wait is up; nothing to send
+		p.end(id, true)
+		return nil
 	}
-	p.end(id, true) // 408 (its wait is up), 404
-	return nil
+	// Refused (400, a malformed request): reported, so that pulls are
+	// not sent again at once.
+	p.end(id, false)
+	return fmt.Errorf("fan-out pull refused: %s %s", status, desc)
 }
 
 // report sends err to failed unless an error already waits there.
