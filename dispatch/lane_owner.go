@@ -452,13 +452,20 @@ func (l *lane) attempt(ctx context.Context, gen uint64, k *laneKey, cur *laneEnt
 		l.wait(gen, k, 100*time.Millisecond, cause)
 		return
 	}
-	dl, err := l.delivery(ctx, gen, k, cur, e, s)
-	if dl == nil {
-		adm.release()
-		l.cannotLoad(gen, k, cur, err)
-		return
-	}
-	d.launch(ctx, dl, adm, true)
+	// Reading the entry is a round trip: it goes with the attempt, on a
+	// goroutine of its own (as many as the endpoint's in-flight slots), so
+	// the runner admits the next key meanwhile.
+	d.inflight.Add(1)
+	go func() {
+		defer d.inflight.Done()
+		dl, err := l.delivery(ctx, gen, k, cur, e, s)
+		if dl == nil {
+			adm.release()
+			l.cannotLoad(gen, k, cur, err)
+			return
+		}
+		d.launch(ctx, dl, adm, true)
+	}()
 }
 
 // load reads cur's message from the stream.
