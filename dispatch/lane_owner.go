@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -451,13 +452,20 @@ func (l *lane) attempt(ctx context.Context, gen uint64, k *laneKey, cur *laneEnt
 		l.wait(gen, k, 100*time.Millisecond, cause)
 		return
 	}
-	dl, err := l.delivery(ctx, gen, k, cur, e, s)
-	if dl == nil {
-		adm.release()
-		l.cannotLoad(gen, k, cur, err)
-		return
-	}
-	d.launch(ctx, dl, adm, true)
+	// Reading the entry is a round trip: it goes with the attempt, on a
+	// goroutine of its own (as many as the endpoint's in-flight slots), so
+	// the runner admits the next key meanwhile.
+	d.inflight.Add(1)
+	go func() {
+		defer d.inflight.Done()
+		dl, err := l.delivery(ctx, gen, k, cur, e, s)
+		if dl == nil {
+			adm.release()
+			l.cannotLoad(gen, k, cur, err)
+			return
+		}
+		d.launch(ctx, dl, adm, true)
+	}()
 }
 
 // load reads cur's message from the stream.
@@ -468,8 +476,9 @@ func (l *lane) load(ctx context.Context, cur *laneEntry) (*natsjs.RawStreamMsg, 
 }
 
 // delivery reads cur and makes it e's delivery, settled through the lane;
-// nil with the error when it cannot be read, or (nil error) when it belongs
-// to an earlier incarnation of the endpoint and is dropped.
+// nil with the error when it cannot be read, or (nil error) when it is
+// settled without an attempt: an earlier incarnation's, or one the ledger
+// says this process delivered.
 func (l *lane) delivery(ctx context.Context, gen uint64, k *laneKey, cur *laneEntry, e *endpoint, s *settings) (*delivery, error) {
 	msg, err := l.load(ctx, cur)
 	if err != nil {
@@ -479,14 +488,23 @@ func (l *lane) delivery(ctx context.Context, gen uint64, k *laneKey, cur *laneEn
 		return nil, nil
 	}
 	ev, st := taskOf(msg.Header, msg.Time)
+	if !cur.front && !strings.HasPrefix(ev.key, redeliverKey) {
+		// Delivered by this process before a crash that came before the
+		// entry's deletion: settle it, as the fan-out would.
+		if done, err := l.d.o.Ledger.Delivered(e.id, ev.id); err == nil && done {
+			l.d.o.Metrics.Duplicates.WithLabelValues("delivered").Inc()
+			return nil, nil
+		}
+	}
 	dl := &delivery{e: e, s: s, ev: &ev, st: st, data: msg.Data, hdr: msg.Header}
 	dl.done = func(ok bool) { l.done(gen, k, cur, dl, ok) }
 	dl.again = func(wait time.Duration) { l.again(gen, k, cur, dl, wait) }
 	return dl, nil
 }
 
-// cannotLoad puts k back after delivery could not read cur: gone (settled
-// by an earlier term) or an earlier incarnation's (err nil) moves on.
+// cannotLoad puts k back after delivery did not make cur a delivery: gone
+// (settled by an earlier term), or settled without an attempt (err nil),
+// moves on.
 func (l *lane) cannotLoad(gen uint64, k *laneKey, cur *laneEntry, err error) {
 	switch {
 	case err == nil:

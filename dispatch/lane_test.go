@@ -299,3 +299,29 @@ func TestOrderedKeysKeepOrderThroughRateLimitAndRetryAfter(t *testing.T) {
 		t.Fatalf("k3-2 requested %d times, want 2 (a 429, then after Retry-After)", n)
 	}
 }
+
+// A full lane refuses an ordered delivery: it is dead-lettered as overflow,
+// not dropped and not retried for ever.
+func TestFullLaneDeadLettersOverflow(t *testing.T) {
+	rcv := newReceiver(t)
+	r := newRig(t, []config.Endpoint{orderedTo("ord", rcv, "")}, nil)
+	if err := r.d.SetDisabled(ctx5(t), "ord", true, "test"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctx5(t)
+	st, err := r.node.JetStream().Stream(ctx, jetstream.LaneStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := st.CachedInfo().Config
+	sc.MaxMsgs = 2
+	if _, err := r.node.JetStream().UpdateStream(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		r.publishKeyed("order.updated", fmt.Sprintf("k0-%d", i), "k0")
+	}
+	eventually(t, "the third dead-lettered as overflow", 10*time.Second, func() bool {
+		return fmt.Sprint(r.deadLetters("ord")) == "[k0-2 overflow]"
+	})
+}
