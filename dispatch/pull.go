@@ -96,11 +96,27 @@ func (p *fanoutPuller) end(id string, ok bool) (empty bool) {
 	if op == nil {
 		return false
 	}
-	_ = op.sub.Unsubscribe()
+	if ok {
+		// The server ended it. Listen a while longer: an R3 consumer
+		// holds each delivery until its replicas have it, but sends a
+		// pull's "409 Batch Completed" (a pull with a byte limit) at once,
+		// so its last events can come after it (nats-server 2.15.2,
+		// consumer.go). They are taken as events of a pull already ended
+		// instead of waiting out AckWait at the server.
+		sub := op.sub
+		time.AfterFunc(pullLinger, func() { _ = sub.Unsubscribe() })
+	} else {
+		// Given up here (stopping, unanswered): unsubscribe now, so the
+		// server finds no one and puts what it still sends back at once.
+		_ = op.sub.Unsubscribe()
+	}
 	p.ahead.give(op.n - op.got)
 	p.ahead.bytes.release(op.limit - op.gotBytes)
 	return ok && op.got == 0
 }
+
+// pullLinger is how long an ended pull's subscription still takes events.
+const pullLinger = 5 * time.Second
 
 // received counts an event of pull id, and ends the pull when its batch is
 // full. An event of a pull already given up takes room beyond the limit.
