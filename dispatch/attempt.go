@@ -33,6 +33,10 @@ type delivery struct {
 	// after wait in the lane instead of as a schedule (lane_owner.go).
 	again func(wait time.Duration)
 	dead  bool // dead-lettered: set before done
+	// fan is the event of a fan-out delivery routed straight to its
+	// endpoint (route), nil otherwise: such a delivery is attempted only
+	// while the event can still be settled (late).
+	fan *fanEvent
 }
 
 func (dl *delivery) log(l *slog.Logger, level slog.Level, msg string, args ...any) {
@@ -47,6 +51,15 @@ func (dl *delivery) log(l *slog.Logger, level slog.Level, msg string, args ...an
 // attempt makes one attempt of dl, which holds adm, and carries out what
 // [decide] makes of the result.
 func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
+	if d.late(dl) && dl.g.claimUnstored() {
+		// Given up unattempted, holding adm: what a pause or a partition
+		// makes this process repeat stays within max_in_flight.
+		adm.release()
+		dl.fan.forsaken.Store(true)
+		dl.log(d.log, slog.LevelInfo, "fan-out delivery not attempted: the event may be another process's by now; it comes back after AckWait")
+		dl.done(false)
+		return
+	}
 	ep := dl.s.ep
 	if reason, why, ok := precheck(len(dl.data), d.maxPayload, ep.Settings, dl.ev.at, d.now()); !ok {
 		// No request: claim the guard before dl.st changes, so that a
@@ -113,6 +126,31 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
 		return deliver.Backoff(ep.Retry.Base, ep.Retry.Cap, n-1, nil)
 	})
 	d.carryOut(dl, adm, act)
+}
+
+// late reports whether dl, a fan-out delivery about to be attempted, could
+// no longer be settled in time: its event was pulled longer ago than half
+// the fan-out's AckWait (this process was paused, or starved: the server
+// has handed the event, or is about to hand it, to another process), or
+// the NATS connection is down, so its ack cannot be sent now, or the
+// server has not confirmed reading the acks written before. The checks
+// are made holding an in-flight slot of the endpoint, so a pause or a
+// partition right after them repeats at most max_in_flight deliveries
+// there; without them every event the process holds unsettled (up to
+// 2 x worker.concurrency) could be.
+func (d *Dispatcher) late(dl *delivery) bool {
+	if dl.fan == nil {
+		return false
+	}
+	if time.Since(dl.fan.pulled) > time.Duration(d.fanoutHold.Load()) {
+		return true
+	}
+	if d.o.NC != nil && !d.o.NC.IsConnected() {
+		return true
+	}
+	// The acks written before may have been lost in a silent partition
+	// (ackproof.go).
+	return d.acks != nil && !d.acks.confirmed()
 }
 
 // carryOut does what act says. After a 2xx the endpoint's in-flight slot

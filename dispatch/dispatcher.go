@@ -108,6 +108,10 @@ type Dispatcher struct {
 	states map[string]endpointState
 
 	fanoutAckWait time.Duration
+	// fanoutHold (nanoseconds) is how long after its pull a fan-out
+	// delivery may still be attempted: half of fanoutAckWait (late).
+	fanoutHold atomic.Int64
+	acks       *ackProof // with nats.url; nil when embedded (ackproof.go)
 	// fanoutFloor is the fan-out consumer's ack floor when last looked at
 	// (start, and every gauge refresh): a fan-out consumer deleted from
 	// under hookjet starts again after it.
@@ -194,6 +198,9 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	if cfg.NATS.URL != "" && o.Seen != nil {
 		d.shared = &sharedSeen{ids: o.Seen}
 	}
+	if cfg.NATS.URL != "" && o.NC != nil {
+		d.acks = &ackProof{nc: o.NC} // a network connection: it can be cut
+	}
 	d.loopCtx, d.stopLoops = context.WithCancel(context.WithoutCancel(ctx))
 	d.sendCtx, d.stopSends = context.WithCancel(context.WithoutCancel(ctx))
 	return d, nil
@@ -210,6 +217,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		return err
 	}
 	d.fanoutAckWait = fanoutAckWait(d.o.Config)
+	d.fanoutHold.Store(int64(d.fanoutAckWait / 2))
 	if err := migrate(ctx, d); err != nil {
 		return err
 	}

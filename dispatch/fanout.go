@@ -121,10 +121,12 @@ const (
 	aheadTick    = 500 * time.Millisecond
 )
 
-// pulledEvent is an event held ahead, and when its pull returned.
+// pulledEvent is an event held ahead, when it was read (at), and when the
+// pull that brought it was sent (sent: its AckWait runs from no earlier;
+// see late).
 type pulledEvent struct {
-	msg natsjs.Msg
-	at  time.Time
+	msg      natsjs.Msg
+	at, sent time.Time
 }
 
 // aheadQueue is the events the fan-out holds pulled ahead of its unsettled
@@ -356,7 +358,7 @@ func (d *Dispatcher) takeOn(ctx context.Context, p pulledEvent) {
 	if time.Since(p.at) < d.fanoutAckWait/2 {
 		select {
 		case d.unsettled <- struct{}{}:
-			d.fanOut(ctx, p.msg)
+			d.fanOut(ctx, p)
 			return
 		case <-ctx.Done():
 		}
@@ -392,6 +394,11 @@ type fanEvent struct {
 	// the bytes are given back when the last one is over, not settled.
 	holding atomic.Int32
 	failed  atomic.Bool
+	// forsaken: a delivery was given up unattempted because the event
+	// may be someone else's by now (see late): the event is neither acked
+	// nor put back, and JetStream hands it out again after AckWait.
+	forsaken atomic.Bool
+	pulled   time.Time // when the pull that brought it was sent
 }
 
 // over notes that one of f's deliveries is over, request included.
@@ -408,12 +415,17 @@ func (f *fanEvent) settle(ok bool) {
 	if f.left.Add(-1) != 0 {
 		return
 	}
-	if f.failed.Load() {
+	if f.forsaken.Load() {
+		// Neither: an ack would lose the forsaken delivery, and a nak is
+		// pointless for an event the server may have handed out again.
+	} else if f.failed.Load() {
 		if err := f.msg.NakWithDelay(2*time.Second + jitter(3*time.Second)); err != nil {
 			f.d.log.Warn("nak event", "err", err)
 		}
 	} else if err := f.msg.Ack(); err != nil {
 		f.d.log.Warn("ack event", "err", err)
+	} else if f.d.acks != nil {
+		f.d.acks.wrote()
 	}
 	<-f.d.unsettled
 }
@@ -435,7 +447,8 @@ func eventOf(msg natsjs.Msg, meta *natsjs.MsgMetadata) (ev event, noID bool) {
 }
 
 // fanOut delivers one event to every endpoint whose patterns match it.
-func (d *Dispatcher) fanOut(ctx context.Context, msg natsjs.Msg) {
+func (d *Dispatcher) fanOut(ctx context.Context, p pulledEvent) {
+	msg := p.msg
 	meta, err := msg.Metadata()
 	if err != nil {
 		d.log.Error("event without metadata", "err", err)
@@ -468,7 +481,7 @@ func (d *Dispatcher) fanOut(ctx context.Context, msg natsjs.Msg) {
 		<-d.unsettled
 		return
 	}
-	f := &fanEvent{d: d, msg: msg, size: int64(len(msg.Data()))}
+	f := &fanEvent{d: d, msg: msg, size: int64(len(msg.Data())), pulled: p.sent}
 	if !d.unsettledBytes.acquire(ctx, f.size) {
 		if err := msg.Nak(); err != nil {
 			d.log.Debug("nak event at shutdown", "err", err)
@@ -508,6 +521,7 @@ func (d *Dispatcher) fanOut(ctx context.Context, msg natsjs.Msg) {
 			d.park(dl, "redelivered")
 			continue
 		}
+		dl.fan = f // attempted only while f can still be settled (late)
 		d.route(ctx, dl)
 	}
 }

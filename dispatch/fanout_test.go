@@ -1,14 +1,17 @@
 package dispatch
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"testing"
 	"time"
 
+	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/jetstream"
 )
 
 // One event goes to every endpoint whose patterns match it, signed, with
@@ -197,5 +200,56 @@ func TestOutcomesEndInTheDeadLetterQueue(t *testing.T) {
 	slices.Sort(dead)
 	if !slices.Equal(dead, []string{"down x1", "gone x1", "strict x1"}) {
 		t.Fatalf("OnDeadLetter saw %v", dead)
+	}
+}
+
+// A fan-out delivery whose event was pulled longer ago than the fan-out may
+// hold it (half its AckWait: the process was paused, and the server may
+// have handed the event to another process meanwhile) is not attempted,
+// and the event is not acked: it comes back to the consumer, its payload
+// bytes are given back, and once held briefly it is delivered once.
+func TestFanoutDoesNotAttemptAnEventHeldTooLong(t *testing.T) {
+	rc := newReceiver(t)
+	r := newRig(t, []config.Endpoint{endpointTo("all", rc)}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	js := r.node.JetStream()
+	c, err := js.Consumer(ctx, jetstream.EventsStream, jetstream.FanoutConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := c.CachedInfo().Config
+	cc.AckWait = time.Second // the event comes back soon
+	if _, err := js.UpdateConsumer(ctx, jetstream.EventsStream, cc); err != nil {
+		t.Fatal(err)
+	}
+	r.d.fanoutHold.Store(0) // every event is held too long by the time of its attempt
+	r.publish("order.created", "e1", "", `{"n":1}`)
+	info := func() *natsjs.ConsumerInfo {
+		ci, err := c.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ci
+	}
+	eventually(t, "the event comes back to the consumer twice", 15*time.Second, func() bool {
+		return info().Delivered.Consumer >= 3
+	})
+	if ci := info(); ci.AckFloor.Stream != 0 || ci.NumAckPending != 1 {
+		t.Fatalf("the event was settled: ack floor %d, ack pending %d", ci.AckFloor.Stream, ci.NumAckPending)
+	}
+	if n := rc.requests("all", "e1"); n != 0 {
+		t.Fatalf("an event held too long was attempted %d times", n)
+	}
+	eventually(t, "its payload bytes are given back", 5*time.Second, func() bool {
+		r.d.unsettledBytes.mu.Lock()
+		defer r.d.unsettledBytes.mu.Unlock()
+		return r.d.unsettledBytes.used == 0
+	})
+	r.d.fanoutHold.Store(int64(r.d.fanoutAckWait / 2))
+	rc.waitDelivered([]string{"all e1"}, 15*time.Second)
+	r.settled(10 * time.Second)
+	if n := rc.requests("all", "e1"); n != 1 {
+		t.Fatalf("e1 delivered %d times, want once", n)
 	}
 }

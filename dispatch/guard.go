@@ -107,6 +107,20 @@ func (g *guard) claim() {
 	g.mu.Unlock()
 }
 
+// claimUnstored claims g as claim does and reports whether its guard was
+// not stored: the delivery still settles its event (true for no guard).
+func (g *guard) claimUnstored() bool {
+	if g == nil {
+		return true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.state == guardIdle {
+		g.state = guardClaimed
+	}
+	return g.state == guardClaimed
+}
+
 // store stores g's guard and settles the event, unless the delivery ended
 // meanwhile.
 func (g *guard) store() {

@@ -120,14 +120,21 @@ const pullLinger = 5 * time.Second
 
 // received counts an event of pull id, and ends the pull when its batch is
 // full. An event of a pull already given up takes room beyond the limit.
-func (p *fanoutPuller) received(id string, size int64) {
+//
+// It returns when the pull that brought the event was sent (now for an
+// event of a pull no longer open): the server handed the event over after
+// that, so its AckWait runs out no earlier than that plus AckWait, however
+// long the event then waited in the socket (a process paused with a pull
+// open reads it late).
+func (p *fanoutPuller) received(id string, size int64) time.Time {
 	p.mu.Lock()
 	op := p.open[id]
 	if op == nil {
 		p.mu.Unlock()
 		p.ahead.force(size)
-		return
+		return time.Now()
 	}
+	sent := op.sent
 	op.got++
 	op.gotBytes += size
 	full := op.got >= op.n
@@ -139,6 +146,7 @@ func (p *fanoutPuller) received(id string, size int64) {
 		_ = op.sub.Unsubscribe()
 		p.ahead.bytes.release(op.limit - op.gotBytes)
 	}
+	return sent
 }
 
 // openCount is how many pulls are open.
@@ -212,7 +220,7 @@ func (p *fanoutPuller) receive(ctx, listen context.Context, failed chan<- error,
 			}
 			continue
 		}
-		p.received(id, int64(len(m.Data)))
+		sent := p.received(id, int64(len(m.Data)))
 		if ctx.Err() != nil {
 			if err := m.Nak(); err != nil {
 				log("nak pulled event", "err", err)
@@ -220,7 +228,7 @@ func (p *fanoutPuller) receive(ctx, listen context.Context, failed chan<- error,
 			p.ahead.took(pulledEvent{msg: coreMsg{m}})
 			continue
 		}
-		p.ahead.queue <- pulledEvent{msg: coreMsg{m}, at: time.Now()} // never blocks: see aheadQueue
+		p.ahead.queue <- pulledEvent{msg: coreMsg{m}, at: time.Now(), sent: sent} // never blocks: see aheadQueue
 	}
 }
 
