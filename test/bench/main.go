@@ -30,6 +30,7 @@ var scenarioNames = []string{
 	"cluster3",
 	"slow16", "slow1at2500", "ratelimited70", "dead10pct", "logfull", "consumers1100",
 	"burst10", "burst10fast", "burst1", "burst1fast", // test/bench/burst.go
+	"ordered1000", "unordered1000", "ordered1000fast", "unordered1000fast", "orderedbase", "orderedfail", "keys100k", // test/bench/ordered.go
 	"history10m", // test/bench/history.go
 	"publish",    // test/bench/publish.go
 }
@@ -392,6 +393,7 @@ func evaluate(rs []*result) []target {
 	ts = append(ts, scaleTargets(get)...)
 	ts = append(ts, inboundTargets(get)...) // test/bench/inbound.go
 	ts = append(ts, burstTargets(get)...)   // test/bench/burst.go
+	ts = append(ts, orderedTargets(get)...) // test/bench/ordered.go
 	ts = append(ts, publishTargets(get)...) // test/bench/publish.go
 	ts = append(ts, clusterTargets(get)...)
 	return append(ts, isolationTargets(get)...)
