@@ -158,9 +158,11 @@ type tally struct {
 	// events whose number is a multiple of it; 0 or 1: of every event.
 	failOneIn int
 	// keys is the number of ordering keys (event n has key k<n % keys); 0:
-	// none. Until failKeyUntil (unix ns) key k0's requests answer 500.
-	// firstAt is when each event was first answered 2xx (test/bench/ordered.go).
+	// none. Key k0's requests answer 500 for failKeyFor from the first of
+	// them, until failKeyUntil (unix ns). firstAt is when each event was
+	// first answered 2xx (test/bench/ordered.go).
 	keys         int
+	failKeyFor   time.Duration
 	failKeyUntil atomic.Int64
 	keyFailed    atomic.Int64
 	firstAt      []atomic.Int64

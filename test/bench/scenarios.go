@@ -373,7 +373,7 @@ type throughputSpec struct {
 	// letters at the end (test/bench/burst.go).
 	burst bool
 	// keys gives each event an ordering key, k<n % keys>; failKeyFor makes
-	// key k0's requests answer 500 for that long from the first publish
+	// key k0's requests answer 500 for that long from the first of them
 	// (test/bench/ordered.go).
 	keys       int
 	failKeyFor time.Duration
@@ -431,7 +431,7 @@ func (b *bench) throughput(ctx context.Context, s throughputSpec) (*result, erro
 	e := len(s.behave)
 	r := &result{Name: s.name, Description: s.description, Endpoints: e, Events: s.events}
 	x := newTally(s.behave, s.events, !s.floor)
-	x.setKeys(s.keys)
+	x.setKeys(s.keys, s.failKeyFor)
 	rec, err := newReceiver(b.key, x)
 	if err != nil {
 		return nil, err
@@ -471,7 +471,7 @@ func (b *bench) throughput(ctx context.Context, s throughputSpec) (*result, erro
 	if s.burst {
 		gaps = watchGaps(x, h.pubAcked.Load, stopGaps)
 	}
-	keyed := b.watchKeyed(ctx, s, h, x, pub, t0) // test/bench/ordered.go
+	keyed := b.watchKeyed(ctx, s, h, pub) // test/bench/ordered.go
 	pubDone := pub.publishAll(pubCtx, s.events)
 	r.Complete = x.wait(ctx, t0.Add(s.bound))
 	cpu, tEnd := cpuTime()-cpu0, time.Now()
