@@ -478,7 +478,36 @@ func runEndpointTest(ctx context.Context, args []string, getenv func(string) str
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+	c.awaitTestRecords(ctx, id, &out)
 	return reportTest(stdout, out, *f.asJSON, *wait)
+}
+
+// testRecordWait bounds how long "endpoints test" waits for the delivery
+// log's records of an outcome it learned elsewhere: the record is written
+// after the attempt and indexed a moment later.
+const testRecordWait = 2 * time.Second
+
+// awaitTestRecords gives the delivery log a moment to show the records of
+// an outcome found in the endpoint's last delivery or its dead letters, so
+// that the attempts are printed whichever answered first. Without a log
+// (off, an older server) it gives up after testRecordWait.
+func (c *adminClient) awaitTestRecords(ctx context.Context, id string, out *testOutcome) {
+	if out.Outcome == "pending" || len(out.Attempts) > 0 {
+		return
+	}
+	deadline := time.Now().Add(testRecordWait)
+	for time.Now().Before(deadline) {
+		found := *out
+		if c.testFromLog(ctx, id, &found) {
+			*out = found
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // testOutcome looks the test event up: in the endpoint's dead letters, then

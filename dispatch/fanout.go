@@ -35,8 +35,9 @@ func fanoutAckWait(cfg *config.Config) time.Duration {
 // that a slow one never holds an event for long.
 const inFlightWait = 250 * time.Millisecond
 
-// fanoutBytes bounds what one fan-out pull brings into the client, and
-// unsettledBytes the payloads of events being delivered, process-wide: with
+// fanoutBytes bounds what the fan-out's pulls bring into the client and the
+// events it holds ahead (see fanoutAhead), and unsettledBytes the payloads
+// of events being delivered, process-wide: with
 // 1 MB events and slow endpoints, memory stays near 32 + 128 MB whatever
 // the number of endpoints. fanoutBytes stays under the subscription's
 // pending limit (64 MB), so a pull never drops a message, and twice over
@@ -51,10 +52,10 @@ const (
 // event out. A consumer that disappears (deleted by an operator) is created
 // again, and the loss is logged.
 //
-// It pulls with Fetch, one request at a time, for exactly as many events as
-// it has unsettled slots free: while events wait in the log and a slot is
-// free, a pull is at the server, and nothing is buffered in the client that
-// no slot is ready for. (Consume re-pulls from its own count of the events
+// It pulls with Fetch, a request for every fanoutChunk events it has room
+// ahead for (see fanoutAhead): while events wait in the log and room is
+// free, pulls are at the server for all of it, and nothing is buffered in
+// the client that the room does not hold. (Consume re-pulls from its own count of the events
 // it asked for and not yet handed over, which a blocking handler lets drift
 // above what the server still holds: the fan-out then sat idle with every
 // event settled and no pull at the server until the missing heartbeat, 30 s
@@ -89,52 +90,203 @@ func (d *Dispatcher) runFanout(ctx context.Context, cons natsjs.Consumer) {
 }
 
 // fanoutWait is how long one fan-out pull waits at the server for events:
-// an idle process asks once per fanoutWait, and a stopping one waits at
-// most that long for its open pull, whose late events it hands back.
-const fanoutWait = time.Second
+// an idle process asks once per fanoutWait for each pull it keeps open. A
+// stopping process listens at most fanoutStopWait for its open pulls' last
+// events, which it hands back.
+const (
+	fanoutWait     = 5 * time.Second
+	fanoutStopWait = time.Second
+)
 
-// fanoutGather is how long a pull waits for more free unsettled slots when
-// few are free, so that a fan-out whose events are nearly all unsettled
-// does not pay a round trip per event.
-const fanoutGather = 2 * time.Millisecond
+// fanoutAhead bounds the events the fan-out holds pulled ahead of its
+// unsettled slots, asked for in pulls of fanoutChunk, several at a time.
+// Within it the fan-out holds about aheadHorizon of what its workers took
+// per second lately, at least 2 x fanoutChunk.
+//
+// A standalone nats-server delivers a pull's events on the same goroutine
+// that stores the stream's incoming messages (one fsync each with
+// nats.sync always): while a burst of publishes is being stored, every pull
+// waits for all of them, seconds for thousands, and then gets at most what
+// it asked for. One pull at a time asked for what was free when it went
+// out, a few events, and the fan-out then sat idle for the next round of
+// stores. Pulls that go out as room frees, and the events held ahead, keep
+// the deliveries going meanwhile. What is held ahead is bounded in time so
+// that it is taken well within AckWait (at least 30 s) even after such a
+// wait; an event held for half of AckWait (the process paused) is handed
+// back instead of delivered.
+const (
+	fanoutAhead  = 8192
+	fanoutChunk  = 1024
+	aheadHorizon = 10 * time.Second
+	aheadTick    = 500 * time.Millisecond
+)
+
+// pulledEvent is an event held ahead, and when its pull returned.
+type pulledEvent struct {
+	msg natsjs.Msg
+	at  time.Time
+}
+
+// aheadQueue is the events the fan-out holds pulled ahead of its unsettled
+// slots. held counts the events queued or asked for: a pull takes room for
+// what it asks, a worker gives one back as it takes an event. bytes bounds
+// the payloads queued and the byte limits of the pulls out at fanoutBytes
+// (one pull may always go out).
+type aheadQueue struct {
+	queue chan pulledEvent
+	bytes *byteBudget
+	// pullBytes is each pull's byte limit: fanoutBytes / 16, or more for
+	// large events; fanoutBytes once a pull came back empty at once (an
+	// event over its limit).
+	pullBytes atomic.Int64
+	taken     atomic.Int64 // events the workers took, ever
+
+	mu    sync.Mutex
+	held  int
+	limit int
+	rate  float64       // events taken per second, the recent peak
+	freed chan struct{} // closed and replaced when held drops; nil until a pull waits
+}
+
+func newAheadQueue(maxMsg int64) *aheadQueue {
+	// The queue holds what the room allows, and events of pulls given up.
+	a := &aheadQueue{queue: make(chan pulledEvent, 2*fanoutAhead), bytes: newByteBudget(fanoutBytes), limit: 2 * fanoutChunk}
+	a.pullBytes.Store(min(fanoutBytes, max(fanoutBytes/16, 2*maxMsg)))
+	return a
+}
+
+// take takes room for n more events, waiting until they fit under the
+// limit (or nothing is held); false when ctx is done, or with the error
+// that arrived on failed meanwhile.
+func (a *aheadQueue) take(ctx context.Context, n int, failed <-chan error) (bool, error) {
+	for {
+		a.mu.Lock()
+		if a.held == 0 || a.held+n <= a.limit {
+			a.held += n
+			a.mu.Unlock()
+			return true, nil
+		}
+		if a.freed == nil {
+			a.freed = make(chan struct{})
+		}
+		ch := a.freed
+		a.mu.Unlock()
+		select {
+		case <-ch:
+		case err := <-failed:
+			return false, err
+		case <-ctx.Done():
+			return false, nil
+		}
+	}
+}
+
+// force counts an event of size bytes that arrived for a pull already
+// given up: it holds room and bytes beyond the limits until taken.
+func (a *aheadQueue) force(size int64) {
+	a.mu.Lock()
+	a.held++
+	a.mu.Unlock()
+	a.bytes.mu.Lock()
+	a.bytes.used += size
+	a.bytes.mu.Unlock()
+}
+
+// give gives back room for n events.
+func (a *aheadQueue) give(n int) {
+	a.mu.Lock()
+	a.held -= n
+	if a.freed != nil {
+		close(a.freed)
+		a.freed = nil
+	}
+	a.mu.Unlock()
+}
+
+func (a *aheadQueue) took(p pulledEvent) {
+	a.bytes.release(int64(len(p.msg.Data())))
+	a.taken.Add(1)
+	a.give(1)
+}
+
+// pace sets the limit to aheadHorizon of the recent peak of events taken
+// per second, every aheadTick until ctx is done. The peak decays slowly, so
+// a wait for the server does not shrink what is asked for next.
+func (a *aheadQueue) pace(ctx context.Context) {
+	t := time.NewTicker(aheadTick)
+	defer t.Stop()
+	last := a.taken.Load()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n := a.taken.Load()
+		a.mu.Lock()
+		a.rate = max(float64(n-last)/aheadTick.Seconds(), 0.95*a.rate)
+		a.limit = min(fanoutAhead, max(2*fanoutChunk, int(a.rate*aheadHorizon.Seconds())))
+		if a.freed != nil {
+			close(a.freed)
+			a.freed = nil
+		}
+		a.mu.Unlock()
+		last = n
+	}
+}
 
 // consumeFanout pulls cons until ctx is done or the consumer is gone, and
 // returns why it stopped.
 func (d *Dispatcher) consumeFanout(ctx context.Context, cons natsjs.Consumer) error {
-	var workers sync.WaitGroup
-	// The pull loop only takes unsettled slots and hands events to the
-	// fan-out workers: a slow NATS call of one event (a task's publish over
-	// the network) delays one worker, not the pulls.
-	queue := make(chan natsjs.Msg, cap(d.unsettled))
+	var workers, recv sync.WaitGroup
+	// The pulls only fill the events held ahead; the fan-out workers take
+	// each with an unsettled slot: a slow NATS call of one event (a task's
+	// publish over the network) delays one worker, not the pulls.
+	ahead := newAheadQueue(int64(jetstream.MaxMsgSize(d.cfg)))
+	info := cons.CachedInfo()
+	p := newFanoutPuller(d.o.JS.Conn(), info.Stream, info.Name, ahead)
 	workers.Add(d.fanoutWorkers())
 	for range d.fanoutWorkers() {
 		go func() {
 			defer workers.Done()
-			for msg := range queue {
-				d.fanOut(ctx, msg)
+			for ev := range ahead.queue {
+				ahead.took(ev)
+				d.takeOn(ctx, ev)
 			}
 		}()
 	}
+	paceCtx, stopPace := context.WithCancel(ctx)
+	workers.Go(func() { ahead.pace(paceCtx) })
+	listen, stopListening := listenPast(ctx, fanoutStopWait)
+	failed := make(chan error, 4)
+	recv.Go(func() {
+		if err := p.receive(ctx, listen, failed, d.log.Debug); err != nil {
+			report(failed, err)
+		}
+	})
 	defer func() {
-		close(queue)
+		stopPace()
+		if ctx.Err() == nil {
+			p.endAll() // the consumer is gone: nothing more comes
+		}
+		for p.openCount() > 0 && listen.Err() == nil {
+			sleep(listen, 10*time.Millisecond) // the open pulls' last events
+		}
+		stopListening()
+		recv.Wait()
+		p.handBack(d.log.Debug)
+		close(ahead.queue)
 		workers.Wait()
 	}()
 	for {
-		room := d.takeRoom(ctx)
-		if room == 0 {
-			return ctx.Err()
-		}
-		n, err := d.pullFanout(ctx, cons, room, queue)
-		for range room - n {
-			<-d.unsettled
-		}
+		err := d.nextPull(ctx, p, failed)
 		if err == nil {
-			continue
+			return ctx.Err()
 		}
 		if errors.Is(err, natsjs.ErrConsumerDeleted) || errors.Is(err, natsjs.ErrConsumerNotFound) {
 			return err
 		}
-		if errors.Is(err, nats.ErrNoResponders) {
+		if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, errPullUnanswered) {
 			// A consumer deleted while no pull was waiting sends no
 			// "consumer deleted"; its pulls go unanswered. Ask.
 			ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -149,66 +301,70 @@ func (d *Dispatcher) consumeFanout(ctx context.Context, cons natsjs.Consumer) er
 	}
 }
 
-// takeRoom takes the unsettled slots the next pull asks events for: it waits
-// for one, then takes what else is free, up to pullSize, waiting
-// fanoutGather once for more when less than half is. It returns 0 when ctx
-// is done.
-func (d *Dispatcher) takeRoom(ctx context.Context) int {
-	select {
-	case d.unsettled <- struct{}{}:
-	case <-ctx.Done():
-		return 0
-	}
-	room, want := 1, d.pullSize()
-	gather := func() {
-		for room < want {
-			select {
-			case d.unsettled <- struct{}{}:
-				room++
-			default:
-				return
-			}
+// listenPast returns a context that ends grace after ctx does, and a
+// function that ends it at once; call it when done with the context.
+func listenPast(ctx context.Context, grace time.Duration) (context.Context, func()) {
+	listen, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-done:
 		}
+		cancel()
+	})
+	return listen, func() {
+		stop()
+		close(done)
+		cancel()
 	}
-	gather()
-	if 2*room < want {
-		sleep(ctx, fanoutGather)
-		gather()
-	}
-	return room
 }
 
-// pullFanout asks cons for up to room events and queues each, holding one
-// of the room unsettled slots taken for it; it returns how many it queued.
-// Events that arrive once ctx is done go straight back to JetStream instead
-// of waiting out AckWait.
-func (d *Dispatcher) pullFanout(ctx context.Context, cons natsjs.Consumer, room int, queue chan<- natsjs.Msg) (int, error) {
-	batch, err := cons.Fetch(room, natsjs.FetchMaxWait(fanoutWait), natsjs.FetchMaxBytes(fanoutBytes))
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for msg := range batch.Messages() {
-		if ctx.Err() != nil {
-			if err := msg.Nak(); err != nil {
-				d.log.Debug("nak pulled event", "err", err)
-			}
-			continue
+// nextPull sends pulls of fanoutChunk events as room for them frees, until
+// ctx is done (nil) or a pull fails (its error).
+func (d *Dispatcher) nextPull(ctx context.Context, p *fanoutPuller, failed <-chan error) error {
+	ahead := p.ahead
+	for {
+		select {
+		case err := <-failed:
+			return err
+		default:
 		}
-		queue <- msg // never blocks: as large as d.unsettled
-		n++
+		if ok, err := ahead.take(ctx, fanoutChunk, failed); !ok {
+			return err
+		}
+		limit := ahead.pullBytes.Load()
+		if !ahead.bytes.acquire(ctx, limit) {
+			ahead.give(fanoutChunk)
+			return nil
+		}
+		if err := p.request(fanoutChunk, limit); err != nil {
+			ahead.give(fanoutChunk)
+			ahead.bytes.release(limit)
+			return err
+		}
 	}
-	err = batch.Error()
-	if errors.Is(err, natsjs.ErrNoMessages) || errors.Is(err, nats.ErrTimeout) {
-		err = nil
-	}
-	return n, err
 }
 
-// fanoutPull bounds the events one pull asks for: a process paused past
-// AckWait (SIGSTOP, a long GC, a VM migration) delivers what it holds
-// unsettled although JetStream has handed it to another process meanwhile.
-const fanoutPull = 64
+// takeOn gives an event held ahead an unsettled slot and fans it out, or
+// hands it back to JetStream: at shutdown, and when it was held for half of
+// AckWait (the process was paused, and JetStream may have handed it to
+// another process).
+func (d *Dispatcher) takeOn(ctx context.Context, p pulledEvent) {
+	if time.Since(p.at) < d.fanoutAckWait/2 {
+		select {
+		case d.unsettled <- struct{}{}:
+			d.fanOut(ctx, p.msg)
+			return
+		case <-ctx.Done():
+		}
+	}
+	if err := p.msg.Nak(); err != nil {
+		d.log.Debug("hand back pulled event", "err", err)
+	}
+}
 
 // fanoutWorkers is how many events this process fans out at once: more with
 // nats.url, where the NATS calls of a fan-out (tasks parked) are network
@@ -220,15 +376,6 @@ func (d *Dispatcher) fanoutWorkers() int {
 		return cap(d.unsettled)
 	}
 	return 4
-}
-
-// pullSize is how many events one fan-out pull asks for at most (see
-// fanoutPull): more with nats.url, where each pull is a network round trip.
-func (d *Dispatcher) pullSize() int {
-	if d.shared != nil {
-		return min(cap(d.unsettled), 4*fanoutPull)
-	}
-	return min(cap(d.unsettled), fanoutPull)
 }
 
 // fanEvent settles one event of the fan-out: it is acked once every delivery

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -165,7 +166,13 @@ func (l *lane) enqueue(dl *delivery) {
 		return
 	}
 	d.goJob(func() {
-		if err := d.publish(laneMsg(dl, time.Time{})); err != nil {
+		err := d.publish(laneMsg(dl, time.Time{}))
+		if laneFull(err) {
+			dl.st.Error = fmt.Sprintf("the ordered lane %s is full (%d bytes: an eighth of streams.tasks_max_bytes)", jetstream.LaneStream, jetstream.LaneBytes(d.tasksMax))
+			d.deadLetter(dl, "overflow")
+			return
+		}
+		if err != nil {
 			d.countDeferral(dl.e, "infrastructure")
 			dl.log(d.log, slog.LevelWarn, "ordered delivery not stored; the event comes back", "err", err)
 			dl.done(false)
@@ -173,6 +180,18 @@ func (l *lane) enqueue(dl *delivery) {
 		}
 		dl.done(true)
 	})
+}
+
+// jsErrStoreFailed is nats-server's JSStreamStoreFailedF, the error of a
+// stream at its limits with Discard: New ("maximum bytes exceeded",
+// "maximum messages exceeded"); nats.go has no name for it.
+const jsErrStoreFailed natsjs.ErrorCode = 10077
+
+// laneFull reports whether err is HOOKJET_ORDERED refusing an entry for its
+// limits.
+func laneFull(err error) bool {
+	var apiErr *natsjs.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrStoreFailed
 }
 
 // entryOf reads a lane entry's sorting facts from its message.

@@ -3,7 +3,9 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -412,15 +414,27 @@ func (l *lane) run(ctx context.Context, gen uint64, ep string) {
 }
 
 // attempt admits k's entry cur at its endpoint and launches the attempt,
-// or puts k back to wait for what keeps it from going.
+// or puts k back to wait for what keeps it from going. An entry past its
+// endpoint's retry.max_age is dead-lettered as expired even while the
+// endpoint does not admit it (disabled, breaker open).
 func (l *lane) attempt(ctx context.Context, gen uint64, k *laneKey, cur *laneEntry) {
 	d := l.d
 	e := d.endpoint(k.id.ep)
 	if e == nil {
-		l.wait(gen, k, time.Second, "") // not (yet) in this process's table
+		// Deleted (its entries were purged: the load finds none), or not
+		// yet in this process's table.
+		if _, err := l.load(ctx, cur); isNotFound(err) {
+			l.finish(gen, k, cur, false)
+			return
+		}
+		l.wait(gen, k, 5*time.Second, "")
 		return
 	}
 	s := d.current(e)
+	if d.now().Sub(cur.first) > s.ep.Retry.MaxAge && !cur.front {
+		l.expire(ctx, gen, k, cur, e, s)
+		return
+	}
 	if cause, until := d.blocked(e.id, d.now()); cause != "" {
 		wait := time.Second
 		if !until.IsZero() {
@@ -438,28 +452,79 @@ func (l *lane) attempt(ctx context.Context, gen uint64, k *laneKey, cur *laneEnt
 		l.wait(gen, k, 100*time.Millisecond, cause)
 		return
 	}
-	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	msg, err := l.stream().GetMsg(gctx, cur.seq)
-	cancel()
-	if err != nil {
-		adm.release()
-		if isNotFound(err) {
-			l.finish(gen, k, cur, false) // settled by an earlier term
+	// Reading the entry is a round trip: it goes with the attempt, on a
+	// goroutine of its own (as many as the endpoint's in-flight slots), so
+	// the runner admits the next key meanwhile.
+	d.inflight.Add(1)
+	go func() {
+		defer d.inflight.Done()
+		dl, err := l.delivery(ctx, gen, k, cur, e, s)
+		if dl == nil {
+			adm.release()
+			l.cannotLoad(gen, k, cur, err)
 			return
 		}
-		l.wait(gen, k, time.Second, "")
-		return
+		d.launch(ctx, dl, adm, true)
+	}()
+}
+
+// load reads cur's message from the stream.
+func (l *lane) load(ctx context.Context, cur *laneEntry) (*natsjs.RawStreamMsg, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return l.stream().GetMsg(ctx, cur.seq)
+}
+
+// delivery reads cur and makes it e's delivery, settled through the lane;
+// nil with the error when it cannot be read, or (nil error) when it is
+// settled without an attempt: an earlier incarnation's, or one the ledger
+// says this process delivered.
+func (l *lane) delivery(ctx context.Context, gen uint64, k *laneKey, cur *laneEntry, e *endpoint, s *settings) (*delivery, error) {
+	msg, err := l.load(ctx, cur)
+	if err != nil {
+		return nil, err
+	}
+	if staleTask(msg.Header, s.ep.CreatedAt) {
+		return nil, nil
 	}
 	ev, st := taskOf(msg.Header, msg.Time)
-	dl := &delivery{e: e, s: s, ev: &ev, st: st, data: msg.Data, hdr: msg.Header}
-	if staleTask(msg.Header, s.ep.CreatedAt) {
-		adm.release()
-		l.finish(gen, k, cur, true) // an earlier incarnation's
-		return
+	if !cur.front && !strings.HasPrefix(ev.key, redeliverKey) {
+		// Delivered by this process before a crash that came before the
+		// entry's deletion: settle it, as the fan-out would.
+		if done, err := l.d.o.Ledger.Delivered(e.id, ev.id); err == nil && done {
+			l.d.o.Metrics.Duplicates.WithLabelValues("delivered").Inc()
+			return nil, nil
+		}
 	}
+	dl := &delivery{e: e, s: s, ev: &ev, st: st, data: msg.Data, hdr: msg.Header}
 	dl.done = func(ok bool) { l.done(gen, k, cur, dl, ok) }
 	dl.again = func(wait time.Duration) { l.again(gen, k, cur, dl, wait) }
-	d.launch(ctx, dl, adm, true)
+	return dl, nil
+}
+
+// cannotLoad puts k back after delivery did not make cur a delivery: gone
+// (settled by an earlier term), or settled without an attempt (err nil),
+// moves on.
+func (l *lane) cannotLoad(gen uint64, k *laneKey, cur *laneEntry, err error) {
+	switch {
+	case err == nil:
+		l.finish(gen, k, cur, true)
+	case isNotFound(err):
+		l.finish(gen, k, cur, false)
+	default:
+		l.wait(gen, k, time.Second, "")
+	}
+}
+
+// expire dead-letters cur, past retry.max_age, without an attempt.
+func (l *lane) expire(ctx context.Context, gen uint64, k *laneKey, cur *laneEntry, e *endpoint, s *settings) {
+	dl, err := l.delivery(ctx, gen, k, cur, e, s)
+	if dl == nil {
+		l.cannotLoad(gen, k, cur, err)
+		return
+	}
+	dl.st.Error = fmt.Sprintf("not delivered within retry.max_age (%s)", s.ep.Retry.MaxAge)
+	l.d.deadLetter(dl, "expired")
 }
 
 // stream is HOOKJET_ORDERED's handle.

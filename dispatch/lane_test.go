@@ -248,3 +248,80 @@ func TestOrderedKeysKeepOrderAcrossProcessesAndAnOwnerChange(t *testing.T) {
 	rcv.waitDelivered(want, 30*time.Second)
 	inOrder(t, rcv.arrivals("ord"), keys, per)
 }
+
+// An ordered endpoint that is disabled still dead-letters its keyed
+// deliveries once they pass retry.max_age, as expired, in their key's order.
+func TestOrderedDeliveriesExpireWhileTheEndpointIsDisabled(t *testing.T) {
+	rcv := newReceiver(t)
+	ep := orderedTo("ord", rcv, "")
+	ep.Retry.MaxAge = time.Second
+	r := newRig(t, []config.Endpoint{ep}, nil)
+	if err := r.d.SetDisabled(ctx5(t), "ord", true, "test"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		r.publishKeyed("order.updated", fmt.Sprintf("k0-%d", i), "k0")
+	}
+	eventually(t, "every delivery dead-lettered as expired", 15*time.Second, func() bool {
+		return fmt.Sprint(r.deadLetters("ord")) == "[k0-0 expired k0-1 expired k0-2 expired]"
+	})
+	if n := len(rcv.delivered()); n != 0 {
+		t.Fatalf("%d delivered to a disabled endpoint", n)
+	}
+}
+
+// A rate limit and a 429 with Retry-After hold the whole endpoint, not a
+// key's turn: every key still arrives in publish order.
+func TestOrderedKeysKeepOrderThroughRateLimitAndRetryAfter(t *testing.T) {
+	rcv := newReceiver(t)
+	ep := orderedTo("ord", rcv, "")
+	ep.RateLimit.RPS, ep.RateLimit.Burst = 200, 5
+	ep.Retry.MaxAttempts = 20
+	r := newRig(t, []config.Endpoint{ep}, nil)
+	rcv.setAnswer(func(_, id string, n int) (int, http.Header) {
+		if id == "k3-2" && n == 1 {
+			return http.StatusTooManyRequests, http.Header{"Retry-After": {"1"}}
+		}
+		return http.StatusNoContent, nil
+	})
+	const keys, per = 10, 10
+	var want []string
+	for k := range keys {
+		for i := range per {
+			id := fmt.Sprintf("k%d-%d", k, i)
+			r.publishKeyed("order.updated", id, fmt.Sprintf("k%d", k))
+			want = append(want, "ord "+id)
+		}
+	}
+	rcv.waitDelivered(want, 30*time.Second)
+	inOrder(t, rcv.arrivals("ord"), keys, per)
+	if n := rcv.requests("ord", "k3-2"); n != 2 {
+		t.Fatalf("k3-2 requested %d times, want 2 (a 429, then after Retry-After)", n)
+	}
+}
+
+// A full lane refuses an ordered delivery: it is dead-lettered as overflow,
+// not dropped and not retried for ever.
+func TestFullLaneDeadLettersOverflow(t *testing.T) {
+	rcv := newReceiver(t)
+	r := newRig(t, []config.Endpoint{orderedTo("ord", rcv, "")}, nil)
+	if err := r.d.SetDisabled(ctx5(t), "ord", true, "test"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctx5(t)
+	st, err := r.node.JetStream().Stream(ctx, jetstream.LaneStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := st.CachedInfo().Config
+	sc.MaxMsgs = 2
+	if _, err := r.node.JetStream().UpdateStream(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		r.publishKeyed("order.updated", fmt.Sprintf("k0-%d", i), "k0")
+	}
+	eventually(t, "the third dead-lettered as overflow", 10*time.Second, func() bool {
+		return fmt.Sprint(r.deadLetters("ord")) == "[k0-2 overflow]"
+	})
+}

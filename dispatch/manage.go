@@ -221,6 +221,17 @@ func (d *Dispatcher) Discard(ctx context.Context, id string) (int, error) {
 			return n, fmt.Errorf("discard %s: %w", subj, err)
 		}
 	}
+	// The ordered lane's entries of the endpoint (lane.go).
+	lane, err := d.o.JS.Stream(ctx, jetstream.LaneStream)
+	if err != nil {
+		return n, fmt.Errorf("stream %s: %w", jetstream.LaneStream, err)
+	}
+	if info, err := lane.Info(ctx, natsjs.WithSubjectFilter(jetstream.LanePrefix+id)); err == nil {
+		n += int(info.State.Subjects[jetstream.LanePrefix+id])
+	}
+	if err := lane.Purge(ctx, natsjs.WithPurgeSubject(jetstream.LanePrefix+id)); err != nil {
+		return n, fmt.Errorf("discard %s: %w", jetstream.LanePrefix+id, err)
+	}
 	if err := d.stateKV.Purge(ctx, id); err != nil && !errors.Is(err, natsjs.ErrKeyNotFound) {
 		d.log.Warn("remove endpoint state", "endpoint", id, "err", err)
 	}

@@ -20,12 +20,18 @@ const (
 	LaneBucket = "HOOKJET_ORDERING"
 )
 
+// LaneBytes is HOOKJET_ORDERED's MaxBytes: an eighth of
+// streams.tasks_max_bytes, at least 64 MiB (1 GiB by default: about a
+// million waiting ordered deliveries of 1 KB). JetStream reserves every
+// stream's MaxBytes against the disk, so the lane takes a share of the
+// tasks' budget rather than a budget of its own.
+func LaneBytes(tasksMax int64) int64 { return max(tasksMax/8, 64<<20) }
+
 // laneStreamConfig is HOOKJET_ORDERED's configuration. Hookjet deletes each
 // entry once its delivery is settled and expires entries itself
-// (retry.max_age), so the stream has no MaxAge; it is bounded like
-// HOOKJET_TASKS by streams.tasks_max_bytes, refusing (Discard: New) rather
-// than dropping: an entry the stream refuses leaves its event unsettled, to
-// come back.
+// (retry.max_age), so the stream has no MaxAge; it refuses (Discard: New)
+// rather than drops: a delivery the full lane refuses is dead-lettered as
+// overflow.
 func laneStreamConfig(cfg *config.Config) natsjs.StreamConfig {
 	s := cfg.Streams
 	return natsjs.StreamConfig{
@@ -36,7 +42,7 @@ func laneStreamConfig(cfg *config.Config) natsjs.StreamConfig {
 		Storage:     natsjs.FileStorage,
 		Replicas:    s.Replicas,
 		Duplicates:  s.DuplicateWindow,
-		MaxBytes:    TasksStreamBytes(s.TasksMaxBytes),
+		MaxBytes:    LaneBytes(s.TasksMaxBytes),
 		MaxMsgSize:  MaxMsgSize(cfg),
 		Discard:     natsjs.DiscardNew,
 	}

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookjet/hookjet/cli"
 )
 
 // Per-key ordering, from outside: 200 keys x 20 events to an endpoint with
@@ -185,4 +187,35 @@ func TestBinaryOrderedKeysWithAFailingKeyAndSIGKILL(t *testing.T) {
 	p99 := checkKeyOrder(t, r, s, started, orderPerKey)
 	t.Logf("%d events of %d keys, key %s failing for 10s, killed with SIGKILL after %d deliveries: all delivered in %s, %d requests (%d repeats), other keys' p99 from publish %s",
 		len(ids), orderKeys, orderFailed, killed, time.Since(started).Round(time.Millisecond), r.count(), r.count()-r.distinct(), p99.Round(time.Millisecond))
+}
+
+// Three hookjet processes on a 3-node R3 cluster share the fan-out, so a
+// key's entries reach the ordered lane from several processes at once; one
+// process delivers the lane.
+func TestClusterThreeProcessesKeepKeyOrder(t *testing.T) {
+	nodes := startCluster(t)
+	s := newKeyedScript(5 * time.Second)
+	r := newReceiver(t, []string{secretA, secretB}, s.serve)
+	for range 3 {
+		cfg := testConfig(t, t.TempDir(), "streams:\n  replicas: 3\n", endpointYAML{ID: "sink", URL: r.URL,
+			Extra: "    ordering: key\n    retry: {base: 50ms, cap: 500ms, max_attempts: 100, max_age: 1h}\n"})
+		cfg.NATS.URL = clusterURL(nodes)
+		startHookjet(t, cfg, cli.Options{})
+	}
+	nc, js := connectJS(t, clusterURL(nodes))
+	defer nc.Close()
+	ids := keyedIDs()[:orderKeys*10]
+	started := time.Now()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	publishKeyed(t, js, ids)
+	checkFor(t, 90*time.Second, 50*time.Millisecond, func() error {
+		if n := s.delivered(); n < len(ids) {
+			return fmt.Errorf("%d of %d delivered; missing %v", n, len(ids), s.missing(ids, 5))
+		}
+		return ctx.Err()
+	})
+	p99 := checkKeyOrder(t, r, s, started, 10)
+	t.Logf("%d events over 3 processes: all delivered in %s, %d requests, other keys' p99 from publish %s",
+		len(ids), time.Since(started).Round(time.Millisecond), r.count(), p99.Round(time.Millisecond))
 }

@@ -3,7 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
 	"time"
+
+	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	hjs "github.com/hookjet/hookjet/jetstream"
 )
@@ -63,16 +70,22 @@ func (b *bench) burstScenarios(ctx context.Context) map[string][]runFunc {
 	}
 }
 
+// gapDumpAt is how long a stretch without a delivery lasts before -gapdump
+// writes what hookjet is doing.
+const gapDumpAt = 700 * time.Millisecond
+
 // watchGaps samples x's unique deliveries every gapSample until stop is
 // closed or all arrived, counting a gap only while fewer were delivered than
 // acked (the events the server acknowledged), and sends the stats it
-// gathered.
-func watchGaps(x *tally, acked func() int64, stop <-chan struct{}) <-chan burstStats {
+// gathered. dump, when not nil, is called once per stretch that passes
+// gapDumpAt, with the stretch's number.
+func watchGaps(x *tally, acked func() int64, stop <-chan struct{}, dump func(n int)) <-chan burstStats {
 	out := make(chan burstStats, 1)
 	go func() {
 		var st burstStats
 		want := x.healthyExpected()
 		last, lastAt := x.unique.Load(), time.Now()
+		dumped, stretches := false, 0
 		t := time.NewTicker(gapSample)
 		defer t.Stop()
 		for {
@@ -91,6 +104,12 @@ func watchGaps(x *tally, acked func() int64, stop <-chan struct{}) <-chan burstS
 					st.Gaps++
 				}
 				last, lastAt = n, now
+				dumped = false
+			}
+			if dump != nil && !dumped && now.Sub(lastAt) >= gapDumpAt {
+				dumped = true
+				stretches++
+				dump(stretches)
 			}
 			st.MaxGapSeconds = max(st.MaxGapSeconds, round(now.Sub(lastAt).Seconds(), 1))
 			if n >= want {
@@ -100,6 +119,62 @@ func watchGaps(x *tally, acked func() int64, stop <-chan struct{}) <-chan burstS
 		}
 	}()
 	return out
+}
+
+// gapDumper returns what watchGaps calls during a stretch without a
+// delivery when -gapdump names a directory (nil otherwise): it writes, on a
+// goroutine of its own, the process's goroutines (hookjet runs in this
+// process) and the state of the fan-out consumer and the streams it
+// writes to, with how long each answer took.
+func (b *bench) gapDumper(ctx context.Context, scenario string, h *instance) func(n int) {
+	if b.gapDump == "" {
+		return nil
+	}
+	if err := os.MkdirAll(b.gapDump, 0o755); err != nil {
+		b.say("gapdump: %v", err)
+		return nil
+	}
+	return func(n int) {
+		base := filepath.Join(b.gapDump, fmt.Sprintf("%s-gap%02d", scenario, n))
+		if f, err := os.Create(base + "-goroutines.txt"); err == nil {
+			_ = pprof.Lookup("goroutine").WriteTo(f, 1)
+			_ = f.Close()
+		}
+		go func() {
+			var out strings.Builder
+			fmt.Fprintf(&out, "at %s\n", time.Now().UTC().Format(time.RFC3339Nano))
+			writeGapState(ctx, &out, h.js)
+			if err := os.WriteFile(base+"-state.txt", []byte(out.String()), 0o644); err != nil {
+				b.say("gapdump: %v", err)
+			}
+		}()
+	}
+}
+
+// writeGapState writes the fan-out consumer's info and the sizes of the
+// streams a fan-out writes to.
+func writeGapState(ctx context.Context, w io.Writer, js natsjs.JetStream) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	c, err := js.Consumer(ctx, hjs.EventsStream, hjs.FanoutConsumer)
+	if err != nil {
+		fmt.Fprintf(w, "consumer info: %v\n", err)
+	} else {
+		ci := c.CachedInfo()
+		fmt.Fprintf(w, "consumer %s (answered in %s): num_pending %d num_ack_pending %d num_waiting %d num_redelivered %d delivered.stream %d ack_floor.stream %d\n",
+			hjs.FanoutConsumer, time.Since(t0).Round(time.Millisecond), ci.NumPending, ci.NumAckPending, ci.NumWaiting, ci.NumRedelivered, ci.Delivered.Stream, ci.AckFloor.Stream)
+	}
+	for _, name := range []string{hjs.EventsStream, hjs.TasksStream, hjs.LogStream} {
+		t0 := time.Now()
+		st, err := js.Stream(ctx, name)
+		if err != nil {
+			fmt.Fprintf(w, "stream %s: %v\n", name, err)
+			continue
+		}
+		s := st.CachedInfo().State
+		fmt.Fprintf(w, "stream %s (answered in %s): msgs %d bytes %d last_seq %d\n", name, time.Since(t0).Round(time.Millisecond), s.Msgs, s.Bytes, s.LastSeq)
+	}
 }
 
 // deadLetters counts HOOKJET_DLQ's messages.

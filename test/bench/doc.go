@@ -138,5 +138,8 @@
 // -cpuprofile FILE writes a CPU profile of the idle and measured windows of the
 // scenario named by -profile (default healthy10), -memprofile FILE a heap
 // profile at the end of that window; -log FILE keeps hookjet's
-// warnings and errors (otherwise they are only counted).
+// warnings and errors (otherwise they are only counted); -gapdump DIR
+// writes, for the burst scenarios, a goroutine dump and the fan-out
+// consumer's state (num_pending, num_ack_pending, num_waiting) during each
+// stretch without a delivery that passes 0.7 s.
 package main

@@ -10,9 +10,13 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/inbound"
@@ -33,16 +37,35 @@ const inboundSource = `inbound:
 const inboundRate = 1000
 
 // inboundScenarios are the inbound gateway's runs: accepted requests/s
-// against the raw HTTP ceiling (inbound), the accept latency at 1,000
-// requests/s (inbound1000), and forged requests' cost (inboundforged).
+// against the raw HTTP ceiling (inbound) and against what JetStream alone
+// stores from as many publishers in the same sync mode (inboundfloor; the
+// same pair with the lazy sync: inboundfast, inboundfloorfast), the accept
+// latency at 1,000 requests/s (inbound1000), and forged requests' cost
+// (inboundforged).
 func (b *bench) inboundScenarios(ctx context.Context) map[string][]runFunc {
 	return map[string][]runFunc{"inbound": {
 		func() (*result, error) { return b.inboundRun(ctx, "inbound", false, 0) },
+		func() (*result, error) { return b.inboundRun(ctx, "inboundfloor", false, 0) },
+		func() (*result, error) { return b.inboundRun(ctx, "inboundfast", false, 0) },
+		func() (*result, error) { return b.inboundRun(ctx, "inboundfloorfast", false, 0) },
 		func() (*result, error) { return b.inboundRun(ctx, "inbound1000", false, inboundRate) },
 		func() (*result, error) { return b.inboundRun(ctx, "raw1000", false, inboundRate) },
 		func() (*result, error) { return b.inboundRun(ctx, "inboundforged", true, 0) },
 	}}
 }
+
+// inboundSync is the nats.sync of an inbound run: the lazy one for the
+// runs named ...fast, always otherwise.
+func inboundSync(name string) string {
+	if strings.HasSuffix(name, "fast") {
+		return fastSync
+	}
+	return ""
+}
+
+// inboundFloor reports whether the run publishes to JetStream directly
+// (the floor) instead of posting to the gateway.
+func inboundFloor(name string) bool { return strings.HasPrefix(name, "inboundfloor") }
 
 // rawTarget is the raw receiver raw1000 posts to instead of the gateway:
 // the machine's own HTTP latency at the same rate, beside inbound1000.
@@ -54,8 +77,9 @@ func (b *bench) rawTarget() (*instance, string, func(), error) {
 	return &instance{logs: newLogCounter(b.logOut, slog.LevelWarn)}, rec.url(0), rec.close, nil
 }
 
-// startInbound starts hookjet with no endpoints and the inbound gateway.
-func startInbound(ctx context.Context, logOut io.Writer) (*instance, string, error) {
+// startInbound starts hookjet with no endpoints and the inbound gateway,
+// with nats.sync sync ("": always), and connects h.js to its NATS.
+func startInbound(ctx context.Context, logOut io.Writer, sync string) (*instance, string, error) {
 	dir, err := os.MkdirTemp("", "hookjet-bench-inbound-")
 	if err != nil {
 		return nil, "", err
@@ -66,7 +90,7 @@ func startInbound(ctx context.Context, logOut io.Writer) (*instance, string, err
 		h.stop()
 		return nil, "", err
 	}
-	yaml := configYAML(dir, port, hookjetSpec{maxInFlight: 16, concurrency: 16}) + inboundSource
+	yaml := configYAML(dir, port, hookjetSpec{maxInFlight: 16, concurrency: 16, sync: sync}) + inboundSource
 	cfg, err := config.Parse([]byte(yaml), func(string) string { return "" })
 	if err != nil {
 		h.stop()
@@ -78,6 +102,13 @@ func startInbound(ctx context.Context, logOut io.Writer) (*instance, string, err
 		return nil, "", fmt.Errorf("start hookjet: %w", err)
 	}
 	h.startup = time.Since(start)
+	if h.nc, err = nats.Connect(fmt.Sprintf("nats://127.0.0.1:%d", port)); err == nil {
+		h.js, err = natsjs.New(h.nc)
+	}
+	if err != nil {
+		h.stop()
+		return nil, "", fmt.Errorf("connect: %w", err)
+	}
 	return h, "http://" + h.srv.InboundAddr() + inbound.Prefix + "gh", nil
 }
 
@@ -96,7 +127,7 @@ func (b *bench) inboundRun(ctx context.Context, name string, forged bool, rate f
 		}
 		defer closeRec()
 	} else {
-		if h, url, err = startInbound(ctx, b.logOut); err != nil {
+		if h, url, err = startInbound(ctx, b.logOut, inboundSync(name)); err != nil {
 			return nil, err
 		}
 		defer h.stop()
@@ -121,8 +152,10 @@ func (b *bench) inboundRun(ctx context.Context, name string, forged bool, rate f
 		}
 	case forged:
 		r.Description = fmt.Sprintf("inbound gateway, %d goroutines for %s, every request signed with a wrong secret (401, nothing stored)", workers, duration)
+	case inboundFloor(name):
+		r.Description = fmt.Sprintf("JetStream alone, the floor of the gateway: %d goroutines for %s publishing unique 500 B events to HOOKJET_INBOUND (hookjet.inbound.gh.push), each waiting for its PubAck, nats.sync %s", workers, duration, syncName(inboundSync(name)))
 	default:
-		r.Description = fmt.Sprintf("inbound gateway, scheme github, %d goroutines for %s, unique 500 B events, each answered 2xx after its PubAck", workers, duration)
+		r.Description = fmt.Sprintf("inbound gateway, scheme github, %d goroutines for %s, unique 500 B events, each answered 2xx after its PubAck, nats.sync %s", workers, duration, syncName(inboundSync(name)))
 	}
 	client := rawClient(workers)
 	defer client.CloseIdleConnections()
@@ -132,6 +165,15 @@ func (b *bench) inboundRun(ctx context.Context, name string, forged bool, rate f
 	send := func(ctx context.Context, i int64) {
 		id := "d" + strconv.FormatInt(i, 10)
 		body := inboundBody(id)
+		if inboundFloor(name) {
+			m := nats.NewMsg("hookjet.inbound.gh.push")
+			m.Header.Set("Nats-Msg-Id", "gh-"+id)
+			m.Data = body
+			if _, err := h.js.PublishMsg(ctx, m); err != nil && ctx.Err() == nil {
+				errs.Add(1)
+			}
+			return
+		}
 		hdr, _ := inbound.Sign(src, id, "push", body, time.Now())
 		t0 := time.Now()
 		code, err := inboundPost(ctx, client, url, hdr, body)
@@ -251,6 +293,10 @@ func inboundTargets(get func(string) *result) []target {
 	raw, acc, paced, forged, rawPaced := get("raw"), get("inbound"), get("inbound1000"), get("inboundforged"), get("raw1000")
 	cs := []check{ratioCheck("inbound gateway: accepted requests/s vs raw HTTP ceiling", ">= 50%", 50, acc, raw,
 		"inbound and raw", func(r *result) float64 { return r.PerSecond })}
+	for _, sync := range []string{"", "fast"} {
+		cs = append(cs, ratioCheck("inbound gateway: accepted requests/s vs JetStream alone storing from as many publishers, nats.sync "+syncName(inboundSync("x"+sync)),
+			">= 80%", 80, get("inbound"+sync), get("inboundfloor"+sync), "inbound", func(r *result) float64 { return r.PerSecond }))
+	}
 	c := check{name: "inbound gateway: p99 from sending to the 2xx at 1,000 requests/s", goal: "<= 10 ms", unit: "ms", need: "inbound"}
 	if paced != nil && paced.Latency != nil {
 		c.value, c.ok = paced.Latency.P99, ptr(paced.Latency.P99 <= 10 && paced.AchievedRate >= 0.95*inboundRate)
@@ -271,4 +317,12 @@ func inboundTargets(get func(string) *result) []target {
 		ts[i] = c.target()
 	}
 	return ts
+}
+
+// syncName says a nats.sync for a description: "always" for "".
+func syncName(sync string) string {
+	if sync == "" {
+		return "always"
+	}
+	return sync
 }

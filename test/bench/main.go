@@ -107,6 +107,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	repeat := fs.Int("repeat", 2, "run the compared throughput scenarios (raw, healthy10, slow10, dead10) `N` times, interleaved; the fastest run of each counts; 1 with -quick")
 	rerunBusy := fs.Int("rerun-busy", 2, "up to `N` extra runs of each compared throughput scenario whose every run was disturbed by other processes; 0 with -quick")
 	historyRecords := fs.Int("history-records", 10_000_000, "history10m: delivery-log records and remembered ids to store, `N` of each")
+	gapDump := fs.String("gapdump", "", "burst scenarios: when a stretch without a delivery while events are owed passes 0.7 s, write a goroutine dump and the fan-out consumer's state into `DIR`")
 	logFile := fs.String("log", "", "write hookjet's warnings and errors to `FILE` (default: counted, then discarded)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -178,7 +179,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Scope: "one process: hookjet, its embedded NATS server, the publisher and the receiver; " +
 			"CPU is getrusage(RUSAGE_SELF) user+system over each measured window, peak RSS is VmHWM reset before each scenario",
 	}
-	b := &bench{p: p, key: key, logOut: logOut, cpuprofile: *cpuprofile, memprofile: *memprofile, profile: *profile, progress: stderr}
+	b := &bench{p: p, key: key, logOut: logOut, cpuprofile: *cpuprofile, memprofile: *memprofile, profile: *profile, progress: stderr, gapDump: *gapDump}
 	runErr := b.runAll(rep, b.scenarios(ctx), schedule(want, *repeat), want, *rerunBusy)
 	if b.hookjetBin != "" { // built by startup100k
 		_ = os.RemoveAll(filepath.Dir(b.hookjetBin))

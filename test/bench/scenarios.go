@@ -179,6 +179,7 @@ type bench struct {
 	cpuprofile string
 	progress   io.Writer
 	hookjetBin string // the built binary startup100k runs; empty until built
+	gapDump    string // directory for the burst scenarios' dumps during a gap (burst.go); "": none
 }
 
 func (b *bench) say(format string, args ...any) {
@@ -469,7 +470,7 @@ func (b *bench) throughput(ctx context.Context, s throughputSpec) (*result, erro
 	stopGaps := make(chan struct{})
 	var gaps <-chan burstStats
 	if s.burst {
-		gaps = watchGaps(x, h.pubAcked.Load, stopGaps)
+		gaps = watchGaps(x, h.pubAcked.Load, stopGaps, b.gapDumper(ctx, s.name, h))
 	}
 	keyed := b.watchKeyed(ctx, s, h, pub) // test/bench/ordered.go
 	pubDone := pub.publishAll(pubCtx, s.events)
