@@ -115,22 +115,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return err
 	}
-	want := map[string]bool{}
-	for _, s := range strings.Split(*scen, ",") {
-		s = strings.TrimSpace(s)
-		if g, ok := groups[s]; ok {
-			for _, name := range g {
-				want[name] = true
-			}
-			continue
-		}
-		if s == "" {
-			continue
-		}
-		if !slices.Contains(scenarioNames, s) {
-			return fmt.Errorf("unknown scenario %q (have %s)", s, strings.Join(scenarioNames, ", "))
-		}
-		want[s] = true
+	want, err := wanted(*scen)
+	if err != nil {
+		return err
 	}
 	if !slices.Contains(scenarioNames, *profile) && *profile != "floor116" {
 		return fmt.Errorf("-profile %q: not a scenario (have %s, floor116)", *profile, strings.Join(scenarioNames, ", "))
@@ -312,6 +299,28 @@ func markBest(rs []*result) {
 	for _, r := range best {
 		r.Best = true
 	}
+}
+
+// wanted is the set of scenarios a -scenarios list names, groups expanded.
+func wanted(list string) (map[string]bool, error) {
+	want := map[string]bool{}
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if g, ok := groups[s]; ok {
+			for _, name := range g {
+				want[name] = true
+			}
+			continue
+		}
+		if s == "" {
+			continue
+		}
+		if !slices.Contains(scenarioNames, s) {
+			return nil, fmt.Errorf("unknown scenario %q (have %s)", s, strings.Join(scenarioNames, ", "))
+		}
+		want[s] = true
+	}
+	return want, nil
 }
 
 func flagSet(fs *flag.FlagSet, name string) bool {
