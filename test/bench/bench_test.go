@@ -255,3 +255,31 @@ func TestGroupsLeftOutOfTheDefault(t *testing.T) {
 		t.Errorf("%d default + %d ordered != %d scenarios", len(def), len(orderedNames), len(scenarioNames))
 	}
 }
+
+func TestFailingKeyTarget(t *testing.T) {
+	lat := func(p99 float64) *latencyStats { return &latencyStats{Count: 100, P99: p99} }
+	rs := map[string]*result{
+		"orderedbase": {Name: "orderedbase", Complete: true, Ordering: &orderingStats{OtherKeys: lat(1000)}},
+		"orderedfail": {Name: "orderedfail", Complete: true, Ordering: &orderingStats{OtherKeys: lat(1200), KeyFailed: 2}},
+	}
+	get := func(name string) *result { return rs[name] }
+	status := func() string {
+		for _, tg := range orderedTargets(get) {
+			if strings.HasPrefix(tg.Name, "a key failing") {
+				return tg.Status
+			}
+		}
+		return "absent"
+	}
+	if s := status(); s != "PASS" {
+		t.Errorf("p99 +200 ms: %s, want PASS", s)
+	}
+	rs["orderedfail"].Ordering.OtherKeys = lat(1300)
+	if s := status(); s != "MISS" {
+		t.Errorf("p99 +300 ms: %s, want MISS", s)
+	}
+	rs["orderedfail"].Ordering.OtherKeys, rs["orderedfail"].Ordering.KeyFailed = lat(1000), 0
+	if s := status(); s != "MISS" {
+		t.Errorf("a key that never failed: %s, want MISS", s)
+	}
+}
