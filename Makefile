@@ -7,7 +7,7 @@ GOLANGCI := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 PROMETHEUS := github.com/prometheus/prometheus@v0.310.0
 NATSCLI  := github.com/nats-io/natscli/nats@v0.5.0
 
-.PHONY: build run listen test check fmt-check vet lint fuzz promtool walkthrough bench tools clean soak
+.PHONY: build run listen test check fmt-check vet lint fuzz promtool walkthrough bench bench-ordered tools clean soak
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/hookjet ./cmd/hookjet
@@ -80,6 +80,10 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./signature ./deliver ./breaker ./dedupe ./webhook ./tracing ./hookjettest
 	$(GO) run ./test/bench -out bench-results.json
 
+## bench-ordered: the per-key ordering scenarios (test/bench/ordered.go), left out of `make bench` for its time budget
+bench-ordered:
+	$(GO) run ./test/bench -scenarios ordered -out bench-ordered.json
+
 ## bin/nats-server: the nats-server of go.mod's module, for the soak and the cluster3 benchmark
 bin/nats-server: go.mod
 	$(GO) build -o bin/nats-server github.com/nats-io/nats-server/v2
@@ -94,4 +98,4 @@ soak: build bin/nats-server
 	$(GO) run ./test/soak -duration $(SOAK_DURATION) -faults $(SOAK_FAULTS) $(SOAK_FLAGS)
 
 clean:
-	rm -rf bin data bench-results.json
+	rm -rf bin data bench-results.json bench-ordered.json

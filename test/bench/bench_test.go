@@ -198,3 +198,88 @@ hookjet_attempts_total{class="success",endpoint="e1"} 9
 		t.Errorf("parseDeferrals = %v, want %v", got, want)
 	}
 }
+
+func TestKeyedTally(t *testing.T) {
+	// 6 events over 2 keys to one endpoint: k0 has 0, 2, 4; k1 has 1, 3, 5.
+	x := newTally([]behaviour{healthy}, 6, false)
+	x.setKeys(2, time.Hour)
+	body := func(n int) []byte { return appendPayload(nil, n, time.Now(), 0) }
+	if x.keyFails(body(1)) {
+		t.Error("k1's request failed")
+	}
+	if !x.keyFails(body(0)) || !x.keyFails(body(2)) {
+		t.Error("k0's requests did not fail within failKeyFor of its first")
+	}
+	if x.keyFailed.Load() != 2 {
+		t.Errorf("keyFailed = %d, want 2", x.keyFailed.Load())
+	}
+	x.failKeyUntil.Store(time.Now().UnixNano())
+	if x.keyFails(body(0)) {
+		t.Error("k0's request failed after failKeyUntil")
+	}
+	// k1 first delivered 5 before 3: one out of order.
+	for _, n := range []int{0, 1, 2, 5, 3, 4} {
+		x.record(0, body(n), nil, nil)
+		time.Sleep(time.Millisecond)
+	}
+	out, k0Done, others := x.keyOrder()
+	if out != 1 {
+		t.Errorf("out of order = %d, want 1", out)
+	}
+	if k0Done.IsZero() || len(others) != 3 {
+		t.Errorf("k0 done %v, %d other latencies; want a time and 3", k0Done, len(others))
+	}
+	noKeys := newTally([]behaviour{healthy}, 6, false)
+	noKeys.setKeys(0, time.Hour)
+	if noKeys.keyFails(body(0)) || noKeys.firstAt != nil {
+		t.Error("a tally without keys fails requests or notes first deliveries")
+	}
+}
+
+func TestGroupsLeftOutOfTheDefault(t *testing.T) {
+	def := defaultScenarios()
+	if !slices.Contains(def, "raw") || !slices.Contains(def, "publish") {
+		t.Errorf("default %v lacks raw or publish", def)
+	}
+	for name, g := range groups {
+		if slices.Contains(scenarioNames, name) {
+			t.Errorf("group %s is also a scenario's name", name)
+		}
+		for _, s := range g {
+			if !slices.Contains(scenarioNames, s) || slices.Contains(def, s) {
+				t.Errorf("group %s: %s unknown or in the default run", name, s)
+			}
+		}
+	}
+	if len(def)+len(orderedNames) != len(scenarioNames) {
+		t.Errorf("%d default + %d ordered != %d scenarios", len(def), len(orderedNames), len(scenarioNames))
+	}
+}
+
+func TestFailingKeyTarget(t *testing.T) {
+	lat := func(p99 float64) *latencyStats { return &latencyStats{Count: 100, P99: p99} }
+	rs := map[string]*result{
+		"orderedbase": {Name: "orderedbase", Complete: true, Ordering: &orderingStats{OtherKeys: lat(1000)}},
+		"orderedfail": {Name: "orderedfail", Complete: true, Ordering: &orderingStats{OtherKeys: lat(1200), KeyFailed: 2}},
+	}
+	get := func(name string) *result { return rs[name] }
+	status := func() string {
+		for _, tg := range orderedTargets(get) {
+			if strings.HasPrefix(tg.Name, "a key failing") {
+				return tg.Status
+			}
+		}
+		return "absent"
+	}
+	if s := status(); s != "PASS" {
+		t.Errorf("p99 +200 ms: %s, want PASS", s)
+	}
+	rs["orderedfail"].Ordering.OtherKeys = lat(1300)
+	if s := status(); s != "MISS" {
+		t.Errorf("p99 +300 ms: %s, want MISS", s)
+	}
+	rs["orderedfail"].Ordering.OtherKeys, rs["orderedfail"].Ordering.KeyFailed = lat(1000), 0
+	if s := status(); s != "MISS" {
+		t.Errorf("a key that never failed: %s, want MISS", s)
+	}
+}

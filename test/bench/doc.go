@@ -16,7 +16,7 @@
 // CPU time and peak RSS are therefore those of the whole process, receiver and
 // publisher included; the report says so wherever it matters.
 //
-// Scenarios (-scenarios, comma separated, default all):
+// Scenarios (-scenarios, comma separated, default all but the groups'):
 //
 //	raw            the raw ceiling: N goroutines POST to the receiver for a fixed time
 //	healthy10      10 healthy endpoints, each event to exactly one endpoint
@@ -103,6 +103,25 @@
 //	               max_backlog of waiting deliveries): every one delivered,
 //	               none dead-lettered
 //	burst1fast     as burst1 with nats.sync 2m
+//
+// The per-key ordering scenarios (ordered.go) are the group "ordered", left
+// out of the default run for its time budget (-scenarios ordered, or make
+// bench-ordered). Events carry Hookjet-Ordering-Key k<n % keys>, published
+// at once to one endpoint with hookjet's default worker settings:
+//
+//	ordered1000    30,000 events over 1,000 keys, ordering: key
+//	unordered1000  the same endpoint and events without ordering; target:
+//	               ordered1000 >= 0.8 x unordered1000
+//	ordered1000fast, unordered1000fast  the same with nats.sync 2m
+//	orderedbase    200 keys x 20 events, ordering: key
+//	orderedfail    the same while key k0's requests answer 500 for 10 s from
+//	               the first of them; target: the other keys' p99 (publish to
+//	               first 2xx) within 250 ms of orderedbase's
+//	keys100k       100,000 keys, one event each: every one delivered, the
+//	               JetStream consumers (a fixed few), peak RSS and Go heap
+//
+// Each counts the events first answered 2xx before the previous one of
+// their key (none may be, ordered).
 //
 // The publish scenario (publish.go) compares the three ways in, in both
 // sync modes (nats.sync always and 2m, one hookjet each): 1, 16 and 64

@@ -18,6 +18,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookjet/hookjet/config"
+	hjpublish "github.com/hookjet/hookjet/publish"
 	hjserver "github.com/hookjet/hookjet/server"
 )
 
@@ -188,6 +189,9 @@ type publisher struct {
 	subjects []string
 	route    func(n int) int // the endpoint of event n; nil: n % endpoints
 	pad      int             // bytes added to each payload
+	// keys are the ordering keys: event n carries keys[n % len(keys)] in
+	// Hookjet-Ordering-Key; nil: no key (test/bench/ordered.go).
+	keys []string
 }
 
 func newPublisher(js natsjs.JetStream, endpoints int) *publisher {
@@ -209,6 +213,9 @@ func (p *publisher) publish(n int) error {
 		Subject: p.subjects[ep],
 		Header:  nats.Header{"Nats-Msg-Id": []string{eventID(n)}},
 	}
+	if p.keys != nil {
+		m.Header[hjpublish.HeaderKey] = []string{p.keys[n%len(p.keys)]}
+	}
 	for {
 		m.Data = appendPayload(make([]byte, 0, payloadSize+p.pad), n, time.Now(), ep)
 		if p.pad > 0 {
@@ -219,6 +226,26 @@ func (p *publisher) publish(n int) error {
 			return err
 		}
 	}
+}
+
+// publishAll publishes events 0 to events-1 in order and sends the first
+// error, or nil, on the returned channel; it stops when ctx ends.
+func (p *publisher) publishAll(ctx context.Context, events int) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		for n := range events {
+			if ctx.Err() != nil {
+				done <- ctx.Err()
+				return
+			}
+			if err := p.publish(n); err != nil {
+				done <- fmt.Errorf("publish event %d: %w", n, err)
+				return
+			}
+		}
+		done <- nil
+	}()
+	return done
 }
 
 // flush waits until every asynchronous publish has been acknowledged.

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -30,8 +31,32 @@ var scenarioNames = []string{
 	"cluster3",
 	"slow16", "slow1at2500", "ratelimited70", "dead10pct", "logfull", "consumers1100",
 	"burst10", "burst10fast", "burst1", "burst1fast", // test/bench/burst.go
+	"ordered1000", "unordered1000", "ordered1000fast", "unordered1000fast", "orderedbase", "orderedfail", "keys100k", // test/bench/ordered.go
 	"history10m", // test/bench/history.go
 	"publish",    // test/bench/publish.go
+}
+
+// groups are named sets of scenarios (-scenarios ordered) that the default
+// run leaves out: on the shared 2-core machine they would take the default
+// run past its time budget.
+var groups = map[string][]string{
+	"ordered": orderedNames, // test/bench/ordered.go
+}
+
+// defaultScenarios are the scenarios a run without -scenarios runs: all but
+// the groups'.
+func defaultScenarios() []string {
+	var out []string
+	for _, name := range scenarioNames {
+		inGroup := false
+		for _, g := range groups {
+			inGroup = inGroup || slices.Contains(g, name)
+		}
+		if !inGroup {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 func main() {
@@ -73,7 +98,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	out := fs.String("out", "", "write the results as JSON to `FILE`")
-	scen := fs.String("scenarios", strings.Join(scenarioNames, ","), "comma-separated scenarios to run: "+strings.Join(scenarioNames, ", "))
+	scen := fs.String("scenarios", strings.Join(defaultScenarios(), ","), "comma-separated scenarios to run: "+strings.Join(scenarioNames, ", ")+
+		"; or a group: "+strings.Join(slices.Sorted(maps.Keys(groups)), ", "))
 	quick := fs.Bool("quick", false, "smaller counts and shorter runs, for a smoke test")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of one scenario's measured window to `FILE`")
 	memprofile := fs.String("memprofile", "", "write a heap profile at the end of the profiled scenario's measured window to `FILE`")
@@ -89,16 +115,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return err
 	}
-	want := map[string]bool{}
-	for _, s := range strings.Split(*scen, ",") {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
-		}
-		if !slices.Contains(scenarioNames, s) {
-			return fmt.Errorf("unknown scenario %q (have %s)", s, strings.Join(scenarioNames, ", "))
-		}
-		want[s] = true
+	want, err := wanted(*scen)
+	if err != nil {
+		return err
 	}
 	if !slices.Contains(scenarioNames, *profile) && *profile != "floor116" {
 		return fmt.Errorf("-profile %q: not a scenario (have %s, floor116)", *profile, strings.Join(scenarioNames, ", "))
@@ -282,6 +301,28 @@ func markBest(rs []*result) {
 	}
 }
 
+// wanted is the set of scenarios a -scenarios list names, groups expanded.
+func wanted(list string) (map[string]bool, error) {
+	want := map[string]bool{}
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if g, ok := groups[s]; ok {
+			for _, name := range g {
+				want[name] = true
+			}
+			continue
+		}
+		if s == "" {
+			continue
+		}
+		if !slices.Contains(scenarioNames, s) {
+			return nil, fmt.Errorf("unknown scenario %q (have %s)", s, strings.Join(scenarioNames, ", "))
+		}
+		want[s] = true
+	}
+	return want, nil
+}
+
 func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
@@ -393,6 +434,7 @@ func evaluate(rs []*result) []target {
 	ts = append(ts, scaleTargets(get)...)
 	ts = append(ts, inboundTargets(get)...) // test/bench/inbound.go
 	ts = append(ts, burstTargets(get)...)   // test/bench/burst.go
+	ts = append(ts, orderedTargets(get)...) // test/bench/ordered.go
 	ts = append(ts, publishTargets(get)...) // test/bench/publish.go
 	ts = append(ts, clusterTargets(get)...)
 	return append(ts, isolationTargets(get)...)

@@ -106,6 +106,10 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		w.WriteHeader(http.StatusNotFound)
 		return
 	}
+	if x.keyFails(body) {
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
 	switch x.behave[ep] {
 	case failFirst:
 		if n, _, ok := parsePayload(body); ok && x.failOnce(n) {
@@ -153,6 +157,15 @@ type tally struct {
 	// failOneIn: a failFirst endpoint refuses the first request of the
 	// events whose number is a multiple of it; 0 or 1: of every event.
 	failOneIn int
+	// keys is the number of ordering keys (event n has key k<n % keys); 0:
+	// none. Key k0's requests answer 500 for failKeyFor from the first of
+	// them, until failKeyUntil (unix ns). firstAt is when each event was
+	// first answered 2xx (test/bench/ordered.go).
+	keys         int
+	failKeyFor   time.Duration
+	failKeyUntil atomic.Int64
+	keyFailed    atomic.Int64
+	firstAt      []atomic.Int64
 
 	requests     atomic.Int64
 	unique       atomic.Int64
@@ -235,6 +248,9 @@ func (x *tally) record(ep int, body []byte, h http.Header, key []byte) {
 		return
 	}
 	x.latency[n].Store(now - sent)
+	if x.firstAt != nil {
+		x.firstAt[n].Store(now)
+	}
 	x.unique.Add(1)
 	if x.perEP[ep].Add(1) == x.expected[ep] {
 		x.epDoneAt[ep].Store(now)

@@ -34,6 +34,9 @@ func (b *bench) scenarios(ctx context.Context) map[string][]runFunc {
 	for name, fn := range b.burstScenarios(ctx) { // test/bench/burst.go
 		runs[name] = fn
 	}
+	for name, fn := range b.orderedScenarios(ctx) { // test/bench/ordered.go
+		runs[name] = fn
+	}
 	for name, fn := range b.historyScenarios(ctx) { // test/bench/history.go
 		runs[name] = fn
 	}

@@ -100,6 +100,8 @@ type result struct {
 	Isolation *isolationStats `json:"isolation,omitempty"`
 	// Burst is what the burst scenarios (burst.go) measure.
 	Burst *burstStats `json:"burst,omitempty"`
+	// Ordering is what the per-key ordering scenarios (ordered.go) measure.
+	Ordering *orderingStats `json:"ordering,omitempty"`
 	// History is what history10m (history.go) measures.
 	History *historyStats `json:"history,omitempty"`
 }
@@ -371,6 +373,11 @@ type throughputSpec struct {
 	// burst watches for stretches without a delivery and counts the dead
 	// letters at the end (test/bench/burst.go).
 	burst bool
+	// keys gives each event an ordering key, k<n % keys>; failKeyFor makes
+	// key k0's requests answer 500 for that long from the first of them
+	// (test/bench/ordered.go).
+	keys       int
+	failKeyFor time.Duration
 }
 
 // hookjetSpec renders s's endpoints for rec: endpoint i gets event type
@@ -425,6 +432,7 @@ func (b *bench) throughput(ctx context.Context, s throughputSpec) (*result, erro
 	e := len(s.behave)
 	r := &result{Name: s.name, Description: s.description, Endpoints: e, Events: s.events}
 	x := newTally(s.behave, s.events, !s.floor)
+	x.setKeys(s.keys, s.failKeyFor)
 	rec, err := newReceiver(b.key, x)
 	if err != nil {
 		return nil, err
@@ -458,29 +466,18 @@ func (b *bench) throughput(ctx context.Context, s throughputSpec) (*result, erro
 	pub := newPublisher(h.js, e)
 	pubCtx, stopPub := context.WithCancel(ctx)
 	defer stopPub()
-	pubDone := make(chan error, 1)
 	cpu0, t0, m0 := cpuTime(), time.Now(), machineCPU()
 	stopGaps := make(chan struct{})
 	var gaps <-chan burstStats
 	if s.burst {
 		gaps = watchGaps(x, h.pubAcked.Load, stopGaps, b.gapDumper(ctx, s.name, h))
 	}
-	go func() {
-		for n := range s.events {
-			if pubCtx.Err() != nil {
-				pubDone <- pubCtx.Err()
-				return
-			}
-			if err := pub.publish(n); err != nil {
-				pubDone <- fmt.Errorf("publish event %d: %w", n, err)
-				return
-			}
-		}
-		pubDone <- nil
-	}()
+	keyed := b.watchKeyed(ctx, s, h, pub) // test/bench/ordered.go
+	pubDone := pub.publishAll(pubCtx, s.events)
 	r.Complete = x.wait(ctx, t0.Add(s.bound))
 	cpu, tEnd := cpuTime()-cpu0, time.Now()
 	close(stopGaps)
+	r.Ordering = keyed.finish(ctx, x, t0)
 	if gaps != nil {
 		st := <-gaps
 		r.Burst = &st

@@ -146,6 +146,7 @@ func scaleExtras(r *result) []string {
 	if r.APISeconds > 0 {
 		out = append(out, fmt.Sprintf("API creation %.2fs (%.0f/s), engine had them all after %.2fs", r.APISeconds, r.PerSecond, r.AppliedSeconds))
 	}
+	out = append(out, orderedExtras(r)...) // test/bench/ordered.go
 	return append(out, isolationExtras(r)...)
 }
 
