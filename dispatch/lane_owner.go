@@ -27,8 +27,12 @@ func (l *lane) begin(parent context.Context) error {
 	if err != nil {
 		return err
 	}
+	// MaxResetAttempts: an ordered consumer recreates itself inside Fetch,
+	// which takes no context; unbounded, with NATS gone it would never
+	// return, and Stop would wait for the feed for ever.
 	cons, err := l.d.o.JS.OrderedConsumer(ctx, jetstream.LaneStream, natsjs.OrderedConsumerConfig{
 		DeliverPolicy: natsjs.DeliverAllPolicy, InactiveThreshold: jetstream.ReadInactive,
+		MaxResetAttempts: 1,
 	})
 	if err != nil {
 		return err
