@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -181,28 +180,12 @@ func TestOrderedKeySkipsADeadLetterAndADiscardReleasesAHold(t *testing.T) {
 // Every key still arrives in publish order, and nothing is lost.
 func TestOrderedKeysKeepOrderAcrossProcessesAndAnOwnerChange(t *testing.T) {
 	rcv := newReceiver(t)
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	cfg.NATS.Listen = "127.0.0.1:-1"
-	cfg.Security.AllowPrivateNetworks = true
-	cfg.Defaults = fastSettings()
-	log := slog.New(slog.DiscardHandler)
-	node, err := jetstream.OpenNode(cfg.NATS, cfg.DataDir, "dispatch-test", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		node.CloseConn(time.Second, log)
-		node.Shutdown()
-	})
-	if err := jetstream.EnsureStreams(ctx5(t), node.JetStream(), &cfg, log); err != nil {
-		t.Fatal(err)
-	}
+	node, cfg := sharedNode(t)
 	ep := orderedTo("ord", rcv, "")
 	ep.Retry.MaxAttempts = 100
 	var ps []*rig
 	for range 3 {
-		ps = append(ps, sharing(t, node, &cfg, []config.Endpoint{ep}))
+		ps = append(ps, sharing(t, node, cfg, []config.Endpoint{ep}))
 	}
 	var slow atomic.Bool
 	slow.Store(true)

@@ -16,25 +16,9 @@ import (
 // it too; its own file's endpoint stays.
 func TestProcessesShareTheirConfigEndpoints(t *testing.T) {
 	rc := newReceiver(t)
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	cfg.NATS.Listen = "127.0.0.1:-1"
-	cfg.Security.AllowPrivateNetworks = true
-	cfg.Defaults = fastSettings()
-	log := slog.New(slog.DiscardHandler)
-	node, err := jetstream.OpenNode(cfg.NATS, cfg.DataDir, "dispatch-test", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		node.CloseConn(time.Second, log)
-		node.Shutdown()
-	})
-	if err := jetstream.EnsureStreams(ctx5(t), node.JetStream(), &cfg, log); err != nil {
-		t.Fatal(err)
-	}
-	p1 := sharing(t, node, &cfg, []config.Endpoint{endpointTo("one", rc)})
-	p2 := sharing(t, node, &cfg, []config.Endpoint{endpointTo("two", rc)})
+	node, cfg := sharedNode(t)
+	p1 := sharing(t, node, cfg, []config.Endpoint{endpointTo("one", rc)})
+	p2 := sharing(t, node, cfg, []config.Endpoint{endpointTo("two", rc)})
 	eventually(t, "the first process learns the second's endpoint", 10*time.Second, func() bool {
 		ep, ok := p1.d.table.Get("two")
 		return ok && ep.Source == config.SourceConfig && !p1.d.table.OwnsConfig("two")
@@ -77,4 +61,28 @@ func TestProcessesShareTheirConfigEndpoints(t *testing.T) {
 			t.Fatalf("the dropped endpoint got %s", id)
 		}
 	}
+}
+
+// sharedNode starts the embedded server several engines of a test share
+// (see sharing), with its streams, and returns it with their base config.
+func sharedNode(t *testing.T) (*jetstream.Node, *config.Config) {
+	t.Helper()
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.NATS.Listen = "127.0.0.1:-1"
+	cfg.Security.AllowPrivateNetworks = true
+	cfg.Defaults = fastSettings()
+	log := slog.New(slog.DiscardHandler)
+	node, err := jetstream.OpenNode(cfg.NATS, cfg.DataDir, "dispatch-test", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		node.CloseConn(time.Second, log)
+		node.Shutdown()
+	})
+	if err := jetstream.EnsureStreams(ctx5(t), node.JetStream(), &cfg, log); err != nil {
+		t.Fatal(err)
+	}
+	return node, &cfg
 }
