@@ -43,7 +43,8 @@ import (
 //     cap, rate limit, breaker, disabled, held); a failed one is stored
 //     again with its attempt state and due time (a replacement entry, then
 //     the old one deleted) and the key waits for it; a settled one is
-//     deleted and the key's next entry goes.
+//     removed from the stream (mostly by one purge for many:
+//     lane_remove.go) and then the key's next entry goes.
 //   - After a dead letter a key with ordering_on_dead_letter: hold keeps a
 //     hold marker at its front until the dead letter is replayed (the
 //     replay goes first) or discarded.
@@ -81,9 +82,22 @@ type lane struct {
 	ready   map[string][]*laneKey
 	running map[string]bool
 	wake    chan struct{} // the floor poller: a key started waiting
-	// dropped are entries to delete, by the term's deleter (dropKick).
-	dropped  []uint64
-	dropKick chan struct{}
+	// live are the stream sequences of the entries filed in keys, and low
+	// the lowest sequence that may still be live: every entry below it
+	// the feed has read and none is filed, so one purge removes them all
+	// (lane_remove.go). removals are the entries settled or dropped and
+	// not yet removed from the stream, for the term's remover.
+	live       map[uint64]struct{}
+	low        uint64
+	fed        uint64 // the last sequence the feed handed over
+	removals   []laneRemoval
+	removeKick chan struct{}
+	// known is pendLast when the feed last began to wait: once nothing
+	// has come for laneIdle, the feed has read every entry up to it.
+	known uint64
+	// kept is the size of the entries' messages kept in memory (at most
+	// laneKeep), so that most attempts need not read their entry again.
+	kept int
 	// reported are the metric labels last reported with held keys.
 	reported map[string]bool
 
@@ -120,6 +134,15 @@ type laneEntry struct {
 	tries int
 	due   time.Time
 	first time.Time // when it was first appended: held since
+	msg   *keptMsg  // the entry's message, when kept in memory
+}
+
+// keptMsg is a lane entry's message as read (or stored) by the owner.
+type keptMsg struct {
+	hdr  nats.Header
+	data []byte
+	at   time.Time
+	size int
 }
 
 // Lane entry headers, besides the task ones.
@@ -132,18 +155,13 @@ const (
 
 func newLane(d *Dispatcher) *lane {
 	return &lane{d: d, keys: map[laneKeyID]*laneKey{}, byEp: map[string]map[string]*laneKey{}, own: map[uint64]struct{}{}, floorWait: map[laneKeyID]struct{}{},
-		ready: map[string][]*laneKey{}, running: map[string]bool{}, wake: make(chan struct{}, 1), dropKick: make(chan struct{}, 1)}
+		ready: map[string][]*laneKey{}, running: map[string]bool{}, wake: make(chan struct{}, 1), removeKick: make(chan struct{}, 1), live: map[uint64]struct{}{}}
 }
-
-// orderingKey is an event's ordering key, "" when it has none or the header
-// is not a key (over 255 bytes, control characters): such an event is
-// delivered unordered.
-func orderingKey(h nats.Header) string { return jetstream.OrderingKey(h) }
 
 // ordered reports whether dl goes through the lane: its endpoint orders by
 // key and its event has one.
 func ordered(dl *delivery) bool {
-	return dl.s.ep.Ordered() && orderingKey(dl.hdr) != ""
+	return dl.s.ep.Ordered() && jetstream.OrderingKey(dl.hdr) != ""
 }
 
 // laneMsg is dl's lane entry: its task with the lane's subject and id.
@@ -151,7 +169,7 @@ func laneMsg(dl *delivery, due time.Time) *nats.Msg {
 	msg := taskFor(dl, time.Time{})
 	msg.Subject = jetstream.LanePrefix + dl.e.id
 	msg.Header.Set(jetstream.HdrMsgID, "ord-"+dl.e.id+"-"+dl.ev.key+"-"+strconv.Itoa(dl.st.Attempts))
-	msg.Header.Set(jetstream.HdrOrderingKey, orderingKey(dl.hdr))
+	msg.Header.Set(jetstream.HdrOrderingKey, jetstream.OrderingKey(dl.hdr))
 	if !due.IsZero() {
 		msg.Header.Set(hdrLaneDue, due.UTC().Format(time.RFC3339Nano))
 	}
@@ -229,15 +247,15 @@ func (a *laneEntry) less(b *laneEntry) bool {
 // insert adds e to k in order. An entry of the same event already there
 // (stored again after a failed attempt, and a crash before the old one was
 // deleted; or appended twice past the duplicate window) keeps the one with
-// more attempts: the other's sequence is returned to be deleted (0: none).
-func (k *laneKey) insert(e *laneEntry) (drop uint64) {
+// more attempts: the other is returned to be removed (nil: none).
+func (k *laneKey) insert(e *laneEntry) (drop *laneEntry) {
 	for i, o := range k.entries {
 		if o.hold == e.hold && o.front == e.front && (e.front && o.id == e.id || !e.front && o.order == e.order) {
 			if e.tries > o.tries {
 				k.entries[i] = e
-				return o.seq
+				return o
 			}
-			return e.seq
+			return e
 		}
 	}
 	i, _ := slices.BinarySearchFunc(k.entries, e, func(a, b *laneEntry) int {
@@ -247,7 +265,7 @@ func (k *laneKey) insert(e *laneEntry) (drop uint64) {
 		return 1
 	})
 	k.entries = slices.Insert(k.entries, i, e)
-	return 0
+	return nil
 }
 
 // remove drops the entry with stream sequence seq from k.
@@ -276,7 +294,7 @@ func isNotFound(err error) bool {
 // key and the dead letter has one: it goes before the key's waiting events
 // (and releases the key's hold on it). It reports whether it did.
 func laneReplay(out *nats.Msg, e *endpoint, src nats.Header) bool {
-	key := orderingKey(src)
+	key := jetstream.OrderingKey(src)
 	if key == "" || !e.set.Load().ep.Ordered() {
 		return false
 	}
@@ -289,7 +307,7 @@ func laneReplay(out *nats.Msg, e *endpoint, src nats.Header) bool {
 // ep, into an entry of the ordered lane when ep orders by key and the event
 // has one: it takes its turn by its event sequence.
 func laneRedelivery(task *nats.Msg, ep *config.Endpoint, src nats.Header) {
-	if key := orderingKey(src); key != "" && ep.Ordered() {
+	if key := jetstream.OrderingKey(src); key != "" && ep.Ordered() {
 		intoLane(task, ep.ID, key)
 	}
 }

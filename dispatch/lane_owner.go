@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -27,33 +26,23 @@ func (l *lane) begin(parent context.Context) error {
 	if err != nil {
 		return err
 	}
-	// MaxResetAttempts: an ordered consumer recreates itself inside Fetch,
-	// which takes no context; unbounded, with NATS gone it would never
-	// return, and Stop would wait for the feed for ever.
-	cons, err := l.d.o.JS.OrderedConsumer(ctx, jetstream.LaneStream, natsjs.OrderedConsumerConfig{
-		DeliverPolicy: natsjs.DeliverAllPolicy, InactiveThreshold: jetstream.ReadInactive,
-		MaxResetAttempts: 1,
-	})
-	if err != nil {
-		return err
-	}
 	l.mu.Lock()
 	l.gen++
 	gen := l.gen
 	l.owner, l.st, l.read, l.floor = true, st, 0, 0
-	l.pendFloor, l.pendLast = 0, 0
-	l.dropped = nil
+	l.pendFloor, l.pendLast, l.known = 0, 0, 0
+	l.low, l.fed, l.removals = 0, 0, nil
 	l.ctx, l.cancel = context.WithCancel(parent)
 	term := l.ctx
 	l.mu.Unlock()
 	l.wg.Add(3)
 	go func() {
 		defer l.wg.Done()
-		l.feed(term, gen, cons)
+		l.feed(term, gen)
 	}()
 	go func() {
 		defer l.wg.Done()
-		l.deleter(term)
+		l.remover(term, gen)
 	}()
 	go func() {
 		defer l.wg.Done()
@@ -84,45 +73,52 @@ func (l *lane) end() {
 	l.own = map[uint64]struct{}{}
 	l.floorWait = map[laneKeyID]struct{}{}
 	l.ready = map[string][]*laneKey{}
+	l.live, l.kept = map[uint64]struct{}{}, 0
+	pending := l.removals
+	l.removals = nil
 	l.mu.Unlock()
 	cancel()
 	l.wg.Wait()
+	// What the term settled leaves the stream, or the next owner would
+	// deliver it again.
+	l.deleteEach(l.d.sendCtx, 0, pending)
 	l.mu.Lock()
 	l.running = map[string]bool{}
 	l.mu.Unlock()
 	l.d.o.Metrics.OrderingHeld.Reset()
 }
 
-// feed reads every entry of HOOKJET_ORDERED into the keys' queues.
-func (l *lane) feed(ctx context.Context, gen uint64, cons natsjs.Consumer) {
+// feed reads every entry of HOOKJET_ORDERED into the keys' queues, with
+// one ordered consumer as long as it can, from where it left off after.
+func (l *lane) feed(ctx context.Context, gen uint64) {
 	for ctx.Err() == nil {
 		l.mu.Lock()
-		known := l.pendLast
+		start := l.fed + 1 // not read: an idle feed counts deleted entries as read
 		l.mu.Unlock()
-		batch, err := cons.Fetch(256, natsjs.FetchMaxWait(250*time.Millisecond))
-		if err != nil {
+		err := jetstream.ReadLane(ctx, l.d.o.JS, start, laneIdle, func(m natsjs.Msg, seq uint64) error {
+			var at time.Time
+			if meta, err := m.Metadata(); err == nil {
+				at = meta.Timestamp
+			}
+			l.take(gen, seq, m.Headers(), m.Data(), at)
+			return nil
+		}, func() { l.idle(gen) })
+		if ctx.Err() == nil {
 			l.d.log.Debug("read the ordered lane", "err", err)
 			sleep(ctx, 100*time.Millisecond)
-			continue
 		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			meta, err := m.Metadata()
-			if err != nil {
-				continue
-			}
-			l.take(gen, meta.Sequence.Stream, m.Headers(), meta.Timestamp)
-		}
-		if err := batch.Error(); n == 0 && (err == nil || errors.Is(err, natsjs.ErrNoMessages) || errors.Is(err, nats.ErrTimeout)) {
-			// Nothing more to read: every entry stored before this fetch
-			// (known among them) has been read, or deleted.
-			l.mu.Lock()
-			if gen == l.gen {
-				l.readTo(known)
-			}
-			l.mu.Unlock()
-		}
+	}
+}
+
+// idle notes that nothing came to the feed for laneIdle: every entry
+// stored before it began to wait (known among them) has been read, or
+// deleted.
+func (l *lane) idle(gen uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if gen == l.gen {
+		l.readTo(l.known)
+		l.known = l.pendLast
 	}
 }
 
@@ -138,15 +134,23 @@ func (l *lane) readTo(seq uint64) {
 }
 
 // take files one entry read from the stream.
-func (l *lane) take(gen, seq uint64, h nats.Header, at time.Time) {
+func (l *lane) take(gen, seq uint64, h nats.Header, data []byte, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if gen != l.gen || !l.owner {
 		return
 	}
+	if l.fed == 0 {
+		// The term's first entry: none below it is left to remove.
+		l.low = max(l.low, seq)
+	}
+	l.fed = max(l.fed, seq)
 	// After the entry is filed: a floor that waited for the feed to read
 	// this far may let its key go, and the key must have it by then.
-	defer l.readTo(seq)
+	defer func() {
+		l.readTo(seq)
+		l.known = l.pendLast
+	}()
 	if _, ok := l.own[seq]; ok {
 		delete(l.own, seq)
 		return
@@ -162,10 +166,9 @@ func (l *lane) take(gen, seq uint64, h nats.Header, at time.Time) {
 		l.drop(seq)
 		return
 	}
+	e.msg = keptMsgOf(h, data, at)
 	k := l.key(laneKeyID{ep, key})
-	if drop := k.insert(&e); drop != 0 {
-		l.drop(drop)
-	}
+	l.file(k, &e)
 	if e.front && !e.hold {
 		// A replay of the key's held dead letter releases the hold; the
 		// replay itself goes first.
@@ -201,7 +204,7 @@ func (l *lane) release(ep, id string) {
 func (l *lane) releaseIn(k *laneKey, id string) bool {
 	for _, o := range k.entries {
 		if o.hold && o.id == id {
-			k.remove(o.seq)
+			l.unfile(k, o)
 			l.drop(o.seq)
 			if k.why == "dead_letter" {
 				k.why = ""
@@ -210,36 +213,6 @@ func (l *lane) releaseIn(k *laneKey, id string) bool {
 		}
 	}
 	return false
-}
-
-// drop deletes entry seq from the stream in the background (the term's
-// deleter): l.mu is held, so nothing here may wait.
-func (l *lane) drop(seq uint64) {
-	l.dropped = append(l.dropped, seq)
-	select {
-	case l.dropKick <- struct{}{}:
-	default:
-	}
-}
-
-// deleter deletes the entries drop noted, until ctx ends.
-func (l *lane) deleter(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-l.dropKick:
-		}
-		l.mu.Lock()
-		seqs, st := l.dropped, l.st
-		l.dropped = nil
-		l.mu.Unlock()
-		for _, seq := range seqs {
-			if err := deleteEntry(ctx, st, seq); err != nil {
-				l.d.log.Debug("delete an ordered entry", "seq", seq, "err", err)
-			}
-		}
-	}
 }
 
 // held notes why k waits (for the endpoint's held keys).
@@ -479,19 +452,34 @@ func (l *lane) load(ctx context.Context, cur *laneEntry) (*natsjs.RawStreamMsg, 
 	return l.stream().GetMsg(ctx, cur.seq)
 }
 
+// entryMsg is cur's message: kept in memory, or read from the stream.
+func (l *lane) entryMsg(ctx context.Context, cur *laneEntry) (*keptMsg, error) {
+	l.mu.Lock()
+	m := cur.msg
+	l.mu.Unlock()
+	if m != nil {
+		return m, nil
+	}
+	raw, err := l.load(ctx, cur)
+	if err != nil {
+		return nil, err
+	}
+	return &keptMsg{hdr: raw.Header, data: raw.Data, at: raw.Time}, nil
+}
+
 // delivery reads cur and makes it e's delivery, settled through the lane;
 // nil with the error when it cannot be read, or (nil error) when it is
 // settled without an attempt: an earlier incarnation's, or one the ledger
 // says this process delivered.
 func (l *lane) delivery(ctx context.Context, gen uint64, k *laneKey, cur *laneEntry, e *endpoint, s *settings) (*delivery, error) {
-	msg, err := l.load(ctx, cur)
+	msg, err := l.entryMsg(ctx, cur)
 	if err != nil {
 		return nil, err
 	}
-	if staleTask(msg.Header, s.ep.CreatedAt) {
+	if staleTask(msg.hdr, s.ep.CreatedAt) {
 		return nil, nil
 	}
-	ev, st := taskOf(msg.Header, msg.Time)
+	ev, st := taskOf(msg.hdr, msg.at)
 	if !cur.front && !strings.HasPrefix(ev.key, redeliverKey) {
 		// Delivered by this process before a crash that came before the
 		// entry's deletion: settle it, as the fan-out would.
@@ -500,7 +488,7 @@ func (l *lane) delivery(ctx context.Context, gen uint64, k *laneKey, cur *laneEn
 			return nil, nil
 		}
 	}
-	dl := &delivery{e: e, s: s, ev: &ev, st: st, data: msg.Data, hdr: msg.Header}
+	dl := &delivery{e: e, s: s, ev: &ev, st: st, data: msg.data, hdr: msg.hdr}
 	dl.done = func(ok bool) { l.done(gen, k, cur, dl, ok) }
 	dl.again = func(wait time.Duration) { l.again(gen, k, cur, dl, wait) }
 	return dl, nil
@@ -557,20 +545,34 @@ func (l *lane) wait(gen uint64, k *laneKey, wait time.Duration, why string) {
 	l.lookAt(k, l.d.now().Add(wait))
 }
 
-// finish removes cur from k, deleting its entry when del, and lets k's next
-// entry go.
+// finish takes cur out of k and lets k's next entry go: once cur's entry
+// is removed from the stream when del (lane_remove.go), at once otherwise.
 func (l *lane) finish(gen uint64, k *laneKey, cur *laneEntry, del bool) {
-	if del {
-		if err := deleteEntry(l.d.sendCtx, l.stream(), cur.seq); err != nil {
-			l.d.log.Warn("delete a settled ordered entry", "seq", cur.seq, "err", err)
-		}
-	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if gen != l.gen {
+		l.mu.Unlock()
+		// An earlier term's: its entry is removed all the same.
+		if del {
+			if err := deleteEntry(l.d.sendCtx, l.stream(), cur.seq); err != nil {
+				l.d.log.Warn("delete a settled ordered entry", "seq", cur.seq, "err", err)
+			}
+		}
 		return
 	}
-	k.remove(cur.seq)
+	defer l.mu.Unlock()
+	l.unfile(k, cur)
+	if del {
+		// With no other key of the endpoint ready, k's turn would wait
+		// for nothing: its entry is deleted at once.
+		l.removeLater(laneRemoval{seq: cur.seq, at: time.Now(), k: k, gen: gen, urgent: len(l.ready[k.id.ep]) == 0})
+		return
+	}
+	l.next(k)
+}
+
+// next lets k's next entry go, its current one settled and removed. l.mu is
+// held.
+func (l *lane) next(k *laneKey) {
 	k.busy, k.cur = false, nil
 	if len(k.entries) == 0 || k.entries[0].tries == 0 {
 		k.why = ""
@@ -626,7 +628,7 @@ func (l *lane) holdKey(gen uint64, k *laneKey, dl *delivery) error {
 		if ack.Sequence > l.read {
 			l.own[ack.Sequence] = struct{}{}
 		}
-		k.insert(&e)
+		l.file(k, &e)
 	}
 	return nil
 }
@@ -655,17 +657,22 @@ func (l *lane) again(gen uint64, k *laneKey, cur *laneEntry, dl *delivery, wait 
 	if !cur.front {
 		e.first = cur.first
 	}
+	e.msg = keptMsgOf(m.Header, m.Data, d.now())
 	l.mu.Lock()
-	if gen == l.gen {
+	stale := gen != l.gen
+	if !stale {
 		if ack.Sequence > l.read {
 			l.own[ack.Sequence] = struct{}{}
 		}
-		k.remove(cur.seq)
-		k.insert(&e)
+		l.unfile(k, cur)
+		l.file(k, &e)
+		l.drop(cur.seq) // the key waits for the new entry, not for this
 	}
 	l.mu.Unlock()
-	if err := deleteEntry(d.sendCtx, l.stream(), cur.seq); err != nil {
-		d.log.Debug("delete a retried ordered entry", "seq", cur.seq, "err", err)
+	if stale {
+		if err := deleteEntry(d.sendCtx, l.stream(), cur.seq); err != nil {
+			d.log.Debug("delete a retried ordered entry", "seq", cur.seq, "err", err)
+		}
 	}
 	l.wait(gen, k, wait, "retrying")
 	dl.log(d.log, slog.LevelInfo, "delivery failed; retrying in its key's turn", "attempt", dl.st.Attempts, "status", dl.st.Status, "error", dl.st.Error, "retry_in", wait.Round(time.Millisecond), "retry_at", at.UTC().Format(time.RFC3339Nano))

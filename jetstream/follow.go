@@ -39,6 +39,34 @@ func keepFollowing(ctx context.Context, log *slog.Logger, what string, follow fu
 // consumer carries on from the sequence it had reached when a stream is
 // deleted and created again.
 func readFrom(ctx context.Context, js natsjs.JetStream, stream string, start uint64, same func(context.Context) error, apply func(natsjs.Msg, uint64) error) error {
+	checked := time.Now()
+	return read(ctx, js, stream, start, identityCheck, func(ctx context.Context, _ bool) error {
+		if time.Since(checked) < identityCheck {
+			return nil
+		}
+		checked = time.Now()
+		return same(ctx)
+	}, apply)
+}
+
+// ReadLane reads HOOKJET_ORDERED from the sequence start on and calls apply
+// with each entry and its stream sequence, until ctx ends or the reading
+// fails; idle is called whenever nothing has arrived for wait: every entry
+// stored before the wait began has been handed over by then, or deleted.
+func ReadLane(ctx context.Context, js natsjs.JetStream, start uint64, wait time.Duration, apply func(natsjs.Msg, uint64) error, idle func()) error {
+	return read(ctx, js, LaneStream, start, wait, func(_ context.Context, timedOut bool) error {
+		if timedOut {
+			idle()
+		}
+		return nil
+	}, apply)
+}
+
+// read reads stream from the sequence start on with an ordered consumer
+// and calls apply with each message and its stream sequence, until ctx
+// ends or apply, tick or the reading fails. tick is called after each wait
+// for a message (timedOut: none came within wait).
+func read(ctx context.Context, js natsjs.JetStream, stream string, start uint64, wait time.Duration, tick func(context.Context, bool) error, apply func(natsjs.Msg, uint64) error) error {
 	cons, err := js.OrderedConsumer(ctx, stream, natsjs.OrderedConsumerConfig{
 		DeliverPolicy: natsjs.DeliverByStartSequencePolicy, OptStartSeq: start, InactiveThreshold: ReadInactive,
 	})
@@ -54,16 +82,13 @@ func readFrom(ctx context.Context, js natsjs.JetStream, stream string, start uin
 		stopIt()
 		it.Stop()
 	}()
-	checked := time.Now()
 	for {
-		m, err := it.Next(natsjs.NextMaxWait(identityCheck))
-		if time.Since(checked) >= identityCheck {
-			if err := same(ctx); err != nil {
-				return err
-			}
-			checked = time.Now()
+		m, err := it.Next(natsjs.NextMaxWait(wait))
+		timedOut := errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)
+		if err := tick(ctx, timedOut); err != nil {
+			return err
 		}
-		if errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
+		if timedOut {
 			continue
 		}
 		if err != nil {

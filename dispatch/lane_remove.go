@@ -1,0 +1,268 @@
+package dispatch
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+)
+
+// Removing settled entries from HOOKJET_ORDERED.
+//
+// A key's next entry goes only once its settled one is gone from the
+// stream, so an owner that crashes right after does not attempt it again
+// before the next. Deleting every entry on its own is a request and a
+// tombstone (fsynced with nats.sync: always) per delivery, so the owner
+// removes them in groups: the entries settle roughly in the order they
+// were stored (keys take turns), and once every entry below a sequence is
+// settled, one purge up to it removes them all. An entry that waits longer
+// than laneRemoveWait for that (an earlier key is held, or retrying), or
+// whose endpoint has no other key ready to go meanwhile (its key's turn
+// would wait for nothing), is deleted on its own.
+const (
+	// laneRemoveGather is how long the remover lets settlements gather
+	// before it looks: those of the same moment share one purge.
+	laneRemoveGather = 2 * time.Millisecond
+	// laneRemoveWait is how long a settled entry waits for a purge.
+	laneRemoveWait = 25 * time.Millisecond
+	// laneRemoveRetry is how long a removal that failed waits to go again.
+	laneRemoveRetry = time.Second
+	// laneDeletes bounds the deletes of single entries in flight.
+	laneDeletes = 16
+	// laneKeep bounds the entries' messages the owner keeps in memory, so
+	// that their attempts need not read them from the stream again.
+	laneKeep = 16 << 20
+	// laneIdle is how long the feed waits for an entry before it counts
+	// the stream as read up to the last sequence it knew of.
+	laneIdle = 100 * time.Millisecond
+)
+
+// laneRemoval is an entry to remove from the stream: settled (k, of term
+// gen, waits for it) or dropped (k nil).
+type laneRemoval struct {
+	seq    uint64
+	at     time.Time
+	k      *laneKey
+	gen    uint64
+	urgent bool // deleted at once when no purge covers it
+}
+
+// file adds e to k, keeping its message in memory while there is room.
+// An entry of the same event already filed keeps the one with more
+// attempts; the other is dropped. l.mu is held.
+func (l *lane) file(k *laneKey, e *laneEntry) {
+	drop := k.insert(e)
+	if drop == e {
+		e.msg = nil
+		if _, filed := l.live[e.seq]; !filed {
+			l.drop(e.seq)
+		} // else the feed filed this very entry first
+		return
+	}
+	l.live[e.seq] = struct{}{}
+	if e.msg != nil && l.kept+e.msg.size <= laneKeep {
+		l.kept += e.msg.size
+	} else {
+		e.msg = nil
+	}
+	if drop != nil {
+		l.forget(drop)
+		l.drop(drop.seq)
+	}
+}
+
+// unfile takes e out of k. l.mu is held.
+func (l *lane) unfile(k *laneKey, e *laneEntry) {
+	k.remove(e.seq)
+	l.forget(e)
+}
+
+// forget releases what the lane holds for e, no longer filed. l.mu is held.
+func (l *lane) forget(e *laneEntry) {
+	delete(l.live, e.seq)
+	if e.msg != nil {
+		l.kept -= e.msg.size
+		e.msg = nil
+	}
+}
+
+// drop has entry seq, filed nowhere, removed in the background. l.mu is
+// held, so nothing here may wait.
+func (l *lane) drop(seq uint64) {
+	l.removeLater(laneRemoval{seq: seq, at: time.Now()})
+}
+
+func (l *lane) removeLater(r laneRemoval) {
+	l.removals = append(l.removals, r)
+	select {
+	case l.removeKick <- struct{}{}:
+	default:
+	}
+}
+
+// keptMsgOf makes a message read or stored by the owner a keptMsg.
+func keptMsgOf(h nats.Header, data []byte, at time.Time) *keptMsg {
+	size := len(data) + 64
+	for k, vs := range h {
+		for _, v := range vs {
+			size += len(k) + len(v) + 16
+		}
+	}
+	return &keptMsg{hdr: h, data: data, at: at, size: size}
+}
+
+// remover removes the entries settled or dropped in the term, until ctx
+// ends.
+func (l *lane) remover(ctx context.Context, gen uint64) {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.removeKick:
+		case <-t.C:
+		}
+		sleep(ctx, laneRemoveGather)
+		if ctx.Err() != nil {
+			return
+		}
+		// The requests use the send context: a removal under way when the
+		// term ends still completes, or its key's entry would be delivered
+		// again by the next owner.
+		purgeTo, covered, singles, wait := l.removable(gen)
+		if purgeTo != 0 {
+			if err := l.purge(l.d.sendCtx, purgeTo); err != nil {
+				l.d.log.Debug("purge settled ordered entries", "below", purgeTo, "err", err)
+				singles = append(singles, covered...)
+				covered = nil
+			}
+		}
+		l.removed(gen, covered)
+		failed := l.deleteEach(l.d.sendCtx, gen, singles)
+		if failed {
+			wait = laneRemoveRetry
+		}
+		if wait > 0 {
+			t.Reset(wait)
+		}
+	}
+}
+
+// removable advances low past the entries that are not filed any more, and
+// splits the removals waiting into those a purge below purgeTo removes
+// (purgeTo 0: none needs one), those to delete on their own now, and the
+// rest, which wait (for at most wait).
+func (l *lane) removable(gen uint64) (purgeTo uint64, covered, singles []laneRemoval, wait time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if gen != l.gen {
+		return 0, nil, nil, 0
+	}
+	l.advanceLow()
+	now := time.Now()
+	rest := l.removals[:0]
+	for _, r := range l.removals {
+		switch left := laneRemoveWait - now.Sub(r.at); {
+		case r.seq < l.low:
+			covered = append(covered, r)
+			purgeTo = l.low
+		case r.urgent || left <= 0:
+			singles = append(singles, r)
+		default:
+			rest = append(rest, r)
+			if wait == 0 || left < wait {
+				wait = left
+			}
+		}
+	}
+	clear(l.removals[len(rest):])
+	l.removals = rest
+	return purgeTo, covered, singles, wait
+}
+
+// advanceLow moves low past the sequences the feed has handed over (fed:
+// read may count entries the feed only believes deleted) that are not
+// filed: one at a time while few are left to pass, or at once to the
+// lowest filed one when the gap is wide (a key held for days while
+// millions of entries went by). l.mu is held.
+func (l *lane) advanceLow() {
+	if l.fed >= l.low && uint64(len(l.live))*4 < l.fed-l.low {
+		next := l.fed + 1
+		for seq := range l.live {
+			next = min(next, seq)
+		}
+		l.low = max(l.low, next)
+		return
+	}
+	for l.low <= l.fed {
+		if _, ok := l.live[l.low]; ok {
+			return
+		}
+		l.low++
+	}
+}
+
+// purge removes every entry of HOOKJET_ORDERED below seq.
+func (l *lane) purge(ctx context.Context, seq uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return l.stream().Purge(ctx, natsjs.WithPurgeSequence(seq))
+}
+
+// deleteEach deletes the entries of rs on their own, a few at a time, and
+// reports whether some could not be (they wait to go again).
+func (l *lane) deleteEach(ctx context.Context, gen uint64, rs []laneRemoval) (failed bool) {
+	if len(rs) == 0 {
+		return false
+	}
+	st := l.stream()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		done  []laneRemoval
+		again []laneRemoval
+	)
+	sem := make(chan struct{}, laneDeletes)
+	for _, r := range rs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			err := deleteEntry(ctx, st, r.seq)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				l.d.log.Debug("delete an ordered entry", "seq", r.seq, "err", err)
+				again = append(again, r)
+				return
+			}
+			done = append(done, r)
+		})
+	}
+	wg.Wait()
+	l.removed(gen, done)
+	if len(again) > 0 {
+		l.mu.Lock()
+		if gen == l.gen {
+			l.removals = append(l.removals, again...)
+		}
+		l.mu.Unlock()
+	}
+	return len(again) > 0
+}
+
+// removed lets the keys that waited for the removals rs go on.
+func (l *lane) removed(gen uint64, rs []laneRemoval) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if gen != l.gen {
+		return
+	}
+	for _, r := range rs {
+		if r.k != nil && r.gen == gen {
+			l.next(r.k)
+		}
+	}
+}
