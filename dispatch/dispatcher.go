@@ -239,6 +239,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if err := d.runSafetyNet(ctx); err != nil {
 		return err
 	}
+	if err := d.answerHeld(); err != nil { // held keys, for the other processes' views
+		return err
+	}
 	d.background.Add(1)
 	go func() {
 		defer d.background.Done()

@@ -145,6 +145,28 @@ const maxHeldShown = 10
 func (l *lane) held(id string) *api.HeldKeys {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.heldOf(id)
+}
+
+// heldAll is held of every endpoint with a held key. It reports false when
+// this process does not own the lane.
+func (l *lane) heldAll() (map[string]*api.HeldKeys, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.owner {
+		return nil, false
+	}
+	all := map[string]*api.HeldKeys{}
+	for ep := range l.byEp {
+		if h := l.heldOf(ep); h != nil {
+			all[ep] = h
+		}
+	}
+	return all, true
+}
+
+// heldOf is held; l.mu is held.
+func (l *lane) heldOf(id string) *api.HeldKeys {
 	var h *api.HeldKeys
 	for key, k := range l.byEp[id] {
 		if k.why == "" {

@@ -68,9 +68,10 @@ func (d *Dispatcher) EndpointPage(ctx context.Context, tenant, after string, lim
 	if err := d.ownCounts(ctx, pageIDs, dlq); err != nil { // dispatch/deadletters.go
 		return nil, "", err
 	}
+	held := d.heldKeys(ctx, pageIDs) // ordering: key (dispatch/ordering_view.go)
 	out := make([]api.EndpointStatus, 0, len(page))
 	for _, e := range page {
-		out = append(out, d.status(e, w[e.id], dlq[e.id]))
+		out = append(out, d.status(e, w[e.id], dlq[e.id], held[e.id]))
 	}
 	return out, next, nil
 }
@@ -92,10 +93,10 @@ func (d *Dispatcher) Endpoint(ctx context.Context, id string) (api.EndpointStatu
 	if err := d.ownCounts(ctx, []string{id}, dlq); err != nil {
 		return api.EndpointStatus{}, err
 	}
-	return d.status(e, w[id], dlq[id]), nil
+	return d.status(e, w[id], dlq[id], d.heldKeys(ctx, []string{id})[id]), nil
 }
 
-func (d *Dispatcher) status(e *endpoint, w waitingCount, deadLetters uint64) api.EndpointStatus {
+func (d *Dispatcher) status(e *endpoint, w waitingCount, deadLetters uint64, held *api.HeldKeys) api.EndpointStatus {
 	ep := e.set.Load().ep
 	st := d.state(e.id)
 	s := api.EndpointStatus{
@@ -131,7 +132,7 @@ func (d *Dispatcher) status(e *endpoint, w waitingCount, deadLetters uint64) api
 	}
 	s.Waiting = d.waits(e, d.now()) // why deliveries wait (dispatch/waiting.go)
 	s.NextRetry = timePtr(d.drains.firstRetry(e.id))
-	s.HeldKeys = d.heldKeys(e.id) // ordering: key (dispatch/ordering_view.go)
+	s.HeldKeys = held
 	return s
 }
 
