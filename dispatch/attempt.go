@@ -56,7 +56,7 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
 		// makes this process repeat stays within max_in_flight.
 		adm.release()
 		dl.fan.forsaken.Store(true)
-		dl.log(d.log, slog.LevelInfo, "fan-out delivery not attempted: the event may be another process's by now; it comes back after AckWait")
+		dl.log(d.log, slog.LevelInfo, "fan-out delivery not attempted: the event may be another process's by now; it is put back")
 		dl.done(false)
 		return
 	}

@@ -395,8 +395,8 @@ type fanEvent struct {
 	holding atomic.Int32
 	failed  atomic.Bool
 	// forsaken: a delivery was given up unattempted because the event
-	// may be someone else's by now (see late): the event is neither acked
-	// nor put back, and JetStream hands it out again after AckWait.
+	// may be someone else's by now (see late): the event is not acked; it
+	// is put back (settle) unless AckWait may have passed.
 	forsaken atomic.Bool
 	pulled   time.Time // when the pull that brought it was sent
 }
@@ -416,8 +416,15 @@ func (f *fanEvent) settle(ok bool) {
 		return
 	}
 	if f.forsaken.Load() {
-		// Neither: an ack would lose the forsaken delivery, and a nak is
-		// pointless for an event the server may have handed out again.
+		// No ack: it would lose the forsaken delivery. A nak puts the
+		// event back at once while the server cannot have handed it out
+		// again yet (it does after AckWait); otherwise the event would
+		// wait out the rest of AckWait, a stall at the end of a burst.
+		if time.Since(f.pulled) < f.d.fanoutAckWait*3/4 {
+			if err := f.msg.Nak(); err != nil {
+				f.d.log.Debug("hand back forsaken event", "err", err)
+			}
+		}
 	} else if f.failed.Load() {
 		if err := f.msg.NakWithDelay(2*time.Second + jitter(3*time.Second)); err != nil {
 			f.d.log.Warn("nak event", "err", err)
