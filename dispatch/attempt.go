@@ -49,8 +49,9 @@ func (dl *delivery) log(l *slog.Logger, level slog.Level, msg string, args ...an
 }
 
 // attempt makes one attempt of dl, which holds adm, and carries out what
-// [decide] makes of the result.
-func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
+// [decide] makes of the result. done is called once the request is over,
+// before the result is carried out; not when no request is made.
+func (d *Dispatcher) attempt(dl *delivery, adm *admission, done func()) {
 	if d.late(dl) && dl.g.claimUnstored() {
 		// Given up unattempted, holding adm: what a pause or a partition
 		// makes this process repeat stays within max_in_flight.
@@ -90,6 +91,7 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission) {
 	req.TraceHeader = span.Header()
 	adm.spend()
 	res := d.o.Client.Do(d.sendCtx, &req)
+	done()
 	dl.g.claim()
 	span.EndAttempt(&res)
 	if d.sendCtx.Err() != nil {
@@ -145,12 +147,19 @@ func (d *Dispatcher) late(dl *delivery) bool {
 	if time.Since(dl.fan.pulled) > time.Duration(d.fanoutHold.Load()) {
 		return true
 	}
-	if d.o.NC != nil && !d.o.NC.IsConnected() {
+	if d.acks == nil {
+		// The embedded server's in-process connection: it is not cut
+		// while the process runs, and asking it (IsConnected) would wait
+		// for the connection's lock, held while the flusher hands its
+		// buffer to the server through a synchronous pipe.
+		return false
+	}
+	if !d.o.NC.IsConnected() {
 		return true
 	}
 	// The acks written before may have been lost in a silent partition
 	// (ackproof.go).
-	return d.acks != nil && !d.acks.confirmed()
+	return !d.acks.confirmed()
 }
 
 // carryOut does what act says. After a 2xx the endpoint's in-flight slot

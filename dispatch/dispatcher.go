@@ -68,18 +68,20 @@ type Options struct {
 // messages, wait for in-flight deliveries for the grace period, then cancel
 // the rest.
 type Dispatcher struct {
-	o         Options
-	log       *slog.Logger
-	now       func() time.Time
-	stateKV   natsjs.KeyValue
-	shared    *sharedSeen   // nil with the embedded server: one process, the local ledger suffices
-	global    chan struct{} // worker.concurrency: requests in flight
-	share     *poolShare    // divides global between the endpoints using it
-	waitingN  atomic.Int32  // fan-out deliveries waiting for an endpoint's slot
-	jobs      *jobs         // background NATS work (tasks, dead letters)
-	guards    guards        // fan-out deliveries in flight (guard.go)
-	tasksUsed taskBytes     // HOOKJET_TASKS bytes (bounds.go)
-	tasksMax  int64         // streams.tasks_max_bytes
+	o        Options
+	log      *slog.Logger
+	now      func() time.Time
+	stateKV  natsjs.KeyValue
+	shared   *sharedSeen   // nil with the embedded server: one process, the local ledger suffices
+	global   chan struct{} // worker.concurrency: requests in flight
+	share    *poolShare    // divides global between the endpoints using it
+	waitingN atomic.Int32  // fan-out deliveries waiting for an endpoint's slot
+	// workerWaits counts fan-out deliveries waiting for a worker (launchSoon).
+	workerWaits atomic.Int32
+	jobs        *jobs     // background NATS work (tasks, dead letters)
+	guards      guards    // fan-out deliveries in flight (guard.go)
+	tasksUsed   taskBytes // HOOKJET_TASKS bytes (bounds.go)
+	tasksMax    int64     // streams.tasks_max_bytes
 	// tasksAge is HOOKJET_TASKS' MaxAge as last read or raised
 	// (coverTaskAge): 0 not read yet, negative unlimited.
 	tasksAge  atomic.Int64

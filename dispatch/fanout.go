@@ -698,16 +698,18 @@ func (d *Dispatcher) admitBreaker(e *endpoint, token *rate.Reservation) (*admiss
 	return nil, wait
 }
 
-// launch takes a slot of the global concurrency and attempts dl on a worker
-// goroutine. When every worker is busy, a fan-out delivery (wait false) is
-// parked at once, so the fan-out never waits for the pool; a drain's waits.
+// launch takes a slot of the global concurrency (worker.concurrency: the
+// requests in flight) and attempts dl on a worker goroutine; the slot is
+// given back as soon as the request is over. When every worker is busy, a
+// fan-out delivery (wait false) waits for one on a goroutine of its own
+// (launchSoon), so the fan-out never waits for the pool; a drain's waits
+// here.
 func (d *Dispatcher) launch(ctx context.Context, dl *delivery, adm *admission, wait bool) {
 	select {
 	case d.global <- struct{}{}:
 	default:
 		if !wait {
-			adm.release()
-			d.park(dl, "concurrency")
+			d.launchSoon(ctx, dl, adm)
 			return
 		}
 		select {
@@ -718,14 +720,69 @@ func (d *Dispatcher) launch(ctx context.Context, dl *delivery, adm *admission, w
 			return
 		}
 	}
+	d.start(dl, adm)
+}
+
+// launchSoon waits up to inFlightWait for a worker for dl, a fan-out
+// delivery that found every worker busy, and parks it when none frees.
+// Every endpoint holds at most its share of the workers (poolShare), so a
+// full pool is many endpoints' requests, which free workers within
+// milliseconds when they are healthy: parking at once made a momentary peak
+// (a burst after a slow fsync) a synced task write and a drain per
+// delivery, which slowed the next round further. At most
+// worker.concurrency deliveries wait in the process; past that they are
+// parked at once.
+func (d *Dispatcher) launchSoon(ctx context.Context, dl *delivery, adm *admission) {
+	if int(d.workerWaits.Add(1)) > cap(d.global) {
+		d.workerWaits.Add(-1)
+		adm.release()
+		d.park(dl, "concurrency")
+		return
+	}
+	d.inflight.Add(1)
+	go func() {
+		defer d.inflight.Done()
+		t := time.NewTimer(inFlightWait)
+		defer t.Stop()
+		select {
+		case d.global <- struct{}{}:
+			d.workerWaits.Add(-1)
+			d.start(dl, adm)
+			return
+		case <-t.C:
+			d.workerWaits.Add(-1)
+			adm.release()
+			d.park(dl, "concurrency")
+		case <-ctx.Done():
+			d.workerWaits.Add(-1)
+			adm.release()
+			dl.done(false)
+		}
+	}()
+}
+
+// start attempts dl, which holds adm and a worker, on a goroutine of its
+// own.
+func (d *Dispatcher) start(dl *delivery, adm *admission) {
 	m := d.o.Metrics
 	d.inflight.Add(1)
 	m.InFlight.Set(float64(d.inFlightN.Add(1)))
 	d.watch(dl)
 	go func() {
 		defer d.inflight.Done()
-		d.attempt(dl, adm)
-		<-d.global
-		m.InFlight.Set(float64(d.inFlightN.Add(-1)))
+		// The worker goes back once the request is over, before what
+		// follows it (a retry's or a dead letter's store, fsynced in the
+		// durable default): storing a dead endpoint's failures never holds
+		// workers that healthy endpoints' requests need.
+		held := true
+		free := func() {
+			if held {
+				held = false
+				<-d.global
+				m.InFlight.Set(float64(d.inFlightN.Add(-1)))
+			}
+		}
+		d.attempt(dl, adm, free)
+		free() // no request was made
 	}()
 }
