@@ -2,6 +2,7 @@ package main
 
 import (
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -281,5 +282,23 @@ func TestFailingKeyTarget(t *testing.T) {
 	rs["orderedfail"].Ordering.OtherKeys, rs["orderedfail"].Ordering.KeyFailed = lat(1000), 0
 	if s := status(); s != "MISS" {
 		t.Errorf("a key that never failed: %s, want MISS", s)
+	}
+}
+
+// The cluster's share target takes the smallest process's part of the
+// deliveries, and says nothing when a process's count could not be read.
+func TestShareCheck(t *testing.T) {
+	r := &result{Name: "cluster3x3", Complete: true, ProcessDeliveries: []float64{7092, 5587, 7321}}
+	c := shareCheck(r)
+	if c.ok == nil || !*c.ok || math.Abs(c.value-27.935) > 0.01 {
+		t.Fatalf("shares 7092, 5587, 7321: value %.3f ok %v, want 27.935 and a pass", c.value, c.ok)
+	}
+	r.ProcessDeliveries = []float64{9000, 900, 100}
+	if c := shareCheck(r); c.ok == nil || *c.ok {
+		t.Fatalf("a process with 1%% of the deliveries passed: %+v", c)
+	}
+	r.ProcessDeliveries = []float64{9000, -1, 100}
+	if c := shareCheck(r); c.ok != nil {
+		t.Fatalf("an unread process's count gave a verdict: %+v", c)
 	}
 }

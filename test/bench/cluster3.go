@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -45,6 +47,24 @@ func (b *bench) cluster3(ctx context.Context) []runFunc {
 			}
 			r, err := b.throughput(ctx, throughputSpec{name: "cluster3", cluster: c,
 				description: fmt.Sprintf("one hookjet on a 3-node cluster of nats-server processes (R3), 10 healthy endpoints, %d events, max_in_flight %d", events, p.maxInFlight),
+				behave:      allHealthy(10), events: events, maxInFlight: p.maxInFlight, bound: 2 * p.bound})
+			if err != nil {
+				closeCluster()
+			}
+			return r, err
+		},
+		func() (*result, error) {
+			if c == nil {
+				return nil, fmt.Errorf("cluster3x3: no cluster")
+			}
+			// A fresh start: the events' ids are the same as cluster3's,
+			// which the streams and the ledger would take for duplicates.
+			if err := deleteStreams(ctx, c.URL()); err != nil {
+				closeCluster()
+				return nil, err
+			}
+			r, err := b.throughput(ctx, throughputSpec{name: "cluster3x3", cluster: c, processes: 3,
+				description: fmt.Sprintf("three hookjet processes (in this process, each connected to its own node) on the same cluster, 10 healthy endpoints, %d events, max_in_flight %d", events, p.maxInFlight),
 				behave:      allHealthy(10), events: events, maxInFlight: p.maxInFlight, bound: 2 * p.bound})
 			if err != nil {
 				closeCluster()
@@ -96,12 +116,56 @@ func (b *bench) startOnCluster(ctx context.Context, s throughputSpec, x *tally, 
 		return nil, err
 	}
 	spec.natsURL = url
-	b.say("%s: starting hookjet with %d endpoints on the cluster", s.name, len(spec.endpoints))
-	h, err := startHookjet(ctx, spec, b.logOut)
-	if h != nil {
-		r.ConfigSeconds = round(h.parse.Seconds(), 3)
+	nodes := s.cluster.Nodes()
+	if s.processes > 1 {
+		spec.natsURL = nodes[0].URL()
 	}
-	return h, err
+	b.say("%s: starting %d hookjet process(es) with %d endpoints on the cluster", s.name, max(1, s.processes), len(spec.endpoints))
+	h, err := startHookjet(ctx, spec, b.logOut)
+	if err != nil {
+		return nil, err
+	}
+	r.ConfigSeconds = round(h.parse.Seconds(), 3)
+	for i := 1; i < s.processes; i++ {
+		spec.natsURL = nodes[i%len(nodes)].URL()
+		o, err := startHookjet(ctx, spec, b.logOut)
+		if err != nil {
+			h.stop()
+			return nil, fmt.Errorf("hookjet process %d: %w", i+1, err)
+		}
+		h.others = append(h.others, o)
+	}
+	return h, nil
+}
+
+// processDeliveries reads each hookjet process's successful attempts from
+// its admin API's /metrics: h's, then its others'; -1 where they cannot be
+// read.
+func processDeliveries(ctx context.Context, h *instance) []float64 {
+	var out []float64
+	for _, in := range append([]*instance{h}, h.others...) {
+		text, err := metricsText(ctx, "http://"+in.srv.AdminAddr())
+		if err != nil {
+			out = append(out, -1)
+			continue
+		}
+		var n float64
+		for line := range strings.Lines(text) {
+			rest, ok := strings.CutPrefix(line, "hookjet_attempts_total{")
+			if !ok {
+				continue
+			}
+			labels, value, ok := strings.Cut(rest, "} ")
+			if !ok || label(labels, "class") != "success" {
+				continue
+			}
+			if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
+				n += v
+			}
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // startClusterFloor creates the floor's R3 stream and consumer on the
@@ -163,14 +227,42 @@ func deleteStreams(ctx context.Context, url string) error {
 func clusterTargets(get func(string) *result) []target {
 	c3 := get("cluster3")
 	rate := func(r *result) float64 { return r.PerSecond }
+	x3 := get("cluster3x3")
 	cs := []check{
 		ratioCheck("one hookjet on a 3-node cluster (R3, separate processes, sync 2m) vs embedded with nats.sync 2m, 10 endpoints", ">= 40%", 40, c3, get("healthy10fast"), "cluster3 and healthy10fast", rate),
 		ratioCheck("one hookjet on a 3-node cluster vs embedded with nats.sync always", "reported", 0, c3, get("healthy10"), "cluster3 and healthy10", rate),
 		ratioCheck("one hookjet on a 3-node cluster vs the JetStream-only floor on it", "reported", 0, c3, get("cluster3floor"), "cluster3", rate),
+		ratioCheck("three hookjet processes on the 3-node cluster together vs one on it", ">= 90%", 90, x3, c3, "cluster3", rate),
+		shareCheck(x3),
+		ratioCheck("three hookjet processes on the 3-node cluster vs the JetStream-only floor on it", "reported", 0, x3, get("cluster3floor"), "cluster3", rate),
 	}
 	ts := make([]target, len(cs))
 	for i, c := range cs {
 		ts[i] = c.target()
 	}
 	return ts
+}
+
+// shareCheck is the smallest share of r's deliveries that one of its
+// hookjet processes made: each of three takes at least 20%.
+func shareCheck(r *result) check {
+	c := check{name: "three hookjet processes on the 3-node cluster: the smallest one's share of the deliveries", goal: ">= 20%", unit: "%", need: "cluster3"}
+	if r == nil || len(r.ProcessDeliveries) < 2 {
+		return c
+	}
+	var sum float64
+	low := r.ProcessDeliveries[0]
+	parts := make([]string, len(r.ProcessDeliveries))
+	for i, n := range r.ProcessDeliveries {
+		sum += n
+		low = min(low, n)
+		parts[i] = fmt.Sprintf("%.0f", n)
+	}
+	if sum <= 0 || low < 0 {
+		return c
+	}
+	c.value = 100 * low / sum
+	c.ok = ptr(c.value >= 20 && r.Complete)
+	c.detail = "successful attempts per process: " + strings.Join(parts, ", ")
+	return c
 }

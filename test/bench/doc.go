@@ -59,10 +59,15 @@
 //	cluster3       one hookjet (this process) on a real 3-node cluster of
 //	               nats-server processes (bin/nats-server, built if missing;
 //	               R3 streams, the server's default sync), 10 endpoints, then
-//	               the JetStream-only floor on the same cluster (cluster3floor);
-//	               target: >= 40% of healthy10fast's rate in the same run (the
-//	               same sync policy); its ratio to healthy10 is reported. CPU
-//	               is this process's only; "other processes" include the nodes
+//	               three hookjet processes on the same cluster, each connected
+//	               to its own node (cluster3x3; in this process, so they share
+//	               its 2 cores with the three nodes), then the JetStream-only
+//	               floor on the same cluster (cluster3floor); targets: one
+//	               process >= 40% of healthy10fast's rate in the same run (the
+//	               same sync policy), three together >= 90% of one, each of
+//	               the three >= 20% of the deliveries; the ratios to healthy10
+//	               and to the floor are reported. CPU is this process's only;
+//	               "other processes" include the nodes
 //	history10m     -history-records (default 10,000,000) delivery-log records and
 //	               as many remembered ids written through hookjet's writers to
 //	               a nats-server alone in a child process (this binary again):

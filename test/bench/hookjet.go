@@ -57,6 +57,9 @@ type instance struct {
 	logs    *logCounter
 	startup time.Duration // hjserver.Start
 	parse   time.Duration // rendering and parsing the config, before startup
+	// others are the further hookjet processes of a run with several on a
+	// cluster (cluster3x3); stop stops them first.
+	others []*instance
 
 	pubAcked, pubFailed atomic.Int64
 	lastAck             atomic.Int64 // unix ns of the latest PubAck
@@ -160,6 +163,10 @@ func (h *instance) connectPublisher(url string, opts ...nats.Option) error {
 // It returns how long the shutdown took.
 func (h *instance) stop() time.Duration {
 	start := time.Now()
+	for _, o := range h.others {
+		o.stop()
+	}
+	h.others = nil
 	if h.nc != nil {
 		h.nc.Close()
 	}

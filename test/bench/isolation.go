@@ -568,24 +568,36 @@ func missing(x *tally, keep func(int) bool) string {
 // sums it by cause, for the endpoints measured selects and for the others;
 // nil if the metrics cannot be read.
 func deferrals(ctx context.Context, base string, measured func(int) bool) map[string]float64 {
+	text, err := metricsText(ctx, base)
+	if err != nil {
+		return nil
+	}
+	return parseDeferrals(text, measured)
+}
+
+// metricsText is the Prometheus text exposition at base's /metrics.
+func metricsText(ctx context.Context, base string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
-		return nil
+		return "", err
 	}
 	client := &http.Client{}
 	defer client.CloseIdleConnections()
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil
+		return "", err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return nil
+	if err != nil {
+		return "", err
 	}
-	return parseDeferrals(string(body), measured)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	return string(body), nil
 }
 
 // parseDeferrals sums the hookjet_deferrals_total samples of a Prometheus

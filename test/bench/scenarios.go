@@ -95,6 +95,10 @@ type result struct {
 	GoroutinesBefore int      `json:"goroutines_before"`
 	GoroutinesAfter  int      `json:"goroutines_after"`
 	Notes            []string `json:"notes,omitempty"`
+	// ProcessDeliveries are the successful attempts each hookjet process
+	// made (hookjet_attempts_total{class="success"}), with several on a
+	// cluster (cluster3x3).
+	ProcessDeliveries []float64 `json:"process_deliveries,omitempty"`
 	// Isolation is what the isolation scenarios (isolation.go) measure
 	// besides the healthy endpoints' rate and latency.
 	Isolation *isolationStats `json:"isolation,omitempty"`
@@ -366,6 +370,9 @@ type throughputSpec struct {
 	floor bool
 	// cluster runs hookjet, or the floor, on this outside cluster (R3).
 	cluster *natscluster.Cluster
+	// processes is how many hookjet processes run on cluster, each
+	// connected to its own node (0: one).
+	processes int
 	// sync is nats.sync (the floor's server policy too); empty: always.
 	sync string
 	// logOff turns the delivery log off (test/bench/deliverylog.go).
@@ -503,6 +510,9 @@ func (b *bench) throughput(ctx context.Context, s throughputSpec) (*result, erro
 	}
 
 	r.setDelivered(x, t0, tEnd, cpu)
+	if len(h.others) > 0 {
+		r.ProcessDeliveries = processDeliveries(ctx, h)
+	}
 	r.HealthyEndpoints = countHealthy(s.behave)
 	if e == 10 && r.HealthyEndpoints == 10 {
 		r.Healthy9PerSecond = healthySubsetRate(x, 1, 10, t0)
@@ -675,6 +685,9 @@ func (b *bench) paced(ctx context.Context, s pacedSpec) (*result, error) {
 	r.setOther(m0, cpu, tEnd.Sub(t0))
 	stopProfile()
 	r.setDelivered(x, t0, tEnd, cpu)
+	if len(h.others) > 0 {
+		r.ProcessDeliveries = processDeliveries(ctx, h)
+	}
 	r.Latency = ptr(summarise(x.healthyLatencies()))
 	r.PeakRSSMB = peakMB()
 	r.runtimeStats()
