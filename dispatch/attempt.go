@@ -154,7 +154,7 @@ func (d *Dispatcher) late(dl *delivery) bool {
 		// buffer to the server through a synchronous pipe.
 		return false
 	}
-	if !d.o.NC.IsConnected() {
+	if !d.fanoutConn().IsConnected() {
 		return true
 	}
 	// The acks written before may have been lost in a silent partition

@@ -25,9 +25,12 @@ import (
 )
 
 // Options are the parts a Dispatcher is built from. Every field is required
-// except Log, Now, OnDeadLetter and Tracer.
+// except FanoutNC, Log, Now, OnDeadLetter and Tracer.
 type Options struct {
-	NC           *nats.Conn
+	NC *nats.Conn
+	// FanoutNC is the connection the fan-out pulls and acks events on
+	// (jetstream.Node.FanoutConn); nil: NC's.
+	FanoutNC     *nats.Conn
 	JS           natsjs.JetStream
 	Client       *deliver.Client
 	Breakers     *breaker.Registry
@@ -201,7 +204,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 		d.shared = &sharedSeen{ids: o.Seen}
 	}
 	if cfg.NATS.URL != "" && o.NC != nil {
-		d.acks = &ackProof{nc: o.NC} // a network connection: it can be cut
+		d.acks = &ackProof{nc: d.fanoutConn()} // a network connection: it can be cut
 	}
 	d.loopCtx, d.stopLoops = context.WithCancel(context.WithoutCancel(ctx))
 	d.sendCtx, d.stopSends = context.WithCancel(context.WithoutCancel(ctx))
@@ -325,4 +328,12 @@ func jitter(upTo time.Duration) time.Duration {
 		return 0
 	}
 	return rand.N(upTo)
+}
+
+// fanoutConn is the connection the fan-out pulls and acks events on.
+func (d *Dispatcher) fanoutConn() *nats.Conn {
+	if d.o.FanoutNC != nil {
+		return d.o.FanoutNC
+	}
+	return d.o.JS.Conn()
 }

@@ -246,7 +246,7 @@ func (d *Dispatcher) consumeFanout(ctx context.Context, cons natsjs.Consumer) er
 	// publish over the network) delays one worker, not the pulls.
 	ahead := newAheadQueue(int64(jetstream.MaxMsgSize(d.cfg)))
 	info := cons.CachedInfo()
-	p := newFanoutPuller(d.o.JS.Conn(), info.Stream, info.Name, ahead)
+	p := newFanoutPuller(d.fanoutConn(), info.Stream, info.Name, ahead)
 	workers.Add(d.fanoutWorkers())
 	for range d.fanoutWorkers() {
 		go func() {

@@ -162,7 +162,7 @@ func startEngine(t *testing.T, node *jetstream.Node, cfg *config.Config, share b
 	go func() { defer owned.Done(); r.ledger.Run(ctx) }()
 	go func() { defer owned.Done(); r.breakers.Run(ctx) }()
 	d, err := NewDispatcher(setup, Options{
-		NC: node.Conn(), JS: node.JetStream(), Breakers: r.breakers, Ledger: r.ledger,
+		NC: node.Conn(), FanoutNC: node.FanoutConn(), JS: node.JetStream(), Breakers: r.breakers, Ledger: r.ledger,
 		Client:  deliver.NewClient(deliver.ClientOptions{Guard: deliver.NewGuard(true, nil), UserAgent: "dispatch-test"}),
 		Metrics: NewMetrics(r.reg), Log: log, Config: cfg,
 		OnDeadLetter: func(endpoint, eventID string) {

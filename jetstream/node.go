@@ -22,6 +22,9 @@ type Node struct {
 	srv *server.Server // nil with nats.url
 	nc  *nats.Conn
 	js  natsjs.JetStream
+	// fan is the fan-out's own connection (FanoutConn); nil for a client
+	// command's node.
+	fan *nats.Conn
 }
 
 // OpenNode starts the embedded server when cfg.URL is empty (data under
@@ -39,8 +42,14 @@ func OpenNode(cfg config.NATS, dataDir, name string, log *slog.Logger) (*Node, e
 		n.Shutdown()
 		return nil, err
 	}
+	if n.fan, err = Connect(cfg, n.srv, name+"-fanout", log); err != nil {
+		n.nc.Close()
+		n.Shutdown()
+		return nil, err
+	}
 	if n.js, err = natsjs.New(n.nc); err != nil {
 		n.nc.Close()
+		n.fan.Close()
 		n.Shutdown()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
@@ -93,6 +102,19 @@ func DialClient(cfg config.NATS, name string, log *slog.Logger) (*Node, error) {
 // Conn is the client connection.
 func (n *Node) Conn() *nats.Conn { return n.nc }
 
+// FanoutConn is the connection the fan-out pulls events and acks them on,
+// apart from the one that carries everything else (the delivery log's
+// records, tasks, dead letters, API requests): a server that holds back a
+// connection's publishes while a stream stores a burst then holds back
+// none of the fan-out's pulls and acks. A client command's node has one
+// connection for both.
+func (n *Node) FanoutConn() *nats.Conn {
+	if n.fan == nil {
+		return n.nc
+	}
+	return n.fan
+}
+
 // JetStream is the connection's JetStream context.
 func (n *Node) JetStream() natsjs.JetStream { return n.js }
 
@@ -130,10 +152,15 @@ func (n *Node) CloseConn(timeout time.Duration, log *slog.Logger) {
 	if n == nil || n.nc == nil {
 		return
 	}
-	if err := n.nc.FlushTimeout(timeout); err != nil {
-		log.Debug("nats flush", "err", err)
+	for _, nc := range []*nats.Conn{n.fan, n.nc} {
+		if nc == nil {
+			continue
+		}
+		if err := nc.FlushTimeout(timeout); err != nil {
+			log.Debug("nats flush", "err", err)
+		}
+		nc.Close()
 	}
-	n.nc.Close()
 }
 
 // Shutdown stops the embedded server, if there is one, and waits for it.

@@ -357,7 +357,7 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, o Options) error {
 	}
 	s.breakersRun = goOwned(ctx, breakers.Run)
 	d, err := dispatch.NewDispatcher(setupCtx, dispatch.Options{
-		NC: s.node.Conn(), JS: s.node.JetStream(), Client: s.client, Breakers: breakers, Ledger: s.ledger,
+		NC: s.node.Conn(), FanoutNC: s.node.FanoutConn(), JS: s.node.JetStream(), Client: s.client, Breakers: breakers, Ledger: s.ledger,
 		Metrics: metrics, Log: log, Config: cfg, OnDeadLetter: o.OnDeadLetter,
 		Tracer: tracing.New(tp), Recorder: s.recorder(), Seen: s.seen,
 	})
