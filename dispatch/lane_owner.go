@@ -95,12 +95,8 @@ func (l *lane) feed(ctx context.Context, gen uint64) {
 		l.mu.Lock()
 		start := l.fed + 1 // not read: an idle feed counts deleted entries as read
 		l.mu.Unlock()
-		err := jetstream.ReadLane(ctx, l.d.o.JS, start, laneIdle, func(m natsjs.Msg, seq uint64) error {
-			var at time.Time
-			if meta, err := m.Metadata(); err == nil {
-				at = meta.Timestamp
-			}
-			l.take(gen, seq, m.Headers(), m.Data(), at)
+		err := jetstream.ReadLane(ctx, l.d.o.JS, start, laneIdle, func(m natsjs.Msg, meta *natsjs.MsgMetadata) error {
+			l.take(gen, meta.Sequence.Stream, m.Headers(), m.Data(), meta.Timestamp)
 			return nil
 		}, func() { l.idle(gen) })
 		if ctx.Err() == nil {
@@ -553,9 +549,7 @@ func (l *lane) finish(gen uint64, k *laneKey, cur *laneEntry, del bool) {
 		l.mu.Unlock()
 		// An earlier term's: its entry is removed all the same.
 		if del {
-			if err := deleteEntry(l.d.sendCtx, l.stream(), cur.seq); err != nil {
-				l.d.log.Warn("delete a settled ordered entry", "seq", cur.seq, "err", err)
-			}
+			l.deleteStale(cur.seq, "settled")
 		}
 		return
 	}
@@ -568,6 +562,15 @@ func (l *lane) finish(gen uint64, k *laneKey, cur *laneEntry, del bool) {
 		return
 	}
 	l.next(k)
+}
+
+// deleteStale removes entry seq, settled (what) in a term that has ended,
+// at once: the next owner's feed reads the stream, and would deliver it
+// again.
+func (l *lane) deleteStale(seq uint64, what string) {
+	if err := deleteEntry(l.d.sendCtx, l.stream(), seq); err != nil {
+		l.d.log.Warn("delete a "+what+" ordered entry of an ended term", "seq", seq, "err", err)
+	}
 }
 
 // next lets k's next entry go, its current one settled and removed. l.mu is
@@ -670,9 +673,7 @@ func (l *lane) again(gen uint64, k *laneKey, cur *laneEntry, dl *delivery, wait 
 	}
 	l.mu.Unlock()
 	if stale {
-		if err := deleteEntry(d.sendCtx, l.stream(), cur.seq); err != nil {
-			d.log.Debug("delete a retried ordered entry", "seq", cur.seq, "err", err)
-		}
+		l.deleteStale(cur.seq, "retried")
 	}
 	l.wait(gen, k, wait, "retrying")
 	dl.log(d.log, slog.LevelInfo, "delivery failed; retrying in its key's turn", "attempt", dl.st.Attempts, "status", dl.st.Status, "error", dl.st.Error, "retry_in", wait.Round(time.Millisecond), "retry_at", at.UTC().Format(time.RFC3339Nano))

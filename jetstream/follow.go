@@ -46,14 +46,16 @@ func readFrom(ctx context.Context, js natsjs.JetStream, stream string, start uin
 		}
 		checked = time.Now()
 		return same(ctx)
-	}, apply)
+	}, func(m natsjs.Msg, meta *natsjs.MsgMetadata) error {
+		return apply(m, meta.Sequence.Stream)
+	})
 }
 
 // ReadLane reads HOOKJET_ORDERED from the sequence start on and calls apply
-// with each entry and its stream sequence, until ctx ends or the reading
+// with each entry and its metadata, until ctx ends or the reading
 // fails; idle is called whenever nothing has arrived for wait: every entry
 // stored before the wait began has been handed over by then, or deleted.
-func ReadLane(ctx context.Context, js natsjs.JetStream, start uint64, wait time.Duration, apply func(natsjs.Msg, uint64) error, idle func()) error {
+func ReadLane(ctx context.Context, js natsjs.JetStream, start uint64, wait time.Duration, apply func(natsjs.Msg, *natsjs.MsgMetadata) error, idle func()) error {
 	return read(ctx, js, LaneStream, start, wait, func(_ context.Context, timedOut bool) error {
 		if timedOut {
 			idle()
@@ -63,10 +65,10 @@ func ReadLane(ctx context.Context, js natsjs.JetStream, start uint64, wait time.
 }
 
 // read reads stream from the sequence start on with an ordered consumer
-// and calls apply with each message and its stream sequence, until ctx
+// and calls apply with each message and its metadata, until ctx
 // ends or apply, tick or the reading fails. tick is called after each wait
 // for a message (timedOut: none came within wait).
-func read(ctx context.Context, js natsjs.JetStream, stream string, start uint64, wait time.Duration, tick func(context.Context, bool) error, apply func(natsjs.Msg, uint64) error) error {
+func read(ctx context.Context, js natsjs.JetStream, stream string, start uint64, wait time.Duration, tick func(context.Context, bool) error, apply func(natsjs.Msg, *natsjs.MsgMetadata) error) error {
 	cons, err := js.OrderedConsumer(ctx, stream, natsjs.OrderedConsumerConfig{
 		DeliverPolicy: natsjs.DeliverByStartSequencePolicy, OptStartSeq: start, InactiveThreshold: ReadInactive,
 	})
@@ -98,7 +100,7 @@ func read(ctx context.Context, js natsjs.JetStream, stream string, start uint64,
 		if err != nil {
 			continue
 		}
-		if err := apply(m, meta.Sequence.Stream); err != nil {
+		if err := apply(m, meta); err != nil {
 			return err
 		}
 	}
