@@ -253,3 +253,36 @@ func TestFanoutDoesNotAttemptAnEventHeldTooLong(t *testing.T) {
 		t.Fatalf("e1 delivered %d times, want once", n)
 	}
 }
+
+// A fan-out delivery that finds every worker busy waits for one (up to
+// 250 ms) instead of being parked as a task at once: with
+// worker.concurrency 1 and a request in flight for 200 ms, the next
+// endpoint's delivery goes once it is over, and nothing is deferred for
+// concurrency.
+func TestFanoutWaitsBrieflyForABusyWorker(t *testing.T) {
+	rc := newReceiver(t)
+	started := make(chan struct{}, 1)
+	rc.setAnswer(func(path, _ string, _ int) (int, http.Header) {
+		if path == "slow" {
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		return http.StatusNoContent, nil
+	})
+	r := newRig(t, []config.Endpoint{endpointTo("slow", rc, "slow.>"), endpointTo("fast", rc, "fast.>")},
+		func(c *config.Config) { c.Worker.Concurrency = 1 })
+	r.publish("slow.x", "s1", "", `{}`)
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow endpoint's request never came")
+	}
+	r.publish("fast.x", "f1", "", `{}`)
+	rc.waitDelivered([]string{"fast f1", "slow s1"}, 10*time.Second)
+	if n := testutil.ToFloat64(r.d.o.Metrics.Deferrals.WithLabelValues("fast", "concurrency")); n != 0 {
+		t.Fatalf("the fast endpoint's delivery was parked for a busy worker (%v deferrals)", n)
+	}
+}
