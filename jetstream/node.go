@@ -42,7 +42,7 @@ func OpenNode(cfg config.NATS, dataDir, name string, log *slog.Logger) (*Node, e
 		n.Shutdown()
 		return nil, err
 	}
-	if n.fan, err = Connect(cfg, n.srv, name+"-fanout", log); err != nil {
+	if n.fan, err = Connect(cfg, n.srv, name+" (fan-out)", log); err != nil {
 		n.nc.Close()
 		n.Shutdown()
 		return nil, err
