@@ -87,7 +87,7 @@ type lane struct {
 	// the feed has read and none is filed, so one purge removes them all
 	// (lane_remove.go). removals are the entries settled or dropped and
 	// not yet removed from the stream, for the term's remover.
-	live       map[uint64]struct{}
+	live       map[uint64]*laneKey
 	low        uint64
 	fed        uint64 // the last sequence the feed handed over
 	removals   []laneRemoval
@@ -100,6 +100,9 @@ type lane struct {
 	kept int
 	// reported are the metric labels last reported with held keys.
 	reported map[string]bool
+	// moving are the sequences of entries being stored again behind their
+	// key (lane_move.go): the feed leaves their copies to the mover.
+	moving map[uint64]struct{}
 
 	st     natsjs.Stream   // HOOKJET_ORDERED, for the term
 	ctx    context.Context // the term's: cancelled when ownership ends
@@ -122,6 +125,9 @@ type laneKey struct {
 	// dead_letter, or the endpoint's admission cause.
 	why   string
 	since time.Time
+	// unremoved counts the originals of entries moved behind the key
+	// (lane_move.go) still in the stream: the key waits for them.
+	unremoved int
 }
 
 // laneEntry is one delivery waiting in HOOKJET_ORDERED.
@@ -155,7 +161,7 @@ const (
 
 func newLane(d *Dispatcher) *lane {
 	return &lane{d: d, keys: map[laneKeyID]*laneKey{}, byEp: map[string]map[string]*laneKey{}, own: map[uint64]struct{}{}, floorWait: map[laneKeyID]struct{}{},
-		ready: map[string][]*laneKey{}, running: map[string]bool{}, wake: make(chan struct{}, 1), removeKick: make(chan struct{}, 1), live: map[uint64]struct{}{}}
+		ready: map[string][]*laneKey{}, running: map[string]bool{}, wake: make(chan struct{}, 1), removeKick: make(chan struct{}, 1), live: map[uint64]*laneKey{}, moving: map[uint64]struct{}{}}
 }
 
 // ordered reports whether dl goes through the lane: its endpoint orders by

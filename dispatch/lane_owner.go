@@ -73,7 +73,8 @@ func (l *lane) end() {
 	l.own = map[uint64]struct{}{}
 	l.floorWait = map[laneKeyID]struct{}{}
 	l.ready = map[string][]*laneKey{}
-	l.live, l.kept = map[uint64]struct{}{}, 0
+	l.live, l.kept = map[uint64]*laneKey{}, 0
+	l.moving = map[uint64]struct{}{}
 	pending := l.removals
 	l.removals = nil
 	l.mu.Unlock()
@@ -151,6 +152,9 @@ func (l *lane) take(gen, seq uint64, h nats.Header, data []byte, at time.Time) {
 		delete(l.own, seq)
 		return
 	}
+	if _, ok := l.moving[movedFrom(h)]; ok {
+		return // a copy its mover files (lane_move.go)
+	}
 	ep := h.Get(jetstream.HdrEndpoint)
 	if id := h.Get(hdrLaneRelease); id != "" {
 		l.release(ep, id)
@@ -221,7 +225,7 @@ func (k *laneKey) held(why string, since time.Time) {
 // consider starts k's first entry when nothing of k is under way and it may
 // go now, or arranges to look again when it may. l.mu is held.
 func (l *lane) consider(k *laneKey) {
-	if k.busy || !l.owner {
+	if k.busy || k.unremoved > 0 || !l.owner {
 		return
 	}
 	if len(k.entries) == 0 {
@@ -598,19 +602,21 @@ func (l *lane) done(gen uint64, k *laneKey, cur *laneEntry, dl *delivery, ok boo
 			return
 		}
 		if dl.dead && dl.s.ep.HoldsOnDeadLetter() {
-			if err := l.holdKey(gen, k, dl); err != nil {
+			seq, err := l.holdKey(gen, k, dl)
+			if err != nil {
 				dl.log(d.log, slog.LevelWarn, "hold marker not stored; the dead letter comes again", "err", err)
 				l.wait(gen, k, 2*time.Second, "")
 				return
 			}
+			l.moveBehind(gen, k, seq)
 		}
 		l.finish(gen, k, cur, true)
 	}()
 }
 
 // holdKey stores the marker that holds k after dl's dead letter, before dl's
-// entry is deleted.
-func (l *lane) holdKey(gen uint64, k *laneKey, dl *delivery) error {
+// entry is deleted, and returns its sequence.
+func (l *lane) holdKey(gen uint64, k *laneKey, dl *delivery) (uint64, error) {
 	d := l.d
 	m := nats.NewMsg(jetstream.LanePrefix + dl.e.id)
 	m.Header.Set(jetstream.HdrMsgID, "ord-hold-"+dl.e.id+"-"+dl.ev.key)
@@ -622,7 +628,7 @@ func (l *lane) holdKey(gen uint64, k *laneKey, dl *delivery) error {
 	defer cancel()
 	ack, err := d.o.JS.PublishMsg(ctx, m)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	e, _ := entryOf(ack.Sequence, m.Header, d.now())
 	l.mu.Lock()
@@ -633,7 +639,7 @@ func (l *lane) holdKey(gen uint64, k *laneKey, dl *delivery) error {
 		}
 		l.file(k, &e)
 	}
-	return nil
+	return ack.Sequence, nil
 }
 
 // again stores k's entry cur again with dl's attempt state, due after wait,
@@ -674,6 +680,8 @@ func (l *lane) again(gen uint64, k *laneKey, cur *laneEntry, dl *delivery, wait 
 	l.mu.Unlock()
 	if stale {
 		l.deleteStale(cur.seq, "retried")
+	} else {
+		l.moveBehind(gen, k, ack.Sequence)
 	}
 	l.wait(gen, k, wait, "retrying")
 	dl.log(d.log, slog.LevelInfo, "delivery failed; retrying in its key's turn", "attempt", dl.st.Attempts, "status", dl.st.Status, "error", dl.st.Error, "retry_in", wait.Round(time.Millisecond), "retry_at", at.UTC().Format(time.RFC3339Nano))

@@ -27,6 +27,9 @@ const (
 	laneRemoveGather = 2 * time.Millisecond
 	// laneRemoveWait is how long a settled entry waits for a purge.
 	laneRemoveWait = 25 * time.Millisecond
+	// laneMoveWait is how long a settled entry waits for a purge while
+	// the key that holds it back is being moved (lane_move.go).
+	laneMoveWait = 250 * time.Millisecond
 	// laneRemoveRetry is how long a removal that failed waits to go again.
 	laneRemoveRetry = time.Second
 	// laneDeletes bounds the deletes of single entries in flight.
@@ -47,6 +50,7 @@ type laneRemoval struct {
 	k      *laneKey
 	gen    uint64
 	urgent bool // deleted at once when no purge covers it
+	moved  bool // an original of an entry moved behind k (lane_move.go)
 }
 
 // file adds e to k, keeping its message in memory while there is room.
@@ -61,7 +65,7 @@ func (l *lane) file(k *laneKey, e *laneEntry) {
 		} // else the feed filed this very entry first
 		return
 	}
-	l.live[e.seq] = struct{}{}
+	l.live[e.seq] = k
 	if e.msg != nil && l.kept+e.msg.size <= laneKeep {
 		l.kept += e.msg.size
 	} else {
@@ -163,9 +167,15 @@ func (l *lane) removable(gen uint64) (purgeTo uint64, covered, singles []laneRem
 	}
 	l.advanceLow()
 	now := time.Now()
+	limit := laneRemoveWait
+	if k := l.live[l.low]; k != nil && k.unremoved > 0 {
+		// The key that holds the purge back is being moved behind the
+		// others (lane_move.go): the purge passes it once moved.
+		limit = laneMoveWait
+	}
 	rest := l.removals[:0]
 	for _, r := range l.removals {
-		switch left := laneRemoveWait - now.Sub(r.at); {
+		switch left := limit - now.Sub(r.at); {
 		case r.seq < l.low:
 			covered = append(covered, r)
 			purgeTo = l.low
@@ -180,6 +190,9 @@ func (l *lane) removable(gen uint64) (purgeTo uint64, covered, singles []laneRem
 	}
 	clear(l.removals[len(rest):])
 	l.removals = rest
+	if waiting := len(singles) + len(rest); waiting > 0 && l.low <= l.fed {
+		l.unpin(gen, waiting)
+	}
 	return purgeTo, covered, singles, wait
 }
 
@@ -261,7 +274,11 @@ func (l *lane) removed(gen uint64, rs []laneRemoval) {
 		return
 	}
 	for _, r := range rs {
-		if r.k != nil && r.gen == gen {
+		switch {
+		case r.k == nil || r.gen != gen:
+		case r.moved:
+			l.moveEnded(r.k)
+		default:
 			l.next(r.k)
 		}
 	}

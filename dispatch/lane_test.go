@@ -68,6 +68,35 @@ func inOrder(t *testing.T, got map[string][]string, keys, n int) {
 	}
 }
 
+// failKey has rcv answer 500 to key's events while the flag it returns
+// is set (it starts set), 204 otherwise.
+func failKey(rcv *receiver, key string) *atomic.Bool {
+	var failing atomic.Bool
+	failing.Store(true)
+	rcv.setAnswer(func(_, id string, _ int) (int, http.Header) {
+		if strings.HasPrefix(id, key+"-") && failing.Load() {
+			return http.StatusInternalServerError, nil
+		}
+		return http.StatusNoContent, nil
+	})
+	return &failing
+}
+
+// publishKeys publishes per events of each of keys keys (k<n>-<i>, key
+// k<n>), the keys taking turns, and returns their deliveries to endpoint
+// ord as the receiver records them.
+func (r *rig) publishKeys(keys, per int) []string {
+	var want []string
+	for i := range per {
+		for k := range keys {
+			id := fmt.Sprintf("k%d-%d", k, i)
+			r.publishKeyed("order.updated", id, fmt.Sprintf("k%d", k))
+			want = append(want, "ord "+id)
+		}
+	}
+	return want
+}
+
 // Two processes share the fan-out; whichever serves the endpoint's view
 // shows the held key (the owner answers the other).
 func TestOrderedKeysGoInPublishOrderWhileOneKeyFails(t *testing.T) {
@@ -77,23 +106,9 @@ func TestOrderedKeysGoInPublishOrderWhileOneKeyFails(t *testing.T) {
 	node, cfg := sharedNode(t)
 	r := sharing(t, node, cfg, []config.Endpoint{ep})
 	r2 := sharing(t, node, cfg, []config.Endpoint{ep})
-	var failing atomic.Bool
-	failing.Store(true)
-	rcv.setAnswer(func(_, id string, _ int) (int, http.Header) {
-		if strings.HasPrefix(id, "k0-") && failing.Load() {
-			return http.StatusInternalServerError, nil
-		}
-		return http.StatusNoContent, nil
-	})
+	failing := failKey(rcv, "k0")
 	const keys, per = 20, 10
-	var want []string
-	for i := range per {
-		for k := range keys {
-			id := fmt.Sprintf("k%d-%d", k, i)
-			r.publishKeyed("order.updated", id, fmt.Sprintf("k%d", k))
-			want = append(want, "ord "+id)
-		}
-	}
+	want := r.publishKeys(keys, per)
 	// Every other key is delivered while k0 fails, and k0 shows as held.
 	eventually(t, "the other keys delivered", 20*time.Second, func() bool {
 		return len(rcv.delivered()) == (keys-1)*per

@@ -1,0 +1,236 @@
+package dispatch
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookjet/hookjet/jetstream"
+)
+
+// Moving a waiting key's entries behind the others.
+//
+// Settled entries leave HOOKJET_ORDERED mostly by one purge below the
+// lowest entry still filed (lane_remove.go). A key that waits (a retry's
+// due time, its endpoint's admission, the ack floor) keeps its entries at
+// the sequences they were stored at, early ones, so no purge passes them
+// while it waits and every other key's settled entries are deleted one
+// tombstone (one synced write) each. So the owner stores such a key's
+// entries again at the end of the stream and has the originals removed
+// with the others' settled entries: when its first entry is stored again
+// for a retry or a hold marker (the entries below it), and when the key
+// holds the lowest entry while the settled entries waiting above it are at
+// least twice as many as its entries (all of them but one under way). A
+// move costs at most laneMoveMax writes and saves at least twice as many
+// tombstones; while it goes, the settled entries wait for the purge up to
+// laneMoveWait instead of laneRemoveWait.
+//
+// A key's order is its events' sequence in HOOKJET_EVENTS, not the lane's,
+// so the copies keep their place in it, and moving only some (a failed
+// publish) changes nothing. A crash after a copy is stored leaves the copy
+// and its original: the next owner reads both before any of the key goes
+// (its ack floor waits for the feed), and files one (laneKey.insert). The
+// key's next attempt waits until the originals are gone from the stream,
+// so an owner that crashes later cannot find an original of an entry
+// already delivered from its copy.
+const (
+	// laneMoveMax bounds the entries moved at once: a key with more
+	// waiting keeps them where they are (the others' settled entries then
+	// go one by one while it waits), so one retry costs at most this many
+	// writes.
+	laneMoveMax = 64
+	// hdrLaneMoved on a copy names the sequence of the entry it copies.
+	hdrLaneMoved = "Hookjet-Ordered-Moved"
+)
+
+// laneMove is one entry to store again: the original and its message.
+type laneMove struct {
+	old *laneEntry
+	msg *keptMsg
+}
+
+// moveBehind stores k's waiting entries with sequences below above again
+// after it, when there are at most laneMoveMax of them and the lowest is
+// the lane's lowest filed entry with something above it to remove, and
+// has the originals removed. k is busy (its first entry being settled), so
+// none of them is under way.
+func (l *lane) moveBehind(gen uint64, k *laneKey, above uint64) {
+	l.mu.Lock()
+	moves := l.movable(gen, k, above)
+	l.mu.Unlock()
+	l.move(gen, k, moves)
+}
+
+// unpin moves the entries of k, the key of the lane's lowest filed entry,
+// when nothing of it is under way (it waits for a retry's due time, for
+// its endpoint to admit it, or for the ack floor) and the settled entries
+// waiting above it for a purge are at least twice as many as its entries.
+// l.mu is held; the move goes on the term's goroutine.
+func (l *lane) unpin(gen uint64, waiting int) {
+	k := l.live[l.low]
+	if k == nil || k.busy || k.unremoved > 0 || l.keys[k.id] != k || waiting < 2*len(k.entries) {
+		return
+	}
+	if moves := l.movable(gen, k, ^uint64(0)); len(moves) > 0 {
+		l.wg.Go(func() { l.move(gen, k, moves) })
+	}
+}
+
+// move stores moves again behind everything in the lane and files the
+// copies in place of their originals.
+func (l *lane) move(gen uint64, k *laneKey, moves []laneMove) {
+	if len(moves) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(l.d.sendCtx, 5*time.Second)
+	defer cancel()
+	for i := range moves {
+		if moves[i].msg == nil {
+			raw, err := l.load(ctx, moves[i].old)
+			if err != nil {
+				l.d.log.Debug("read an ordered entry to move", "seq", moves[i].old.seq, "err", err)
+				l.unmark(gen, k, moves)
+				return
+			}
+			moves[i].msg = &keptMsg{hdr: raw.Header, data: raw.Data, at: raw.Time}
+		}
+	}
+	acks := make([]natsjs.PubAckFuture, 0, len(moves))
+	for i, mv := range moves {
+		m := nats.NewMsg(jetstream.LanePrefix + k.id.ep)
+		m.Header = nats.Header(http.Header(mv.msg.hdr).Clone())
+		seq := strconv.FormatUint(mv.old.seq, 10)
+		m.Header.Set(jetstream.HdrMsgID, "ord-mv-"+seq)
+		m.Header.Set(hdrLaneMoved, seq)
+		m.Data = mv.msg.data
+		moves[i].msg = keptMsgOf(m.Header, m.Data, mv.msg.at)
+		f, err := l.d.o.JS.PublishMsgAsync(m)
+		if err != nil {
+			break
+		}
+		acks = append(acks, f)
+	}
+	seqs := make([]uint64, len(moves))
+	for i, f := range acks {
+		select {
+		case ack := <-f.Ok():
+			seqs[i] = ack.Sequence
+		case err := <-f.Err():
+			l.d.log.Debug("move an ordered entry", "seq", moves[i].old.seq, "err", err)
+		case <-ctx.Done():
+		}
+	}
+	l.moved(gen, k, moves, seqs)
+}
+
+// movable picks k's entries to move behind above (not its entry under
+// way, nor front entries) and marks them moving, so that the feed leaves
+// their copies to the mover; none when more than laneMoveMax, when the
+// lowest is not the lane's lowest filed entry, or when nothing above it
+// waits to be removed. l.mu is held.
+func (l *lane) movable(gen uint64, k *laneKey, above uint64) []laneMove {
+	if gen != l.gen || l.keys[k.id] != k {
+		return nil
+	}
+	var moves []laneMove
+	lowest := above
+	for _, e := range k.entries {
+		if e.seq >= above || e.front || e == k.cur {
+			continue
+		}
+		if len(moves) == laneMoveMax {
+			return nil
+		}
+		moves = append(moves, laneMove{old: e, msg: e.msg})
+		lowest = min(lowest, e.seq)
+	}
+	l.advanceLow()
+	if len(moves) == 0 || lowest != l.low || len(l.live) == len(k.entries) && len(l.removals) == 0 {
+		return nil
+	}
+	for _, mv := range moves {
+		l.moving[mv.old.seq] = struct{}{}
+	}
+	k.unremoved++ // until moved: nothing of k starts, and the purge waits
+	return moves
+}
+
+// unmark ends the moves: nothing was stored.
+func (l *lane) unmark(gen uint64, k *laneKey, moves []laneMove) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if gen == l.gen {
+		for _, mv := range moves {
+			delete(l.moving, mv.old.seq)
+		}
+		l.moveEnded(k)
+	}
+}
+
+// moveEnded lets k go on once its originals are removed. l.mu is held.
+func (l *lane) moveEnded(k *laneKey) {
+	k.unremoved--
+	if k.unremoved == 0 && l.keys[k.id] == k {
+		l.consider(k)
+	}
+}
+
+// moved files the copies stored (seqs[i], 0: not stored) in place of their
+// originals, which are removed; k waits for that before its next attempt.
+// A copy of an ended term is left to the next owner, which files one of
+// the two.
+func (l *lane) moved(gen uint64, k *laneKey, moves []laneMove, seqs []uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if gen != l.gen {
+		return
+	}
+	n := 0
+	for i, mv := range moves {
+		delete(l.moving, mv.old.seq)
+		seq := seqs[i]
+		if seq == 0 {
+			continue
+		}
+		if seq > l.read {
+			l.own[seq] = struct{}{}
+		}
+		if l.keys[k.id] != k || !k.has(mv.old) {
+			// Taken out meanwhile (its endpoint deleted): so is its copy.
+			l.drop(seq)
+			continue
+		}
+		e := *mv.old
+		e.seq, e.msg = seq, mv.msg
+		l.unfile(k, mv.old)
+		l.file(k, &e)
+		k.unremoved++
+		n++
+		l.removeLater(laneRemoval{seq: mv.old.seq, at: time.Now(), k: k, gen: gen, moved: true})
+	}
+	l.moveEnded(k)
+	if n > 0 {
+		l.d.log.Debug("moved an ordered key's waiting entries behind it", "endpoint", k.id.ep, "entries", n)
+	}
+}
+
+// has reports whether e is filed in k.
+func (k *laneKey) has(e *laneEntry) bool {
+	for _, o := range k.entries {
+		if o == e {
+			return true
+		}
+	}
+	return false
+}
+
+// movedFrom is the sequence of the entry a copy stored by moveBehind
+// copies (0: not a copy).
+func movedFrom(h nats.Header) uint64 {
+	seq, _ := strconv.ParseUint(h.Get(hdrLaneMoved), 10, 64)
+	return seq
+}
