@@ -1,6 +1,11 @@
 package jetstream
 
 import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookjet/hookjet/config"
@@ -45,7 +50,25 @@ func laneStreamConfig(cfg *config.Config) natsjs.StreamConfig {
 		MaxBytes:    LaneBytes(s.TasksMaxBytes),
 		MaxMsgSize:  MaxMsgSize(cfg),
 		Discard:     natsjs.DiscardNew,
+		// The owner stores a waiting key's entries again in one atomic
+		// batch: one synced write for all of them.
+		AllowAtomicPublish: true,
 	}
+}
+
+// PublishLaneBatch stores msgs, entries of HOOKJET_ORDERED, as one atomic
+// batch (one synced write for all with nats.sync: always) and returns the
+// sequence of the first: they are stored one after the other, in order.
+// An error means none is stored, but for a timeout, after which all may be.
+func PublishLaneBatch(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg) (uint64, error) {
+	ack, err := sendAtomic(ctx, nc, msgs, 5*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	if ack.Stream != LaneStream || ack.Seq < uint64(len(msgs)) {
+		return 0, fmt.Errorf("atomic batch for %s stored in %q at %d", LaneStream, ack.Stream, ack.Seq)
+	}
+	return ack.Seq - uint64(len(msgs)) + 1, nil
 }
 
 // laneBucketConfig is HOOKJET_ORDERING's configuration: one key.
