@@ -103,6 +103,9 @@ type lane struct {
 	// moving are the sequences of entries being stored again behind their
 	// key (lane_move.go): the feed leaves their copies to the mover.
 	moving map[uint64]struct{}
+	// retrying are the keys whose first entry waits for its due time
+	// (lane_move.go moves them ahead of the purge).
+	retrying map[*laneKey]struct{}
 
 	st     natsjs.Stream   // HOOKJET_ORDERED, for the term
 	ctx    context.Context // the term's: cancelled when ownership ends
@@ -161,7 +164,7 @@ const (
 
 func newLane(d *Dispatcher) *lane {
 	return &lane{d: d, keys: map[laneKeyID]*laneKey{}, byEp: map[string]map[string]*laneKey{}, own: map[uint64]struct{}{}, floorWait: map[laneKeyID]struct{}{},
-		ready: map[string][]*laneKey{}, running: map[string]bool{}, wake: make(chan struct{}, 1), removeKick: make(chan struct{}, 1), live: map[uint64]*laneKey{}, moving: map[uint64]struct{}{}}
+		ready: map[string][]*laneKey{}, running: map[string]bool{}, wake: make(chan struct{}, 1), removeKick: make(chan struct{}, 1), live: map[uint64]*laneKey{}, moving: map[uint64]struct{}{}, retrying: map[*laneKey]struct{}{}}
 }
 
 // ordered reports whether dl goes through the lane: its endpoint orders by

@@ -75,6 +75,7 @@ func (l *lane) end() {
 	l.ready = map[string][]*laneKey{}
 	l.live, l.kept = map[uint64]*laneKey{}, 0
 	l.moving = map[uint64]struct{}{}
+	l.retrying = map[*laneKey]struct{}{}
 	pending := l.removals
 	l.removals = nil
 	l.mu.Unlock()
@@ -228,6 +229,7 @@ func (l *lane) consider(k *laneKey) {
 	if k.busy || k.unremoved > 0 || !l.owner {
 		return
 	}
+	delete(l.retrying, k)
 	if len(k.entries) == 0 {
 		if k.timer != nil {
 			k.timer.Stop()
@@ -262,6 +264,7 @@ func (l *lane) consider(k *laneKey) {
 	delete(l.floorWait, k.id)
 	if h.due.After(now) {
 		k.held("retrying", h.first)
+		l.retrying[k] = struct{}{}
 		l.lookAt(k, h.due)
 		return
 	}

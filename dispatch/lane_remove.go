@@ -193,6 +193,7 @@ func (l *lane) removable(gen uint64) (purgeTo uint64, covered, singles []laneRem
 	if waiting := len(singles) + len(rest); waiting > 0 && l.low <= l.fed {
 		l.unpin(gen, waiting)
 	}
+	l.unpinAhead(gen)
 	return purgeTo, covered, singles, wait
 }
 
