@@ -108,8 +108,33 @@ func appendOverrides(b []byte, o config.Overrides) []byte {
 // 1,000, which a server that syncs always stores with one fsync each rather
 // than one per value; otherwise, or for a batch the server refuses,
 // asynchronous publishes, at most putWindow awaiting their PubAck. It
-// returns the ids not stored and the error of the first of them.
+// returns the ids not stored and the error of the first of them; a spec
+// that cannot be encoded stops it there, with the batches before it stored.
 func (s *EndpointStore) PutAll(ctx context.Context, specs []config.EndpointSpec) (failed []string, err error) {
+	// The messages are made a batch at a time, so that storing 100,000
+	// endpoints holds 1,000 encoded values, not all of them.
+	atomic := len(specs) > 1 && s.allowAtomic(ctx)
+	for len(specs) > 0 {
+		n := min(len(specs), maxAtomicBatch)
+		msgs, encErr := s.encode(specs[:n])
+		if encErr != nil {
+			return failed, encErr
+		}
+		specs = specs[n:]
+		if atomic && len(msgs) > 1 && s.sendBatch(ctx, msgs) {
+			continue
+		}
+		f, ferr := s.publishAll(ctx, msgs)
+		failed = append(failed, f...)
+		if err == nil {
+			err = ferr
+		}
+	}
+	return failed, err
+}
+
+// encode makes the KV messages of specs: each sealed, with its digest.
+func (s *EndpointStore) encode(specs []config.EndpointSpec) ([]*nats.Msg, error) {
 	msgs := make([]*nats.Msg, len(specs))
 	for i, spec := range specs {
 		b, err := json.Marshal(s.Record(spec))
@@ -121,18 +146,7 @@ func (s *EndpointStore) PutAll(ctx context.Context, specs []config.EndpointSpec)
 		m.Header.Set(HdrDigest, s.Digest(spec))
 		msgs[i] = m
 	}
-	rest := msgs
-	if len(msgs) > 1 && s.allowAtomic(ctx) {
-		rest = nil
-		for len(msgs) > 0 {
-			n := min(len(msgs), maxAtomicBatch)
-			if !s.sendBatch(ctx, msgs[:n]) {
-				rest = append(rest, msgs[:n]...)
-			}
-			msgs = msgs[n:]
-		}
-	}
-	return s.publishAll(ctx, rest)
+	return msgs, nil
 }
 
 // allowAtomic makes sure the bucket's stream takes atomic batches,
