@@ -103,9 +103,9 @@ type lane struct {
 	// moving are the sequences of entries being stored again behind their
 	// key (lane_move.go): the feed leaves their copies to the mover.
 	moving map[uint64]struct{}
-	// retrying are the keys whose first entry waits for its due time
-	// (lane_move.go moves them ahead of the purge).
-	retrying map[*laneKey]struct{}
+	// blocked are the keys whose first entry waits for its due time or
+	// is a hold marker (lane_move.go moves them ahead of the purge).
+	blocked map[*laneKey]struct{}
 
 	st     natsjs.Stream   // HOOKJET_ORDERED, for the term
 	ctx    context.Context // the term's: cancelled when ownership ends
@@ -164,7 +164,7 @@ const (
 
 func newLane(d *Dispatcher) *lane {
 	return &lane{d: d, keys: map[laneKeyID]*laneKey{}, byEp: map[string]map[string]*laneKey{}, own: map[uint64]struct{}{}, floorWait: map[laneKeyID]struct{}{},
-		ready: map[string][]*laneKey{}, running: map[string]bool{}, wake: make(chan struct{}, 1), removeKick: make(chan struct{}, 1), live: map[uint64]*laneKey{}, moving: map[uint64]struct{}{}, retrying: map[*laneKey]struct{}{}}
+		ready: map[string][]*laneKey{}, running: map[string]bool{}, wake: make(chan struct{}, 1), removeKick: make(chan struct{}, 1), live: map[uint64]*laneKey{}, moving: map[uint64]struct{}{}, blocked: map[*laneKey]struct{}{}}
 }
 
 // ordered reports whether dl goes through the lane: its endpoint orders by
@@ -237,6 +237,9 @@ func entryOf(seq uint64, h nats.Header, at time.Time) (laneEntry, string) {
 	}
 	if t, err := time.Parse(time.RFC3339Nano, h.Get(hdrPublished)); err == nil && !e.front {
 		e.first = t
+	}
+	if t, err := time.Parse(time.RFC3339Nano, h.Get(hdrLaneSince)); err == nil && e.hold {
+		e.first = t // a moved hold marker (lane_move.go)
 	}
 	return e, h.Get(jetstream.HdrOrderingKey)
 }

@@ -24,10 +24,10 @@ import (
 // has the originals removed with the others' settled entries:
 //   - when its first entry is stored again for a retry or a hold marker
 //     (the entries below it: moveBehind);
-//   - when a key waiting for a retry's due time has its lowest entry in
-//     the lower half of what the feed has read above the purge's frontier
-//     (the frontier is about to reach it: unpinAhead, for at most
-//     laneAheadKeys such keys);
+//   - when a key waiting for a retry's due time, or held after a dead
+//     letter, has its lowest entry in the lower half of what the feed has
+//     read above the purge's frontier (the frontier is about to reach it:
+//     unpinAhead, for at most laneAheadKeys such keys);
 //   - when the key holds the lowest entry, nothing of it is under way, and
 //     at least laneUnpinMin settled entries, and half as many as it has,
 //     wait above it (unpin).
@@ -44,7 +44,10 @@ import (
 //
 // A key's order is its events' sequence in HOOKJET_EVENTS, not the lane's,
 // so the copies keep their place in it, and moving only some (a failed
-// publish) changes nothing. A crash after a copy is stored leaves the copy
+// publish) changes nothing. A hold marker moves with them (it is the key's
+// only front entry: a replay releases it), keeping the time the key was
+// first held (hdrLaneSince); replays waiting their turn do not move, so
+// they keep their order among themselves. A crash after a copy is stored leaves the copy
 // and its original: the next owner reads both before any of the key goes
 // (its ack floor waits for the feed), and files one (laneKey.insert). The
 // key's next attempt waits until the originals are gone from the stream,
@@ -62,6 +65,8 @@ const (
 	laneUnpinMin = 4
 	// hdrLaneMoved on a copy names the sequence of the entry it copies.
 	hdrLaneMoved = "Hookjet-Ordered-Moved"
+	// hdrLaneSince on a hold marker's copy is when the key was first held.
+	hdrLaneSince = "Hookjet-Ordered-Since"
 )
 
 // laneMove is one entry to store again: the original and its message.
@@ -98,21 +103,21 @@ func (l *lane) unpin(gen uint64, waiting int) {
 	}
 }
 
-// laneAheadKeys bounds the retrying keys unpinAhead looks at: with more
+// laneAheadKeys bounds the waiting keys unpinAhead looks at: with more
 // (an endpoint failing for every key), moving them would only shuffle
 // them among each other, and unpin moves the lowest for what waits above.
 const laneAheadKeys = 16
 
 // unpinAhead moves the entries of the keys waiting for a retry's due time
-// whose lowest entry the purge's frontier is about to reach (in the lower
+// or held after a dead letter whose lowest entry the purge's frontier is about to reach (in the lower
 // half of what the feed has read above it), so that it moves on without
 // waiting for them. l.mu is held; the moves go on the term's goroutines.
 func (l *lane) unpinAhead(gen uint64) {
-	if len(l.retrying) == 0 || len(l.retrying) > laneAheadKeys || l.fed <= l.low+2*laneUnpinMin {
+	if len(l.blocked) == 0 || len(l.blocked) > laneAheadKeys || l.fed <= l.low+2*laneUnpinMin {
 		return
 	}
 	reach := l.low + (l.fed-l.low)/2
-	for k := range l.retrying {
+	for k := range l.blocked {
 		if k.busy || k.unremoved > 0 {
 			continue
 		}
@@ -148,6 +153,10 @@ func (l *lane) move(gen uint64, k *laneKey, moves []laneMove) {
 		seq := strconv.FormatUint(mv.old.seq, 10)
 		m.Header.Set(jetstream.HdrMsgID, "ord-mv-"+seq)
 		m.Header.Set(hdrLaneMoved, seq)
+		if mv.old.hold {
+			// Held since the first marker's time, not the copy's.
+			m.Header.Set(hdrLaneSince, mv.old.first.UTC().Format(time.RFC3339Nano))
+		}
 		m.Data = mv.msg.data
 		msgs[i] = m
 		moves[i].msg = keptMsgOf(m.Header, m.Data, mv.msg.at)
@@ -203,8 +212,8 @@ func (l *lane) movable(gen uint64, k *laneKey, above, reach uint64) []laneMove {
 	var moves []laneMove
 	lowest := above
 	for _, e := range k.entries {
-		if e.seq >= above || e.front || e == k.cur {
-			continue
+		if e.seq >= above || e.front && !e.hold || e == k.cur {
+			continue // a replay keeps its place among the key's replays
 		}
 		if len(moves) == laneMoveMax {
 			return nil
@@ -275,6 +284,9 @@ func (l *lane) moved(gen uint64, k *laneKey, moves []laneMove, seqs []uint64) {
 		}
 		e := *mv.old
 		e.seq, e.msg = seq, mv.msg
+		if e.front {
+			e.order = seq // a hold marker's place is its own sequence
+		}
 		l.unfile(k, mv.old)
 		l.file(k, &e)
 		k.unremoved++

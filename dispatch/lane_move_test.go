@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/jetstream"
 )
@@ -127,5 +129,57 @@ func TestMovedCopiesAndTheirOriginalsDeliverOnce(t *testing.T) {
 		if n := rcv.requests("ord", fmt.Sprintf("k0-%d", i)); n != 1 {
 			t.Errorf("k0-%d requested %d times, want once", i, n)
 		}
+	}
+}
+
+// A key held by its dead letter (ordering_on_dead_letter: hold) is moved
+// behind the others too, hold marker and all, so the purge passes it for
+// as long as it is held; the replay still goes first, then the key's
+// events in order. A moved marker keeps the time the key was first held.
+func TestHeldKeyLetsThePurgePass(t *testing.T) {
+	rcv := newReceiver(t)
+	r := newRig(t, []config.Endpoint{orderedTo("ord", rcv, "hold")}, nil)
+	var refuse atomic.Bool
+	refuse.Store(true)
+	rcv.setAnswer(func(_, id string, _ int) (int, http.Header) {
+		if id == "k0-0" && refuse.Load() {
+			return http.StatusBadRequest, nil // permanent: dead-lettered at once
+		}
+		return http.StatusNoContent, nil
+	})
+	const keys, per = 20, 10
+	want := r.publishKeys(keys, per)
+	eventually(t, "the other keys delivered", 20*time.Second, func() bool {
+		return len(rcv.delivered()) == (keys-1)*per
+	})
+	var s natsjs.StreamState
+	eventually(t, "the lane down to k0's marker and entries", 10*time.Second, func() bool {
+		s = r.laneState()
+		return s.Msgs <= per+1 && s.NumDeleted <= 2*per
+	})
+	t.Logf("while k0 is held: %d entries, first %d, last %d, %d deleted between", s.Msgs, s.FirstSeq, s.LastSeq, s.NumDeleted)
+	if h := r.d.lane.held("ord"); h == nil || h.Why["dead_letter"] != 1 {
+		t.Fatalf("held keys %+v, want k0 held by its dead letter", h)
+	}
+	refuse.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := r.d.Replay(ctx, api.ReplayRequest{Endpoint: "ord", IDs: []string{"k0-0"}}); err != nil {
+		t.Fatal(err)
+	}
+	rcv.waitDelivered(want, 20*time.Second)
+	inOrder(t, rcv.arrivals("ord"), keys, per)
+}
+
+func TestMovedHoldMarkerKeepsItsTime(t *testing.T) {
+	since := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	h := nats.Header{}
+	h.Set(hdrLaneHold, "k0-0")
+	h.Set(jetstream.HdrOrderingKey, "k0")
+	h.Set(hdrLaneMoved, "7")
+	h.Set(hdrLaneSince, since.Format(time.RFC3339Nano))
+	e, key := entryOf(42, h, time.Now())
+	if !e.hold || !e.front || e.order != 42 || key != "k0" || !e.first.Equal(since) {
+		t.Errorf("moved marker read as %+v (key %q), want a hold at 42 held since %s", e, key, since)
 	}
 }

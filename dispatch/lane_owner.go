@@ -75,7 +75,7 @@ func (l *lane) end() {
 	l.ready = map[string][]*laneKey{}
 	l.live, l.kept = map[uint64]*laneKey{}, 0
 	l.moving = map[uint64]struct{}{}
-	l.retrying = map[*laneKey]struct{}{}
+	l.blocked = map[*laneKey]struct{}{}
 	pending := l.removals
 	l.removals = nil
 	l.mu.Unlock()
@@ -229,7 +229,7 @@ func (l *lane) consider(k *laneKey) {
 	if k.busy || k.unremoved > 0 || !l.owner {
 		return
 	}
-	delete(l.retrying, k)
+	delete(l.blocked, k)
 	if len(k.entries) == 0 {
 		if k.timer != nil {
 			k.timer.Stop()
@@ -248,6 +248,7 @@ func (l *lane) consider(k *laneKey) {
 	now := l.d.now()
 	if h.hold {
 		k.held("dead_letter", h.first)
+		l.blocked[k] = struct{}{}
 		return
 	}
 	if !h.front && h.order > l.floor+1 {
@@ -264,7 +265,7 @@ func (l *lane) consider(k *laneKey) {
 	delete(l.floorWait, k.id)
 	if h.due.After(now) {
 		k.held("retrying", h.first)
-		l.retrying[k] = struct{}{}
+		l.blocked[k] = struct{}{}
 		l.lookAt(k, h.due)
 		return
 	}
