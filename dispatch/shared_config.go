@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/internal/memtrim"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -65,6 +66,10 @@ func (d *Dispatcher) ShareConfigEndpoints(ctx context.Context, store *jetstream.
 	d.log.Debug("read the shared config endpoints", "own", len(stored), "others", len(initial), "took", time.Since(began).Round(time.Millisecond))
 	d.applyInitialShared(initial)
 	started = true
+	// The watch's callback lives as long as the watch: it must not keep
+	// what it gathered at the start (100,000 digests are ~20 MB).
+	atStart := stored
+	stored, initial = nil, nil
 	mu.Unlock()
 	d.shareMu.Lock()
 	d.cfgStore = store
@@ -79,7 +84,8 @@ func (d *Dispatcher) ShareConfigEndpoints(ctx context.Context, store *jetstream.
 		defer d.background.Done()
 		defer unhook()
 		defer cancel()
-		d.publishConfig(pctx, stored, nil)
+		d.publishConfig(pctx, atStart, nil)
+		memtrim.Release() // what comparing and storing 100,000 endpoints left
 	}()
 	return stop, nil
 }

@@ -26,8 +26,8 @@ type indexed struct {
 type trieNode struct {
 	next map[string]*trieNode // literal tokens
 	star *trieNode            // '*'
-	tail map[string]struct{}  // endpoints with '>' here
-	ends map[string]struct{}  // endpoints whose pattern ends here
+	tail idSet                // endpoints with '>' here
+	ends idSet                // endpoints whose pattern ends here
 }
 
 func newIndex() *index {
@@ -51,20 +51,14 @@ func (x *index) set(id, tenant string, patterns []string) {
 		toks := strings.Split(p, ".")
 		for i, t := range toks {
 			if t == ">" && i == len(toks)-1 {
-				if n.tail == nil {
-					n.tail = map[string]struct{}{}
-				}
-				n.tail[id] = struct{}{}
+				n.tail.add(id)
 				n = nil
 				break
 			}
 			n = n.child(t)
 		}
 		if n != nil {
-			if n.ends == nil {
-				n.ends = map[string]struct{}{}
-			}
-			n.ends[id] = struct{}{}
+			n.ends.add(id)
 		}
 	}
 	x.pats[id] = indexed{tenant: tenant, patterns: patterns}
@@ -115,9 +109,9 @@ func (n *trieNode) child(tok string) *trieNode {
 func (n *trieNode) prune(toks []string, id string) bool {
 	switch {
 	case len(toks) == 1 && toks[0] == ">":
-		delete(n.tail, id)
+		n.tail.remove(id)
 	case len(toks) == 0:
-		delete(n.ends, id)
+		n.ends.remove(id)
 	case toks[0] == "*":
 		if n.star != nil && n.star.prune(toks[1:], id) {
 			n.star = nil
@@ -127,7 +121,7 @@ func (n *trieNode) prune(toks []string, id string) bool {
 			delete(n.next, toks[0])
 		}
 	}
-	return len(n.next) == 0 && n.star == nil && len(n.tail) == 0 && len(n.ends) == 0
+	return len(n.next) == 0 && n.star == nil && n.tail.len() == 0 && n.ends.len() == 0
 }
 
 // match appends to dst the ids of endpoints with a pattern matching
@@ -153,14 +147,9 @@ func (x *index) match(tenant, eventType string, dst []string) []string {
 
 func (n *trieNode) match(rest string, dst []string) []string {
 	if rest == "" {
-		for id := range n.ends {
-			dst = append(dst, id)
-		}
-		return dst
+		return n.ends.appendTo(dst)
 	}
-	for id := range n.tail {
-		dst = append(dst, id)
-	}
+	dst = n.tail.appendTo(dst)
 	tok, after, more := strings.Cut(rest, ".")
 	if tok == "" || (more && after == "") {
 		return dst // empty token: matches nothing further
