@@ -84,11 +84,25 @@ func (d *Dispatcher) ShareConfigEndpoints(ctx context.Context, store *jetstream.
 		defer d.background.Done()
 		defer unhook()
 		defer cancel()
-		d.publishConfig(pctx, atStart, nil)
+		written := d.publishConfig(pctx, atStart, nil)
 		memtrim.Release() // what comparing and storing 100,000 endpoints left
+		if written >= bulkShare {
+			// The embedded server's caches of the blocks just written
+			// expire after 10 s into a pool that only collections empty.
+			memtrim.ReleaseAfter(pctx, serverCacheExpiry)
+		}
 	}()
 	return stop, nil
 }
+
+// bulkShare is the number of endpoints stored at start past which the
+// garbage of the store, the embedded server's too, is worth handing back to
+// the operating system; serverCacheExpiry is when that server's caches of
+// the written blocks have expired (filestore: 10 s), with a margin.
+const (
+	bulkShare         = 10_000
+	serverCacheExpiry = 15 * time.Second
+)
 
 // sharedEndpoint opens a watched entry of another process's config
 // endpoint: nil for a delete, false for a value to skip.
@@ -161,12 +175,12 @@ func (d *Dispatcher) reshare(ctx context.Context, id string) {
 // at start; nil: what this process published last), and deletes removed
 // ones; deletes that fail are retried at the next call. ctx bounds it all
 // (a reload's: SIGTERM cuts it short).
-func (d *Dispatcher) publishConfig(ctx context.Context, stored map[string]string, removed []string) {
+func (d *Dispatcher) publishConfig(ctx context.Context, stored map[string]string, removed []string) (written int) {
 	d.shareMu.Lock()
 	defer d.shareMu.Unlock()
 	store := d.cfgStore
 	if store == nil {
-		return
+		return 0
 	}
 	if stored == nil {
 		stored = d.published
@@ -215,4 +229,5 @@ func (d *Dispatcher) publishConfig(ctx context.Context, stored map[string]string
 		d.log.Info("shared the config file's endpoints with other processes", "stored", n, "removed", unshared,
 			"compared", compared.Round(time.Millisecond), "took", time.Since(began).Round(time.Millisecond))
 	}
+	return len(put) - len(failed)
 }

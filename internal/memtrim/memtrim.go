@@ -11,8 +11,10 @@
 package memtrim
 
 import (
+	"context"
 	"runtime"
 	"runtime/debug"
+	"time"
 )
 
 // Threshold is the heap held from the operating system (mapped, not
@@ -31,4 +33,22 @@ func Release() bool {
 	}
 	debug.FreeOSMemory()
 	return true
+}
+
+// ReleaseAfter waits for after (or for ctx to end, then it does nothing)
+// and then collects twice and returns the free heap to the operating
+// system, whatever the process holds. It is for garbage that becomes free
+// only later, such as buffers that another component's timer hands to a
+// sync.Pool: the first collection moves a pool's contents aside, the
+// second frees them.
+func ReleaseAfter(ctx context.Context, after time.Duration) {
+	t := time.NewTimer(after)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-t.C:
+	}
+	runtime.GC()
+	debug.FreeOSMemory()
 }

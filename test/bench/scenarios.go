@@ -63,6 +63,7 @@ type result struct {
 	StartupSeconds     float64 `json:"startup_seconds,omitempty"`
 	ConfigSeconds      float64 `json:"config_seconds,omitempty"` // rendering and parsing the config file, before startup
 	IdleRSSMB          float64 `json:"idle_rss_mb,omitempty"`    // VmRSS at the end of the idle window
+	SettledRSSMB       float64 `json:"settled_rss_mb,omitempty"` // startup100k: VmRSS settleAfter after ready
 	// OutsideCPUPercent is the CPU of the process outside the measured one
 	// (publisher, receiver), in percent of one core over the same window.
 	OutsideCPUPercent float64 `json:"outside_cpu_percent_of_one_core,omitempty"`

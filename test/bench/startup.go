@@ -129,6 +129,15 @@ func (b *bench) startup(ctx context.Context, name, sync, dir string, restart boo
 	r.RSSAnonMB, r.RSSFileMB = round(float64(st["RssAnon"])/1e6, 1), round(float64(st["RssFile"])/1e6, 1)
 	peak := round(float64(st["VmHWM"])/1e6, 1)
 	r.StartupRSSMB, r.PeakRSSMB = r.PeakRSSMB, peak
+	// A first start stores its endpoints for other processes in the
+	// background; what the process holds once that is over and the
+	// server's caches have expired is sampled later (reported, not checked).
+	select {
+	case <-time.After(settleAfter - idle):
+	case <-ctx.Done():
+		return r, ctx.Err()
+	}
+	r.SettledRSSMB = round(float64(procStatus(strconv.Itoa(pid))["VmRSS"])/1e6, 1)
 	r.SlowConsumer = int64(strings.Count(out.String(), "slow consumer"))
 	r.Errors = int64(strings.Count(out.String(), `"level":"ERROR"`))
 	stop := time.Now()
@@ -145,7 +154,7 @@ func (b *bench) startup(ctx context.Context, name, sync, dir string, restart boo
 	}
 	r.ShutdownSeconds = round(time.Since(stop).Seconds(), 3)
 	r.Complete = r.SlowConsumer == 0
-	b.say("%s: ready after %.2f s, VmRSS %.0f MB at ready, %.0f MB after %s idle, peak %.0f MB", name, r.StartupSeconds, r.StartupRSSMB, r.IdleRSSMB, idle, peak)
+	b.say("%s: ready after %.2f s, VmRSS %.0f MB at ready, %.0f MB after %s idle, %.0f MB after %s, peak %.0f MB", name, r.StartupSeconds, r.StartupRSSMB, r.IdleRSSMB, idle, r.SettledRSSMB, settleAfter, peak)
 	return r, nil
 }
 
@@ -204,6 +213,11 @@ func waitReady(ctx context.Context, admin string, exited <-chan error, bound tim
 	}
 }
 
+// settleAfter is when, after ready, startup100k samples VmRSS a second
+// time: past the background store of a first start and the embedded
+// server's cache expiry.
+const settleAfter = 40 * time.Second
+
 // startupChecks are startup100k's targets in each sync mode, first start
 // and restart: ready within 10 s, idle VmRSS at most 300 MB, and no
 // subscription dropping messages.
@@ -217,7 +231,7 @@ func startupChecks(get func(string) *result) []check {
 			ready.value, ready.ok = r.StartupSeconds, ptr(r.Complete && r.StartupSeconds <= 10)
 			ready.detail = fmt.Sprintf("%d slow consumer lines; shutdown %.2f s", r.SlowConsumer, r.ShutdownSeconds)
 			rss.value, rss.ok = r.IdleRSSMB, ptr(r.IdleRSSMB <= 300)
-			rss.detail = fmt.Sprintf("%.0f MB at ready, peak (VmHWM) %.0f MB", r.StartupRSSMB, r.PeakRSSMB)
+			rss.detail = fmt.Sprintf("%.0f MB at ready, %.0f MB %s after it, peak (VmHWM) %.0f MB", r.StartupRSSMB, r.SettledRSSMB, settleAfter, r.PeakRSSMB)
 		}
 		cs = append(cs, ready, rss)
 	}
