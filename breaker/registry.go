@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -50,23 +49,32 @@ func WithOnTransition(fn func(Transition)) Option {
 
 // Registry holds the breakers and statistics of the configured endpoints.
 // Its methods are safe for concurrent use.
+//
+// A configured endpoint costs its id and a pointer to its settings until it
+// has something to keep: its breaker is made on its first result (or at
+// Configure when a persisted record is waiting for it), so 100,000 idle
+// endpoints cost no breaker each. Until then it reads as a closed breaker
+// with no samples.
 type Registry struct {
 	db           *bolt.DB
 	now          func() time.Time
 	log          *slog.Logger
 	onTransition func(Transition)
 
-	// endpoints is replaced, never modified, under mu: lookups are lock-free.
-	endpoints atomic.Pointer[map[string]*endpoint]
+	// active holds the breakers made so far (id -> *endpoint), each stored
+	// once and read without a lock; an entry leaves it only by Remove.
+	active sync.Map
 
-	mu      sync.Mutex
-	loaded  map[string]record   // persisted state of endpoints not configured yet
-	removed map[string]struct{} // ids whose records the next Flush deletes
+	mu         sync.Mutex
+	configured map[string]*Settings // every configured id; settings with defaults, shared when they are the defaults
+	loaded     map[string]record    // persisted state of endpoints not configured yet
+	removed    map[string]struct{}  // ids whose records the next Flush deletes
 
 	flushMu sync.Mutex // serialises Flush so that writes land in snapshot order
 
-	// inState counts configured breakers per state but Closed, so States
-	// costs nothing with 100,000 endpoints.
+	// inState counts configured breakers per state but Closed (whose
+	// count is the rest of the configured ones), so States costs nothing
+	// with 100,000 endpoints.
 	inState [numStates]atomic.Int64
 
 	dirtyMu sync.Mutex  // guards dirty
@@ -101,16 +109,16 @@ type endpoint struct {
 // registry's last Flush.
 func NewRegistry(db *bolt.DB, opts ...Option) (*Registry, error) {
 	r := &Registry{
-		db:      db,
-		now:     time.Now,
-		log:     slog.New(slog.DiscardHandler),
-		loaded:  make(map[string]record),
-		removed: make(map[string]struct{}),
+		db:         db,
+		now:        time.Now,
+		log:        slog.New(slog.DiscardHandler),
+		configured: make(map[string]*Settings),
+		loaded:     make(map[string]record),
+		removed:    make(map[string]struct{}),
 	}
 	for _, opt := range opts {
 		opt(r)
 	}
-	r.endpoints.Store(&map[string]*endpoint{})
 
 	err := db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketName)
@@ -146,9 +154,7 @@ func (r *Registry) Configure(id string, s Settings) {
 	r.ConfigureAll([]Config{{ID: id, Settings: s}})
 }
 
-// ConfigureAll is Configure for many endpoints at once: the endpoint map is
-// copied once per call, not once per endpoint, so configuring 100,000
-// endpoints at start costs linear time.
+// ConfigureAll is Configure for many endpoints at once, under one lock.
 func (r *Registry) ConfigureAll(cs []Config) {
 	if len(cs) == 0 {
 		return
@@ -156,36 +162,72 @@ func (r *Registry) ConfigureAll(cs []Config) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 
-	eps := *r.endpoints.Load()
-	var next map[string]*endpoint
 	for _, c := range cs {
-		s := c.Settings.withDefaults()
-		if e, ok := eps[c.ID]; ok {
+		s := shared(c.Settings.withDefaults())
+		r.configured[c.ID] = s
+		if e := r.lookup(c.ID); e != nil {
 			e.mu.Lock()
-			e.settings = s
+			e.settings = *s
 			if e.state == Closed {
 				e.cooldown = s.Cooldown
 			}
 			e.mu.Unlock()
 			continue
 		}
-		// A new breaker is clean: closed with no samples, or exactly its
-		// persisted record. An id removed since the last Flush keeps its
-		// place in r.removed, so that Flush deletes the old record first.
-		e := &endpoint{id: c.ID, settings: s, cooldown: s.Cooldown}
-		if rec, ok := r.loaded[c.ID]; ok {
-			e.restore(rec, r.now())
-			delete(r.loaded, c.ID)
+		// A persisted record takes effect now, so that an open breaker
+		// is open from the start; the others wait for a first result.
+		if _, ok := r.loaded[c.ID]; ok {
+			r.activateLocked(c.ID, s)
 		}
+	}
+}
+
+// defaultSettings is the settings every endpoint without settings of its
+// own shares in Registry.configured.
+var defaultSettings = Settings{}.withDefaults()
+
+// shared returns s, as the one shared defaultSettings when it is them.
+func shared(s Settings) *Settings {
+	if s == defaultSettings {
+		return &defaultSettings
+	}
+	return &s
+}
+
+// activate returns the breaker of configured endpoint id, made on first
+// use, or nil when id is not configured.
+func (r *Registry) activate(id string) *endpoint {
+	if e := r.lookup(id); e != nil {
+		return e
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.configured[id]
+	if !ok {
+		return nil
+	}
+	if e := r.lookup(id); e != nil {
+		return e
+	}
+	return r.activateLocked(id, s)
+}
+
+// activateLocked makes the breaker of configured endpoint id, which has
+// none. A new breaker is clean: closed with no samples, or exactly its
+// persisted record. An id removed since the last Flush keeps its place in
+// r.removed, so that Flush deletes the old record first. The caller holds
+// r.mu.
+func (r *Registry) activateLocked(id string, s *Settings) *endpoint {
+	e := &endpoint{id: id, settings: *s, cooldown: s.Cooldown}
+	if rec, ok := r.loaded[id]; ok {
+		e.restore(rec, r.now())
+		delete(r.loaded, id)
+	}
+	if e.state != Closed {
 		r.inState[e.state].Add(1)
-		if next == nil {
-			next = maps.Clone(eps)
-		}
-		next[c.ID] = e
 	}
-	if next != nil {
-		r.endpoints.Store(&next)
-	}
+	r.active.Store(id, e)
+	return e
 }
 
 // Remove forgets endpoint id; the next Flush deletes its persisted state.
@@ -194,23 +236,27 @@ func (r *Registry) Remove(id string) {
 	defer r.mu.Unlock()
 
 	delete(r.loaded, id)
+	delete(r.configured, id)
 	r.removed[id] = struct{}{}
-	eps := *r.endpoints.Load()
-	e, ok := eps[id]
+	v, ok := r.active.LoadAndDelete(id)
 	if !ok {
 		return
 	}
+	e := v.(*endpoint)
 	e.mu.Lock()
 	e.removed = true
-	r.inState[e.state].Add(-1)
+	if e.state != Closed {
+		r.inState[e.state].Add(-1)
+	}
 	e.mu.Unlock()
-	next := maps.Clone(eps)
-	delete(next, id)
-	r.endpoints.Store(&next)
 }
 
+// lookup returns id's breaker if it has been made.
 func (r *Registry) lookup(id string) *endpoint {
-	return (*r.endpoints.Load())[id]
+	if v, ok := r.active.Load(id); ok {
+		return v.(*endpoint)
+	}
+	return nil
 }
 
 // Acquire asks to send one request to endpoint id. When ok is false the
@@ -283,7 +329,7 @@ func (r *Registry) Record(id string, res Result, latency time.Duration, firstAtt
 	if res != Success && res != Failure && res != Neutral {
 		return
 	}
-	e := r.lookup(id)
+	e := r.activate(id)
 	if e == nil {
 		return
 	}
@@ -353,7 +399,13 @@ func (r *Registry) Release(id string) {
 func (r *Registry) Health(id string) (Health, bool) {
 	e := r.lookup(id)
 	if e == nil {
-		return Health{}, false
+		r.mu.Lock()
+		s, ok := r.configured[id]
+		r.mu.Unlock()
+		if !ok {
+			return Health{}, false
+		}
+		return Health{State: Closed, Cooldown: s.Cooldown}, true
 	}
 	now := r.now()
 	e.mu.Lock()
@@ -406,8 +458,12 @@ func doubled(d, limit time.Duration) time.Duration {
 func (r *Registry) transition(e *endpoint, to State, now time.Time) {
 	tr := Transition{Endpoint: e.id, From: e.state, To: to, Cooldown: e.cooldown, At: now}
 	if !e.removed {
-		r.inState[e.state].Add(-1)
-		r.inState[to].Add(1)
+		if e.state != Closed {
+			r.inState[e.state].Add(-1)
+		}
+		if to != Closed {
+			r.inState[to].Add(1)
+		}
 	}
 	e.state = to
 	r.touch(e)
@@ -491,10 +547,9 @@ func (r *Registry) Flush() error {
 	r.dirty = nil
 	r.dirtyMu.Unlock()
 	slices.SortFunc(queued, func(a, b *endpoint) int { return strings.Compare(a.id, b.id) })
-	eps := *r.endpoints.Load()
 	for _, e := range queued {
 		e.mu.Lock()
-		if !e.dirty || eps[e.id] != e {
+		if !e.dirty || r.lookup(e.id) != e {
 			e.dirty = false // removed: its record is deleted, not written
 			e.mu.Unlock()
 			continue
@@ -586,8 +641,13 @@ func (r *Registry) Run(ctx context.Context) {
 	}
 }
 
-// States counts the configured breakers in each state. It reads three
-// counters: free to call often with 100,000 endpoints.
+// States counts the configured breakers in each state (an endpoint without
+// a breaker yet is closed). It reads two counters and the number of
+// configured endpoints: free to call often with 100,000 endpoints.
 func (r *Registry) States() (closed, halfOpen, open int) {
-	return int(r.inState[Closed].Load()), int(r.inState[HalfOpen].Load()), int(r.inState[Open].Load())
+	r.mu.Lock()
+	n := len(r.configured)
+	r.mu.Unlock()
+	halfOpen, open = int(r.inState[HalfOpen].Load()), int(r.inState[Open].Load())
+	return n - halfOpen - open, halfOpen, open
 }
