@@ -34,6 +34,10 @@ type drainer struct {
 	mu      sync.Mutex
 	due     map[string]time.Time // endpoints with tasks -> when to look next
 	running map[string]bool
+	// closing are the endpoints whose ended drain waits for its
+	// deliveries before it deletes its consumer: each counts as a drain
+	// running, so that drain consumers stay at most maxDrains.
+	closing map[string]bool
 	renoted map[string]bool // tasks noted while a drain ran: look again after it
 	// sched holds, per endpoint, the retries this process stored as
 	// schedules and has not seen come back as tasks: event key -> due
@@ -64,7 +68,7 @@ type takenTasks struct {
 }
 
 func newDrainer(d *Dispatcher) *drainer {
-	return &drainer{d: d, kick: make(chan struct{}, 1), due: map[string]time.Time{}, running: map[string]bool{}, renoted: map[string]bool{}, sched: map[string]map[string]time.Time{},
+	return &drainer{d: d, kick: make(chan struct{}, 1), due: map[string]time.Time{}, running: map[string]bool{}, closing: map[string]bool{}, renoted: map[string]bool{}, sched: map[string]map[string]time.Time{},
 		held: map[*heldTask]struct{}{}, taken: map[string]takenTasks{}}
 }
 
@@ -382,10 +386,10 @@ func (r *drainer) startDue(ctx context.Context) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for id, at := range r.due {
-		if len(r.running) >= maxDrains {
+		if len(r.running)+len(r.closing) >= maxDrains {
 			return
 		}
-		if r.running[id] || at.After(now) {
+		if r.running[id] || r.closing[id] || at.After(now) {
 			continue
 		}
 		e := d.endpoint(id)
@@ -731,14 +735,15 @@ func (d *Dispatcher) admitNow(ctx context.Context, e *endpoint, s *settings) (*a
 	return nil, now.Add(max(wait, drainPoll))
 }
 
-// drainSettle bounds how long a drain that ends waits for its deliveries
-// before it deletes its consumer: one still unsettled keeps the consumer.
+// drainSettle is how long a drain that ends waits for its deliveries
+// before it leaves the deletion of its consumer to a goroutine of its own.
 const drainSettle = time.Second
 
 // close deletes the drain consumer of endpoint id once this drain's
 // deliveries (mine) are settled, unless it holds unsettled tasks or waiting
-// pulls (another process's drain of id); otherwise the consumer's
-// inactivity threshold removes it.
+// pulls (another process's drain of id), which the consumer's inactivity
+// threshold removes. Deliveries not settled within drainSettle are waited
+// for in the background, the endpoint counted in r.closing meanwhile.
 func (r *drainer) close(ctx context.Context, id string, cons natsjs.Consumer, mine *sync.WaitGroup) {
 	settled := make(chan struct{})
 	go func() {
@@ -750,10 +755,30 @@ func (r *drainer) close(ctx context.Context, id string, cons natsjs.Consumer, mi
 	select {
 	case <-settled:
 	case <-t.C:
+		r.mu.Lock()
+		r.closing[id] = true
+		r.mu.Unlock()
+		r.wg.Go(func() {
+			select {
+			case <-settled:
+				r.deleteDrained(ctx, id, cons)
+			case <-ctx.Done():
+			}
+			r.mu.Lock()
+			delete(r.closing, id)
+			r.mu.Unlock()
+			r.poke()
+		})
 		return
 	case <-ctx.Done():
 		return
 	}
+	r.deleteDrained(ctx, id, cons)
+}
+
+// deleteDrained deletes id's drain consumer, settled by this process,
+// unless it holds unsettled tasks or waiting pulls of another process.
+func (r *drainer) deleteDrained(ctx context.Context, id string, cons natsjs.Consumer) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	info, err := cons.Info(ctx)
