@@ -1,77 +1,242 @@
 package dispatch
 
 import (
+	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 )
 
-// An ack is a message like any other: written to a connection that a
-// silent partition has cut, it is lost without an error, and JetStream
-// hands the event to another process after AckWait, which delivers it
-// again. So with nats.url a fan-out attempt starts only once the server has
-// answered a PING sent after every ack this process had written (the
-// protocol is ordered: it has read them). An endpoint's in-flight slot then
-// carries at most one delivery whose ack may be lost, and a partition
-// repeats at most max_in_flight deliveries per endpoint. Not covered: an
-// event with several endpoints is acked when its last delivery is settled,
-// so the deliveries settled before it wait unconfirmed meanwhile.
+// An ack is a message like any other. Written to a connection that a
+// silent partition has cut, it is lost without an error; read by a cluster
+// node that fails before the fan-out consumer's other replicas have it, it
+// is lost after the server took it. Either way JetStream hands the event
+// out again after AckWait, and a process other than the one that delivered
+// it delivers it again (the ledger that would refuse it is local).
+//
+// So with nats.url the fan-out acks with a reply subject, and the server
+// answers once the ack is in the consumer's state: on a cluster, once the
+// consumer's replicas have applied it (nats-server sends an AckSync reply
+// from processReplicatedAck). A fan-out attempt starts only once every ack
+// written before it is answered; an endpoint's in-flight slot then carries
+// at most one delivery whose ack may be lost, and a partition or a failed
+// node repeats at most max_in_flight deliveries per endpoint. An ack
+// unanswered for ackResend is written again, so that a consumer leader
+// elected meanwhile takes it before its AckWait runs out; one still
+// unanswered after giveUp (half the fan-out's AckWait: the attempts behind
+// it are late by then anyway) is given up, and the attempts waiting for
+// it are not made. Not covered: an event with several endpoints is acked
+// when its last delivery is settled, so the deliveries settled before it
+// wait unconfirmed meanwhile.
 type ackProof struct {
-	nc *nats.Conn
+	nc     *nats.Conn
+	log    *slog.Logger
+	inbox  string        // an answer comes to inbox.<ack id>
+	giveUp time.Duration // set before use
+	sub    *nats.Subscription
 
-	mu      sync.Mutex
-	written uint64        // fan-out acks written
-	proven  uint64        // of them, read by the server
-	probe   chan struct{} // closed when the running probe ends; nil when none runs
+	mu        sync.Mutex
+	next      uint64              // id of the next ack written
+	floor     uint64              // every ack below it is answered or given up
+	pending   map[uint64]*sentAck // written, not answered
+	answered  chan struct{}       // closed and replaced when the floor moves
+	lost      uint64              // acks given up so far
+	lastSweep time.Time
 }
 
-// ackProbeWait bounds how long an attempt waits for the proof: a PING
-// unanswered that long means the connection is cut or far too slow for
-// the ack to be useful.
-const ackProbeWait = time.Second
+// sentAck is an ack written and not answered.
+type sentAck struct {
+	subject  string
+	at, sent time.Time // first written, last written
+}
 
-// wrote notes an ack written to the connection.
-func (p *ackProof) wrote() {
+const (
+	// ackResend is how long an ack waits for its answer before it is
+	// written again.
+	ackResend = 500 * time.Millisecond
+	// ackSweepEvery is how often a waiting attempt looks for acks to
+	// write again or give up (one waiter at a time).
+	ackSweepEvery = 100 * time.Millisecond
+)
+
+var ackBody = []byte("+ACK")
+
+// newAckProof subscribes to the answers on nc. Close unsubscribes.
+func newAckProof(nc *nats.Conn, giveUp time.Duration, log *slog.Logger) (*ackProof, error) {
+	p := &ackProof{
+		nc: nc, log: log, inbox: nc.NewRespInbox(), giveUp: giveUp,
+		pending: make(map[uint64]*sentAck), answered: make(chan struct{}),
+	}
+	sub, err := nc.Subscribe(p.inbox+".*", func(m *nats.Msg) {
+		if m.Header.Get("Status") == "503" {
+			// No responders: nobody took the ack (a consumer with no
+			// leader), which is no answer.
+			return
+		}
+		id, err := strconv.ParseUint(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:], 10, 64)
+		if err == nil {
+			p.answer(id)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.sub = sub
+	return p, nil
+}
+
+// Close stops taking answers.
+func (p *ackProof) Close() {
+	if err := p.sub.Unsubscribe(); err != nil {
+		p.log.Debug("ack answers: unsubscribe", "err", err)
+	}
+}
+
+// ack acks the JetStream message whose reply subject is subject, asking
+// for an answer.
+func (p *ackProof) ack(subject string) error {
+	now := time.Now()
 	p.mu.Lock()
-	p.written++
+	id := p.next
+	p.next++
+	p.pending[id] = &sentAck{subject: subject, at: now, sent: now}
 	p.mu.Unlock()
+	err := p.nc.PublishMsg(&nats.Msg{Subject: subject, Reply: p.replyTo(id), Data: ackBody})
+	if err != nil {
+		p.answer(id) // not written: nothing to wait for
+	}
+	return err
 }
 
-// confirmed reports whether the server has read every ack written so far,
-// probing with one PING for every caller waiting at the time; false after
-// about ackProbeWait without an answer.
-func (p *ackProof) confirmed() bool {
-	deadline := time.Now().Add(ackProbeWait)
+func (p *ackProof) replyTo(id uint64) string {
+	return p.inbox + "." + strconv.FormatUint(id, 10)
+}
+
+// answer notes that ack id was answered.
+func (p *ackProof) answer(id uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.pending[id]; !ok {
+		return // answered twice (written again), or given up
+	}
+	delete(p.pending, id)
+	p.advance()
+}
+
+// advance moves the floor past the acks no longer pending. The caller
+// holds p.mu.
+func (p *ackProof) advance() {
+	moved := false
+	for p.floor < p.next {
+		if _, ok := p.pending[p.floor]; ok {
+			break
+		}
+		p.floor++
+		moved = true
+	}
+	if moved {
+		close(p.answered)
+		p.answered = make(chan struct{})
+	}
+}
+
+// confirmed reports whether every ack written so far has been answered,
+// waiting until it has; false when one of them is given up meanwhile (or
+// any other: a refusal too many costs a hand-back, not a duplicate) or at
+// deadline.
+func (p *ackProof) confirmed(deadline time.Time) bool {
+	p.mu.Lock()
+	want, lost := p.next, p.lost
 	for {
-		p.mu.Lock()
-		want := p.written
-		if p.proven >= want {
-			p.mu.Unlock()
+		again := p.sweep(time.Now())
+		givenUp, done, ch := p.lost > lost, p.floor >= want, p.answered
+		p.mu.Unlock()
+		p.write(again)
+		switch {
+		case givenUp:
+			return false
+		case done:
 			return true
 		}
-		if time.Now().After(deadline) {
-			p.mu.Unlock()
+		wait := min(time.Until(deadline), ackSweepEvery)
+		if wait <= 0 {
 			return false
 		}
-		if ch := p.probe; ch != nil {
-			p.mu.Unlock()
-			<-ch // the running probe ends within ackProbeWait
+		t := time.NewTimer(wait)
+		select {
+		case <-ch:
+		case <-t.C:
+		}
+		t.Stop()
+		p.mu.Lock()
+	}
+}
+
+// resend is an ack to write again.
+type resend struct {
+	id      uint64
+	subject string
+}
+
+// sweep gives up the acks pending for longer than giveUp and returns those
+// to write again, at most once per ackSweepEvery. The caller holds p.mu.
+// Acks are written in id order, so the oldest are the lowest ids.
+func (p *ackProof) sweep(now time.Time) []resend {
+	if p.floor >= p.next || now.Sub(p.lastSweep) < ackSweepEvery {
+		return nil
+	}
+	p.lastSweep = now
+	var (
+		again []resend
+		given uint64
+	)
+	for id := p.floor; id < p.next; id++ {
+		a, ok := p.pending[id]
+		if !ok {
 			continue
 		}
-		ch := make(chan struct{})
-		p.probe = ch
-		p.mu.Unlock()
-		err := p.nc.FlushTimeout(time.Until(deadline))
-		p.mu.Lock()
-		if err == nil {
-			p.proven = max(p.proven, want)
+		age := now.Sub(a.at)
+		if age < ackResend {
+			break // and so are the ones after it
 		}
-		p.probe = nil
-		p.mu.Unlock()
-		close(ch)
-		if err != nil {
-			return false
+		if age >= p.giveUp {
+			delete(p.pending, id)
+			given++
+			continue
+		}
+		if now.Sub(a.sent) >= ackResend {
+			a.sent = now
+			again = append(again, resend{id: id, subject: a.subject})
 		}
 	}
+	if given > 0 {
+		p.lost += given
+		p.advance()
+		p.log.Warn("fan-out acks unanswered, given up: their events may be delivered again",
+			"acks", given, "after", p.giveUp, "given_up_total", p.lost)
+	}
+	return again
+}
+
+// write writes the acks of sweep again.
+func (p *ackProof) write(again []resend) {
+	for _, a := range again {
+		if err := p.nc.PublishMsg(&nats.Msg{Subject: a.subject, Reply: p.replyTo(a.id), Data: ackBody}); err != nil {
+			p.log.Debug("write an unanswered ack again", "err", err)
+			return
+		}
+	}
+}
+
+// ackDelivered acks a fan-out event whose deliveries were made: with
+// nats.url through the proof, asking for an answer.
+func (d *Dispatcher) ackDelivered(msg natsjs.Msg) error {
+	if d.acks == nil {
+		return msg.Ack()
+	}
+	return d.acks.ack(msg.Reply())
 }

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"sync"
 	"testing"
@@ -96,10 +97,12 @@ func (p *stallProxy) stall(on bool) {
 	p.resume.Broadcast()
 }
 
-// The proof that the server read every ack written: given at once when
-// none is unconfirmed, after one PING when some are, and refused while the
-// connection passes nothing (a silent partition: the client still thinks
-// it is connected), within about ackProbeWait; given again once it passes.
+// The proof that the server took every ack written, from its answers: given
+// at once when none is unanswered and once the server has answered; refused
+// at the deadline while the connection passes nothing (a silent partition:
+// the client still thinks it is connected), and given once it passes again;
+// an ack unanswered is written again, and given up after giveUp, which
+// refuses the attempts waiting for it and no later one.
 func TestAckProofSeesASilentPartition(t *testing.T) {
 	r := newRig(t, nil, nil)
 	px := newStallProxy(t, r.node.ClientURL()[len("nats://"):])
@@ -108,31 +111,55 @@ func TestAckProofSeesASilentPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	p := &ackProof{nc: nc}
-	if !p.confirmed() {
+	js, err := nc.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.AddStream(&nats.StreamConfig{Name: "PROOF", Subjects: []string{"proof.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := js.Publish("proof.e", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sub, err := js.PullSubscribe("proof.>", "c", nats.AckWait(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := sub.Fetch(3, nats.MaxWait(5*time.Second))
+	if err != nil || len(msgs) != 3 {
+		t.Fatalf("fetch: %d messages, %v", len(msgs), err)
+	}
+	p, err := newAckProof(nc, 2*time.Second, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	soon := func(d time.Duration) time.Time { return time.Now().Add(d) }
+
+	if !p.confirmed(soon(time.Second)) {
 		t.Fatal("no ack written, yet not confirmed")
 	}
-	if err := nc.Publish("acks.written", nil); err != nil {
+	if err := p.ack(msgs[0].Reply); err != nil {
 		t.Fatal(err)
 	}
-	p.wrote()
-	if !p.confirmed() || p.proven != 1 {
-		t.Fatalf("an ack on a working connection not confirmed (proven %d)", p.proven)
+	if !p.confirmed(soon(5 * time.Second)) {
+		t.Fatal("an ack on a working connection not confirmed")
 	}
+	if ci, err := sub.ConsumerInfo(); err != nil || ci.AckFloor.Stream != 1 {
+		t.Fatalf("confirmed, yet the consumer's ack floor is %+v (%v)", ci.AckFloor, err)
+	}
+
 	px.stall(true)
-	if err := nc.Publish("acks.written", nil); err != nil {
+	if err := p.ack(msgs[1].Reply); err != nil {
 		t.Fatal(err)
 	}
-	p.wrote()
 	start := time.Now()
 	var wg sync.WaitGroup
 	results := make([]bool, 4)
 	for i := range results {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = p.confirmed()
-		}()
+		wg.Go(func() { results[i] = p.confirmed(start.Add(time.Second)) })
 	}
 	wg.Wait()
 	for i, ok := range results {
@@ -140,15 +167,48 @@ func TestAckProofSeesASilentPartition(t *testing.T) {
 			t.Fatalf("caller %d: an ack written into a stalled connection confirmed", i)
 		}
 	}
-	if took := time.Since(start); took > 3*ackProbeWait {
-		t.Fatalf("refusing the proof took %s", took)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("refusing the proof took %s, deadline 1s", took)
 	}
 	if !nc.IsConnected() {
 		t.Fatal("the client noticed the stall: the test does not model a silent partition")
 	}
 	px.stall(false)
-	eventually(t, "the proof once the connection passes again", 10*time.Second, p.confirmed)
-	if p.proven != 2 {
-		t.Fatalf("proven %d, want 2", p.proven)
+	if !p.confirmed(soon(5 * time.Second)) {
+		t.Fatal("not confirmed once the connection passes again")
+	}
+
+	// An ack that nobody takes at first (a consumer leader not elected
+	// yet) is written again until it is answered.
+	if err := p.ack("unacked.nobody.yet"); err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(800*time.Millisecond, func() {
+		_, _ = r.node.Conn().Subscribe("unacked.nobody.yet", func(m *nats.Msg) { _ = m.Respond(nil) })
+	})
+	if !p.confirmed(soon(1900 * time.Millisecond)) {
+		t.Fatal("an ack answered only when written again: not confirmed")
+	}
+
+	// One nobody ever answers is given up after giveUp: the attempts
+	// waiting for it are refused, the next one goes.
+	if err := p.ack("unacked.never"); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	if p.confirmed(soon(10 * time.Second)) {
+		t.Fatal("an ack never answered: confirmed")
+	}
+	if took := time.Since(start); took < 1500*time.Millisecond || took > 5*time.Second {
+		t.Fatalf("given up after %s, want about 2s", took)
+	}
+	if p.lost != 1 {
+		t.Fatalf("%d acks given up, want 1", p.lost)
+	}
+	if !p.confirmed(soon(time.Second)) {
+		t.Fatal("after the give-up, the next attempt waits still")
+	}
+	if err := p.ack(msgs[2].Reply); err != nil || !p.confirmed(soon(5*time.Second)) {
+		t.Fatalf("an ack after a give-up: not confirmed (%v)", err)
 	}
 }

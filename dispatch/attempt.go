@@ -157,9 +157,10 @@ func (d *Dispatcher) late(dl *delivery) bool {
 	if !d.fanoutConn().IsConnected() {
 		return true
 	}
-	// The acks written before may have been lost in a silent partition
-	// (ackproof.go).
-	return !d.acks.confirmed()
+	// The acks written before may have been lost in a silent partition or
+	// with a failed cluster node (ackproof.go): wait for their answers,
+	// at most until the delivery would be late.
+	return !d.acks.confirmed(dl.fan.pulled.Add(time.Duration(d.fanoutHold.Load())))
 }
 
 // carryOut does what act says. After a 2xx the endpoint's in-flight slot

@@ -116,7 +116,7 @@ type Dispatcher struct {
 	// fanoutHold (nanoseconds) is how long after its pull a fan-out
 	// delivery may still be attempted: half of fanoutAckWait (late).
 	fanoutHold atomic.Int64
-	acks       *ackProof // with nats.url; nil when embedded (ackproof.go)
+	acks       *ackProof // with nats.url, from Run; nil when embedded (ackproof.go)
 	// fanoutFloor is the fan-out consumer's ack floor when last looked at
 	// (start, and every gauge refresh): a fan-out consumer deleted from
 	// under hookjet starts again after it.
@@ -203,9 +203,6 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	if cfg.NATS.URL != "" && o.Seen != nil {
 		d.shared = &sharedSeen{ids: o.Seen}
 	}
-	if cfg.NATS.URL != "" && o.NC != nil {
-		d.acks = &ackProof{nc: d.fanoutConn()} // a network connection: it can be cut
-	}
 	d.loopCtx, d.stopLoops = context.WithCancel(context.WithoutCancel(ctx))
 	d.sendCtx, d.stopSends = context.WithCancel(context.WithoutCancel(ctx))
 	return d, nil
@@ -246,6 +243,15 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	if err := d.answerHeld(); err != nil { // held keys, for the other processes' views
 		return err
+	}
+	if d.o.Config.NATS.URL != "" && d.o.NC != nil {
+		// A network connection: it can be cut, and a cluster node can
+		// fail with acks it took (ackproof.go).
+		acks, err := newAckProof(d.fanoutConn(), time.Duration(d.fanoutHold.Load()), d.log)
+		if err != nil {
+			return fmt.Errorf("fan-out ack answers: %w", err)
+		}
+		d.acks = acks
 	}
 	d.background.Add(1)
 	go func() {
@@ -307,6 +313,9 @@ func (d *Dispatcher) Stop(grace time.Duration) {
 	d.stopLoops()
 	d.loops.Wait()
 	d.inflight.Wait()
+	if d.acks != nil {
+		d.acks.Close()
+	}
 	over.Stop()
 	d.stopSends()
 	d.jobs.close()

@@ -429,10 +429,8 @@ func (f *fanEvent) settle(ok bool) {
 		if err := f.msg.NakWithDelay(2*time.Second + jitter(3*time.Second)); err != nil {
 			f.d.log.Warn("nak event", "err", err)
 		}
-	} else if err := f.msg.Ack(); err != nil {
+	} else if err := f.d.ackDelivered(f.msg); err != nil {
 		f.d.log.Warn("ack event", "err", err)
-	} else if f.d.acks != nil {
-		f.d.acks.wrote()
 	}
 	<-f.d.unsettled
 }
