@@ -105,15 +105,17 @@ func (p *ackProof) ack(subject string) error {
 	p.next++
 	p.pending[id] = &sentAck{subject: subject, at: now, sent: now}
 	p.mu.Unlock()
-	err := p.nc.PublishMsg(&nats.Msg{Subject: subject, Reply: p.replyTo(id), Data: ackBody})
+	err := p.publish(id, subject)
 	if err != nil {
 		p.answer(id) // not written: nothing to wait for
 	}
 	return err
 }
 
-func (p *ackProof) replyTo(id uint64) string {
-	return p.inbox + "." + strconv.FormatUint(id, 10)
+// publish writes ack id to subject, its answer asked for at inbox.<id>.
+func (p *ackProof) publish(id uint64, subject string) error {
+	reply := p.inbox + "." + strconv.FormatUint(id, 10)
+	return p.nc.PublishMsg(&nats.Msg{Subject: subject, Reply: reply, Data: ackBody})
 }
 
 // answer notes that ack id was answered.
@@ -225,7 +227,7 @@ func (p *ackProof) sweep(now time.Time) []resend {
 // write writes the acks of sweep again.
 func (p *ackProof) write(again []resend) {
 	for _, a := range again {
-		if err := p.nc.PublishMsg(&nats.Msg{Subject: a.subject, Reply: p.replyTo(a.id), Data: ackBody}); err != nil {
+		if err := p.publish(a.id, a.subject); err != nil {
 			p.log.Debug("write an unanswered ack again", "err", err)
 			return
 		}
