@@ -91,8 +91,13 @@ func OpenEndpointStore(ctx context.Context, js natsjs.JetStream, key []byte, rep
 	if s.bucket != EndpointBucket {
 		kc.Bucket, kc.Description = s.bucket, s.description
 	}
-	if s.kv, err = js.CreateOrUpdateKeyValue(ctx, kc); err != nil {
-		return nil, fmt.Errorf("bucket %s: %w", s.bucket, err)
+	// A cluster that has just started can refuse a placement for a
+	// moment (no suitable peers): retried like the streams.
+	if err := retry(ctx, s.log, "bucket "+s.bucket, func(ctx context.Context) (err error) {
+		s.kv, err = js.CreateOrUpdateKeyValue(ctx, kc)
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

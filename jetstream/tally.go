@@ -69,12 +69,16 @@ func NewTally(ctx context.Context, js natsjs.JetStream, replicas int, next inter
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, natsjs.KeyValueConfig{
-		Bucket: CountsBucket, Description: "hookjet: delivery attempts per minute and process, for the last hour",
-		History: 1, TTL: tallyTTL, Storage: natsjs.FileStorage, Replicas: max(1, replicas),
+	var kv natsjs.KeyValue
+	err := retry(ctx, log, "bucket "+CountsBucket, func(ctx context.Context) (err error) {
+		kv, err = js.CreateOrUpdateKeyValue(ctx, natsjs.KeyValueConfig{
+			Bucket: CountsBucket, Description: "hookjet: delivery attempts per minute and process, for the last hour",
+			History: 1, TTL: tallyTTL, Storage: natsjs.FileStorage, Replicas: max(1, replicas),
+		})
+		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("kv %s: %w", CountsBucket, err)
+		return nil, err
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
