@@ -79,6 +79,9 @@ type Dispatcher struct {
 	global   chan struct{} // worker.concurrency: requests in flight
 	share    *poolShare    // divides global between the endpoints using it
 	waitingN atomic.Int32  // fan-out deliveries waiting for an endpoint's slot
+	// fastWaitingN: those waiting past waitingN's bounds for an endpoint
+	// that frees its slots fast (startWaiting).
+	fastWaitingN atomic.Int32
 	// workerWaits counts fan-out deliveries waiting for a worker (launchSoon).
 	workerWaits atomic.Int32
 	jobs        *jobs     // background NATS work (tasks, dead letters)

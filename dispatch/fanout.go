@@ -420,8 +420,12 @@ func (f *fanEvent) settle(ok bool) {
 		// event back at once while the server cannot have handed it out
 		// again yet (it does after AckWait); otherwise the event would
 		// wait out the rest of AckWait, a stall at the end of a burst.
+		// Forsaken again (a process that stays starved, or acks that stay
+		// unanswered), it comes back later each time, so that it does not
+		// spin through MaxDeliver to the safety net's dead letter without
+		// an attempt.
 		if time.Since(f.pulled) < f.d.fanoutAckWait*3/4 {
-			if err := f.msg.Nak(); err != nil {
+			if err := f.msg.NakWithDelay(forsakenDelay(f.msg)); err != nil {
 				f.d.log.Debug("hand back forsaken event", "err", err)
 			}
 		}
@@ -433,6 +437,16 @@ func (f *fanEvent) settle(ok bool) {
 		f.d.log.Warn("ack event", "err", err)
 	}
 	<-f.d.unsettled
+}
+
+// forsakenDelay is how long a forsaken event waits before it comes back:
+// at once the first time, then 200 ms more for each delivery, at most 5 s.
+func forsakenDelay(msg natsjs.Msg) time.Duration {
+	meta, err := msg.Metadata()
+	if err != nil || meta.NumDelivered <= 1 {
+		return 0
+	}
+	return min(time.Duration(meta.NumDelivered-1)*200*time.Millisecond, 5*time.Second)
 }
 
 // eventOf reads the event of a HOOKJET_EVENTS message. One published
@@ -571,7 +585,8 @@ func (d *Dispatcher) route(ctx context.Context, dl *delivery) {
 	case "":
 		d.launch(ctx, dl, adm, false)
 	case "in_flight":
-		if !d.startWaiting(dl.e, dl.s) {
+		waits, fast := d.startWaiting(dl.e, dl.s)
+		if !waits {
 			d.park(dl, "in_flight")
 			return
 		}
@@ -579,7 +594,7 @@ func (d *Dispatcher) route(ctx context.Context, dl *delivery) {
 		go func() {
 			defer d.inflight.Done()
 			ok := dl.e.slots.acquire(ctx, inFlightWait)
-			d.stopWaiting(dl.e)
+			d.stopWaiting(dl.e, fast)
 			if !ok {
 				d.park(dl, "in_flight")
 				return
@@ -597,22 +612,53 @@ func (d *Dispatcher) route(ctx context.Context, dl *delivery) {
 }
 
 // startWaiting reports whether a fan-out delivery may wait for one of e's
-// in-flight slots: at most 4 x max_in_flight deliveries per endpoint (a busy
-// healthy endpoint's momentary peak), and never more than a quarter of the
-// fan-out's unsettled events, and worker.concurrency in the process wait,
-// each holding its event unsettled, so a saturated endpoint parks the rest
-// at once instead of filling the fan-out's unsettled events.
-func (d *Dispatcher) startWaiting(e *endpoint, s *settings) bool {
-	limit := min(4*s.ep.MaxInFlight, max(1, cap(d.unsettled)/4))
-	if int(e.slots.waiting.Add(1)) > limit || int(d.waitingN.Add(1)) > cap(d.global) {
-		d.stopWaiting(e)
-		return false
+// in-flight slots, and which budget the wait takes (stopWaiting gives it
+// back). Each wait holds its event unsettled, so the waits are bounded:
+//
+//   - any endpoint: at most 4 x max_in_flight deliveries (a busy healthy
+//     endpoint's momentary peak), and never more than a quarter of the
+//     fan-out's unsettled events; worker.concurrency such waits in the
+//     process. A saturated endpoint parks the rest at once instead of
+//     filling the fan-out's unsettled events.
+//   - an endpoint that frees its slots fast (soonFree: every waiting
+//     delivery can expect a slot within fastWait at the rate it has been
+//     freeing them), past those bounds: up to half the fan-out's unsettled
+//     events each, and as many in the process as the fan-out holds
+//     beyond worker.concurrency. In a burst to healthy endpoints the fan-out
+//     then holds what it pulled until the endpoints take it, instead of
+//     parking it: a parked delivery is a task stored with its payload
+//     (replicated on a cluster) and a drain consumer to read it back.
+//
+// A slow endpoint frees slots seconds apart, so it never gets the second
+// budget and cannot hold more of the fan-out than before.
+func (d *Dispatcher) startWaiting(e *endpoint, s *settings) (ok, fast bool) {
+	n := int(e.slots.waiting.Add(1))
+	if n <= min(4*s.ep.MaxInFlight, max(1, cap(d.unsettled)/4)) {
+		if int(d.waitingN.Add(1)) <= cap(d.global) {
+			return true, false
+		}
+		d.waitingN.Add(-1)
 	}
-	return true
+	if n <= cap(d.unsettled)/2 && e.slots.soonFree(n, fastWait) {
+		if int(d.fastWaitingN.Add(1)) <= cap(d.unsettled)-cap(d.global) {
+			return true, true
+		}
+		d.fastWaitingN.Add(-1)
+	}
+	e.slots.waiting.Add(-1)
+	return false, false
 }
 
-func (d *Dispatcher) stopWaiting(e *endpoint) {
+// fastWait is how soon a delivery waiting in startWaiting's second budget
+// must expect a slot: below inFlightWait, after which it is parked.
+const fastWait = inFlightWait * 4 / 5
+
+func (d *Dispatcher) stopWaiting(e *endpoint, fast bool) {
 	e.slots.waiting.Add(-1)
+	if fast {
+		d.fastWaitingN.Add(-1)
+		return
+	}
 	d.waitingN.Add(-1)
 }
 

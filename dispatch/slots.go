@@ -25,7 +25,17 @@ type slots struct {
 	// freed slot goes to it, not to a new fan-out delivery, so an
 	// endpoint's parked backlog is not starved by its fresh traffic.
 	drainWaits int
+	// freedAt is when a slot was last released (unix ns) and gap the
+	// moving average of the time between releases (ns; 0 until two
+	// releases): how soon a delivery that waits now can expect one of its
+	// own (soonFree).
+	freedAt int64
+	gap     atomic.Int64
 }
+
+// gapWeight is the weight of the newest interval in slots.gap: about the
+// last 16 releases count.
+const gapWeight = 16
 
 // poolShare divides worker.concurrency between the endpoints that have
 // requests in flight, so that slow endpoints cannot take every worker: an
@@ -148,11 +158,30 @@ func (s *slots) wait(ctx context.Context, wait time.Duration, first bool) bool {
 func (s *slots) release() {
 	s.mu.Lock()
 	s.gave()
+	now := time.Now().UnixNano()
+	if s.freedAt > 0 {
+		dt := now - s.freedAt
+		if g := s.gap.Load(); g > 0 {
+			s.gap.Store(g + (dt-g)/gapWeight)
+		} else {
+			s.gap.Store(max(1, dt))
+		}
+	}
+	s.freedAt = now
 	if s.freed != nil {
 		close(s.freed)
 		s.freed = nil
 	}
 	s.mu.Unlock()
+}
+
+// soonFree reports whether n deliveries waiting for a slot can all expect
+// one within d, at the rate the endpoint has been freeing them. An idle
+// endpoint's first releases after a long pause count as slow until a few
+// fast ones have pulled the average down.
+func (s *slots) soonFree(n int, d time.Duration) bool {
+	g := s.gap.Load()
+	return g > 0 && int64(n)*g <= int64(d)
 }
 
 func (s *slots) inUse() int {

@@ -63,7 +63,7 @@
 //	               to its own node (cluster3x3; in this process, so they share
 //	               its 2 cores with the three nodes), then the JetStream-only
 //	               floor on the same cluster (cluster3floor); targets: one
-//	               process >= 40% of healthy10fast's rate in the same run (the
+//	               process >= 50% of healthy10fast's rate in the same run (the
 //	               same sync policy), three together >= 90% of one, each of
 //	               the three >= 20% of the deliveries; the ratios to healthy10
 //	               and to the floor are reported. CPU is this process's only;

@@ -533,12 +533,7 @@ func isolationExtras(r *result) []string {
 			float64(st.EventsPeakBytes)/(1<<20), st.EventsMaxBytes>>20, st.PushedBytes>>20, st.LogOldest))
 	}
 	if len(st.Deferrals) > 0 {
-		keys := slices.Sorted(maps.Keys(st.Deferrals))
-		parts := make([]string, len(keys))
-		for i, k := range keys {
-			parts[i] = fmt.Sprintf("%s %.0f", k, st.Deferrals[k])
-		}
-		out = append(out, "deferrals: "+strings.Join(parts, ", "))
+		out = append(out, "deferrals: "+causeCounts(st.Deferrals))
 	}
 	switch {
 	case st.Parked > 0:
@@ -573,6 +568,31 @@ func deferrals(ctx context.Context, base string, measured func(int) bool) map[st
 		return nil
 	}
 	return parseDeferrals(text, measured)
+}
+
+// causeCounts lists counts by cause, sorted: "in_flight 3, rate_limit 1".
+func causeCounts(m map[string]float64) string {
+	keys := slices.Sorted(maps.Keys(m))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %.0f", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// parked keeps the non-zero causes of deferrals' sums, dropping the
+// "measured " prefix (every endpoint is measured).
+func parked(d map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range d {
+		if v > 0 {
+			out[strings.TrimPrefix(k, "measured ")] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // metricsText is the Prometheus text exposition at base's /metrics.

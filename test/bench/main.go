@@ -487,6 +487,9 @@ func printReport(w io.Writer, rep *report) {
 			extra = append(extra, fmt.Sprintf("at the end: RSS anon %.0f MB + file %.0f MB, Go heap %.0f MB, stacks %.0f MB, Go sys %.0f MB, %d goroutines",
 				r.RSSAnonMB, r.RSSFileMB, r.GoHeapMB, r.GoStackMB, r.GoSysMB, r.Goroutines))
 		}
+		if len(r.Parked) > 0 {
+			extra = append(extra, "parked or put back: "+causeCounts(r.Parked))
+		}
 		if r.ShutdownSeconds > 0 {
 			extra = append(extra, fmt.Sprintf("shutdown %.2fs", r.ShutdownSeconds))
 		}

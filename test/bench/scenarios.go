@@ -100,6 +100,11 @@ type result struct {
 	// made (hookjet_attempts_total{class="success"}), with several on a
 	// cluster (cluster3x3).
 	ProcessDeliveries []float64 `json:"process_deliveries,omitempty"`
+	// Parked is hookjet_deferrals_total at the end of a throughput run,
+	// by cause, over every endpoint (of the first process): the
+	// deliveries parked as tasks or put back without an attempt, each a
+	// task write and a drain.
+	Parked map[string]float64 `json:"parked,omitempty"`
 	// Isolation is what the isolation scenarios (isolation.go) measure
 	// besides the healthy endpoints' rate and latency.
 	Isolation *isolationStats `json:"isolation,omitempty"`
@@ -513,6 +518,9 @@ func (b *bench) throughput(ctx context.Context, s throughputSpec) (*result, erro
 	r.setDelivered(x, t0, tEnd, cpu)
 	if len(h.others) > 0 {
 		r.ProcessDeliveries = processDeliveries(ctx, h)
+	}
+	if h.srv != nil {
+		r.Parked = parked(deferrals(ctx, "http://"+h.srv.AdminAddr(), func(int) bool { return true }))
 	}
 	r.HealthyEndpoints = countHealthy(s.behave)
 	if e == 10 && r.HealthyEndpoints == 10 {
