@@ -623,8 +623,8 @@ func (d *Dispatcher) route(ctx context.Context, dl *delivery) {
 //   - an endpoint that frees its slots fast (soonFree: every waiting
 //     delivery can expect a slot within fastWait at the rate it has been
 //     freeing them), past those bounds: up to half the fan-out's unsettled
-//     events each, and as many in the process as the fan-out holds
-//     beyond worker.concurrency. In a burst to healthy endpoints the fan-out
+//     events each, and as many in the process, with the first kind, as the
+//     fan-out holds unsettled. In a burst to healthy endpoints the fan-out
 //     then holds what it pulled until the endpoints take it, instead of
 //     parking it: a parked delivery is a task stored with its payload
 //     (replicated on a cluster) and a drain consumer to read it back.
@@ -639,8 +639,8 @@ func (d *Dispatcher) startWaiting(e *endpoint, s *settings) (ok, fast bool) {
 		}
 		d.waitingN.Add(-1)
 	}
-	if n <= cap(d.unsettled)/2 && e.slots.soonFree(n, fastWait) {
-		if int(d.fastWaitingN.Add(1)) <= cap(d.unsettled)-cap(d.global) {
+	if n <= cap(d.unsettled)/2 && e.slots.soonFree(n, s.ep.MaxInFlight, fastWait) {
+		if int(d.fastWaitingN.Add(1)+d.waitingN.Load()) <= cap(d.unsettled) {
 			return true, true
 		}
 		d.fastWaitingN.Add(-1)

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,12 +11,14 @@ import (
 // slots is an endpoint's in-flight cap: a counting semaphore whose limit can
 // change while slots are taken (a reload), so a changed endpoint never has
 // more than its new limit in flight. It costs no goroutine or timer while
-// nobody waits.
+// nobody waits. Waiters are served in order (drains first): a released
+// slot is handed to the first, so a wait is as long as the queue ahead of
+// it, not a draw among every waiter woken at once.
 type slots struct {
 	mu    sync.Mutex
 	n     int
 	limit int
-	freed chan struct{} // closed and replaced on every release; nil until someone waits
+	queue []*slotWaiter // drains first, then fan-out deliveries, each in arrival order
 	// share is the process's worker pool, divided between the endpoints
 	// with requests in flight; nil: no share applies (tests).
 	share *poolShare
@@ -25,12 +28,21 @@ type slots struct {
 	// freed slot goes to it, not to a new fan-out delivery, so an
 	// endpoint's parked backlog is not starved by its fresh traffic.
 	drainWaits int
-	// freedAt is when a slot was last released (unix ns) and gap the
-	// moving average of the time between releases (ns; 0 until two
-	// releases): how soon a delivery that waits now can expect one of its
-	// own (soonFree).
-	freedAt int64
-	gap     atomic.Int64
+	// since is when the endpoint last released a slot, or took one with
+	// none taken (the start of a busy spell), whichever is later (unix
+	// ns); gap is the moving average of the time from since to a release
+	// (ns; 0 until the first): how often it frees a slot while busy, idle
+	// time left out. soonFree reads both.
+	since atomic.Int64
+	gap   atomic.Int64
+}
+
+// slotWaiter is one wait in slots.queue: ch is closed when a slot is handed
+// to it (granted).
+type slotWaiter struct {
+	ch      chan struct{}
+	first   bool
+	granted bool
 }
 
 // gapWeight is the weight of the newest interval in slots.gap: about the
@@ -71,6 +83,9 @@ func (p *poolShare) allows(n int) bool {
 // took and gave keep active and taken up to date; called with s.mu held.
 func (s *slots) took() {
 	s.n++
+	if s.n == 1 {
+		s.since.Store(time.Now().UnixNano())
+	}
 	if s.share == nil {
 		return
 	}
@@ -100,7 +115,7 @@ func (s *slots) setLimit(n int) {
 func (s *slots) tryAcquire() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.n >= s.limit || !s.share.allows(s.n) || s.drainWaits > 0 {
+	if s.n >= s.limit || !s.share.allows(s.n) || s.drainWaits > 0 || len(s.queue) > 0 {
 		return false
 	}
 	s.took()
@@ -127,61 +142,86 @@ func (s *slots) acquireFirst(ctx context.Context, wait time.Duration) bool {
 }
 
 func (s *slots) wait(ctx context.Context, wait time.Duration, first bool) bool {
+	s.mu.Lock()
+	if s.n < s.limit && s.share.allows(s.n) && (first || s.drainWaits == 0) && (len(s.queue) == 0 || first && !s.queue[0].first) {
+		s.took()
+		s.mu.Unlock()
+		return true
+	}
+	w := &slotWaiter{ch: make(chan struct{}), first: first}
+	at := len(s.queue)
+	if first {
+		at = 0
+		for at < len(s.queue) && s.queue[at].first {
+			at++
+		}
+	}
+	s.queue = slices.Insert(s.queue, at, w)
+	s.mu.Unlock()
 	var timeout <-chan time.Time
 	if wait > 0 {
 		t := time.NewTimer(wait)
 		defer t.Stop()
 		timeout = t.C
 	}
-	for {
-		s.mu.Lock()
-		if s.n < s.limit && s.share.allows(s.n) && (first || s.drainWaits == 0) {
-			s.took()
-			s.mu.Unlock()
-			return true
-		}
-		if s.freed == nil {
-			s.freed = make(chan struct{})
-		}
-		ch := s.freed
-		s.mu.Unlock()
-		select {
-		case <-ch:
-		case <-timeout:
-			return false
-		case <-ctx.Done():
-			return false
-		}
+	select {
+	case <-w.ch:
+		return true
+	case <-timeout:
+	case <-ctx.Done():
 	}
+	s.mu.Lock()
+	if w.granted {
+		// Handed a slot as the wait ended: pass it on.
+		s.mu.Unlock()
+		s.release()
+		return false
+	}
+	if i := slices.Index(s.queue, w); i >= 0 {
+		s.queue = slices.Delete(s.queue, i, i+1)
+	}
+	s.mu.Unlock()
+	return false
 }
 
+// release gives a slot back: to the first waiter, when there is one and
+// the (possibly lowered) limit allows the slot to stay taken.
 func (s *slots) release() {
 	s.mu.Lock()
-	s.gave()
 	now := time.Now().UnixNano()
-	if s.freedAt > 0 {
-		dt := now - s.freedAt
+	if since := s.since.Load(); since > 0 {
+		dt := max(1, now-since)
 		if g := s.gap.Load(); g > 0 {
 			s.gap.Store(g + (dt-g)/gapWeight)
 		} else {
-			s.gap.Store(max(1, dt))
+			s.gap.Store(dt)
 		}
 	}
-	s.freedAt = now
-	if s.freed != nil {
-		close(s.freed)
-		s.freed = nil
+	s.since.Store(now)
+	if len(s.queue) > 0 && s.n <= s.limit {
+		w := s.queue[0]
+		s.queue = slices.Delete(s.queue, 0, 1)
+		w.granted = true
+		close(w.ch)
+	} else {
+		s.gave()
 	}
 	s.mu.Unlock()
 }
 
-// soonFree reports whether n deliveries waiting for a slot can all expect
-// one within d, at the rate the endpoint has been freeing them. An idle
-// endpoint's first releases after a long pause count as slow until a few
-// fast ones have pulled the average down.
-func (s *slots) soonFree(n int, d time.Duration) bool {
+// soonFree reports whether n deliveries waiting for one of limit slots can
+// all expect one within d, at the rate the endpoint has been freeing them
+// while busy. The time since its last release, shared by its limit slots,
+// counts as the gap when it is longer: an endpoint that has just turned
+// slow, or whose first requests are still out, is as slow as it has shown
+// itself so far. (Shared, because slots are often freed together: a group
+// commit of the ledger settles several deliveries at once.)
+func (s *slots) soonFree(n, limit int, d time.Duration) bool {
 	g := s.gap.Load()
-	return g > 0 && int64(n)*g <= int64(d)
+	if since := s.since.Load(); since > 0 {
+		g = max(g, (time.Now().UnixNano()-since)/int64(max(1, limit)))
+	}
+	return int64(n)*max(g, 1) <= int64(d)
 }
 
 func (s *slots) inUse() int {

@@ -9,15 +9,18 @@ import (
 
 // A burst to an endpoint that frees its slots fast waits in the fan-out
 // past the static bound (4 x max_in_flight) instead of being parked; a slow
-// endpoint, or one with no releases yet, gets only the static bound; and
-// the second budget is bounded too.
+// endpoint, or one whose first requests have been out for a second, gets
+// only the static bound; and the second budget is bounded too.
 func TestFastEndpointsWaitPastTheStaticBound(t *testing.T) {
 	d := &Dispatcher{global: make(chan struct{}, 8), unsettled: make(chan struct{}, 32)}
 	s := &settings{ep: &config.Endpoint{Settings: config.Settings{MaxInFlight: 1}}}
-	newEndpoint := func(gap time.Duration) *endpoint {
+	// gap: the average time between releases; busy: how long ago the
+	// last release was, or the busy spell began.
+	newEndpoint := func(gap, busy time.Duration) *endpoint {
 		e := &endpoint{id: "e"}
 		e.slots.setLimit(1)
 		e.slots.gap.Store(int64(gap))
+		e.slots.since.Store(time.Now().Add(-busy).UnixNano())
 		return e
 	}
 	waits := func(e *endpoint, n int) (static, fast int) {
@@ -33,24 +36,29 @@ func TestFastEndpointsWaitPastTheStaticBound(t *testing.T) {
 		return static, fast
 	}
 
-	unknown := newEndpoint(0)
+	unknown := newEndpoint(0, time.Second)
 	if st, f := waits(unknown, 10); st != 4 || f != 0 {
-		t.Fatalf("no releases yet: %d static and %d fast waits, want 4 and 0", st, f)
+		t.Fatalf("no release in the second since the first request: %d static and %d fast waits, want 4 and 0", st, f)
 	}
-	slow := newEndpoint(time.Second)
+	slow := newEndpoint(time.Second, 0)
 	if st, f := waits(slow, 10); st != 4 || f != 0 {
 		t.Fatalf("a slot freed every second: %d static and %d fast waits, want 4 and 0", st, f)
 	}
+	turned := newEndpoint(time.Millisecond, time.Second)
+	if st, f := waits(turned, 10); st != 0 || f != 0 {
+		t.Fatalf("fast until a second ago, the static budget spent: %d static and %d fast waits, want 0 and 0", st, f)
+	}
 	// The static budget (8 in the process) is spent: a fast endpoint
 	// waits in the second one, up to half the unsettled events each (16)
-	// and as many as the fan-out holds past worker.concurrency (24) in all.
-	fast := newEndpoint(time.Millisecond)
+	// and, with the 8 static waits, as many as the fan-out holds
+	// unsettled (32) in all.
+	fast := newEndpoint(time.Millisecond, 0)
 	if st, f := waits(fast, 20); st != 0 || f != 16 {
 		t.Fatalf("a slot freed every millisecond: %d static and %d fast waits, want 0 and 16", st, f)
 	}
-	other := newEndpoint(time.Millisecond)
+	other := newEndpoint(0, 0) // its first requests have just gone out
 	if st, f := waits(other, 20); st != 0 || f != 8 {
-		t.Fatalf("a second fast endpoint: %d static and %d fast waits, want 0 and 8 (the rest of 24)", st, f)
+		t.Fatalf("a second fast endpoint: %d static and %d fast waits, want 0 and 8 (the rest of 32)", st, f)
 	}
 	d.stopWaiting(slow, false)
 	if ok, f := d.startWaiting(unknown, s); ok || f {
@@ -65,9 +73,14 @@ func TestFastEndpointsWaitPastTheStaticBound(t *testing.T) {
 func TestSlotsMeasureHowOftenTheyFree(t *testing.T) {
 	var s slots
 	s.setLimit(4)
-	if s.soonFree(1, time.Hour) {
-		t.Fatal("soonFree before any release")
+	if !s.tryAcquire() {
+		t.Fatal("no slot")
 	}
+	time.Sleep(50 * time.Millisecond)
+	if s.soonFree(10, 1, 100*time.Millisecond) {
+		t.Fatal("soonFree for 10 with no release in the 50 ms since the first request")
+	}
+	s.release()
 	for range 40 {
 		if !s.tryAcquire() {
 			t.Fatal("no slot")
@@ -78,7 +91,7 @@ func TestSlotsMeasureHowOftenTheyFree(t *testing.T) {
 	if g := time.Duration(s.gap.Load()); g < time.Millisecond || g > 50*time.Millisecond {
 		t.Fatalf("gap %s after releases about 1 ms apart", g)
 	}
-	if !s.soonFree(10, time.Second) || s.soonFree(10_000, time.Second) {
+	if !s.soonFree(10, 1, time.Second) || s.soonFree(10_000, 1, time.Second) {
 		t.Fatalf("soonFree disagrees with a gap of %s", time.Duration(s.gap.Load()))
 	}
 }
