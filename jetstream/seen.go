@@ -1,13 +1,13 @@
 package jetstream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/bits"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,13 +22,18 @@ import (
 // kept for dedupe.ttl so that a copy arriving after JetStream's duplicate
 // window is still recognised, by whichever process gets it.
 //
-// Each accepted id is one message on one of two shared subjects,
+// Accepted ids are gathered for at most seenBatchWait (or seenBatchMax ids)
+// into one message on one of two shared subjects,
 //
-//	hookjet.seen.events    an event id the fan-out accepted: "<seq>\n<id>"
-//	hookjet.seen.inbound   a provider's id the inbound gateway stored:
-//	                       "<seq>\n<ledger key>"
+//	hookjet.seen.events    event ids the fan-out accepted
+//	hookjet.seen.inbound   provider ids the inbound gateway stored (their
+//	                       ledger keys)
 //
-// published asynchronously (never waited for), and every process follows
+// whose body is "*<count>\n" and then, for each id, "<seq> <length>
+// <id>\n" (earlier versions wrote one id a message, "<seq>\n<id>", which
+// is still read). A message per id was a replicated write and a delivery
+// to every process's follower per event; a batch is one for hundreds.
+// They are published asynchronously (never waited for), and every process follows
 // the stream with an ordered consumer into its own dedupe ledger (bbolt,
 // package dedupe), so a lookup is a local read: no JetStream round trip per
 // event. Two shared subjects cost the NATS servers a few bytes of heap per
@@ -101,6 +106,11 @@ type SeenIDs struct {
 
 	announced, lost, applied atomic.Uint64
 
+	// batch holds the ids not yet published, per subject; a timer
+	// publishes a batch seenBatchWait after its first id.
+	mu    sync.Mutex
+	batch map[string]*seenBatch
+
 	stop context.CancelFunc
 	done chan struct{}
 	once sync.Once
@@ -114,7 +124,19 @@ const (
 	// stores the position applied one period before, whose records the
 	// ledger's batcher has committed by then.
 	seenSaveEvery = time.Second
+	// seenBatchWait is how long an id waits for others to share its
+	// message, seenBatchMax how many share one at most: an announcement
+	// is milliseconds late, well within the duplicate window that covers
+	// it meanwhile.
+	seenBatchWait = 2 * time.Millisecond
+	seenBatchMax  = 512
 )
+
+// seenBatch is the ids gathered for one message.
+type seenBatch struct {
+	n    int
+	data []byte // the records, without the "*<count>\n" head
+}
 
 // OpenSeenIDs starts announcing into and following HOOKJET_SEEN, which
 // [EnsureStreams] created.
@@ -122,11 +144,13 @@ func OpenSeenIDs(js natsjs.JetStream, ledger SeenLedger, log *slog.Logger) (*See
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &SeenIDs{js: js, ledger: ledger, log: log, done: make(chan struct{})}
+	s := &SeenIDs{js: js, ledger: ledger, log: log, done: make(chan struct{}), batch: map[string]*seenBatch{}}
 	pub, err := natsjs.New(js.Conn(),
 		natsjs.WithPublishAsyncMaxPending(seenMaxPending),
-		natsjs.WithPublishAsyncErrHandler(func(_ natsjs.JetStream, _ *nats.Msg, err error) { s.lose(err) }),
-		natsjs.WithPublishAsyncAckHandler(func(natsjs.JetStream, *nats.Msg, *natsjs.PubAck) { s.announced.Add(1) }),
+		natsjs.WithPublishAsyncErrHandler(func(_ natsjs.JetStream, m *nats.Msg, err error) { s.lose(seenCount(m.Data), err) }),
+		natsjs.WithPublishAsyncAckHandler(func(_ natsjs.JetStream, m *nats.Msg, _ *natsjs.PubAck) {
+			s.announced.Add(uint64(seenCount(m.Data)))
+		}),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", SeenStream, err)
@@ -139,21 +163,106 @@ func OpenSeenIDs(js natsjs.JetStream, ledger SeenLedger, log *slog.Logger) (*See
 }
 
 // Announce tells every process that key was accepted as sequence seq. It
-// never waits for the server: a full queue of announcements drops it
+// never waits for the server: the id goes out with the others announced
+// within seenBatchWait, and a full queue of announcements drops them
 // (counted in Lost; within the duplicate window NATS still dedupes).
 func (s *SeenIDs) Announce(subject, key string, seq uint64) {
-	data := strconv.AppendUint(make([]byte, 0, 21+len(key)), seq, 10)
-	data = append(append(data, '\n'), key...)
-	if _, err := s.pub.PublishMsgAsync(&nats.Msg{Subject: subject, Data: data}, natsjs.WithStallWait(seenStallWait)); err != nil {
-		s.lose(err)
+	s.mu.Lock()
+	b := s.batch[subject]
+	if b == nil {
+		b = &seenBatch{data: make([]byte, 0, 4096)}
+		s.batch[subject] = b
+		time.AfterFunc(seenBatchWait, func() { s.publish(subject, b) })
+	}
+	b.n++
+	b.data = strconv.AppendUint(b.data, seq, 10)
+	b.data = append(b.data, ' ')
+	b.data = strconv.AppendInt(b.data, int64(len(key)), 10)
+	b.data = append(b.data, ' ')
+	b.data = append(append(b.data, key...), '\n')
+	full := b.n >= seenBatchMax
+	s.mu.Unlock()
+	if full {
+		s.publish(subject, b)
 	}
 }
 
-// lose counts an announcement that was not stored, with a warning at every
-// power of two.
-func (s *SeenIDs) lose(err error) {
-	if n := s.lost.Add(1); bits.OnesCount64(n) == 1 {
-		s.log.Warn("ids not announced in "+SeenStream+": a copy sent again after the duplicate window to another process would be taken again", "lost", n, "err", err)
+// publish sends b, unless it has been sent (by its timer or because it
+// filled up).
+func (s *SeenIDs) publish(subject string, b *seenBatch) {
+	s.mu.Lock()
+	if s.batch[subject] != b {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.batch, subject)
+	s.mu.Unlock()
+	data := strconv.AppendInt(append(make([]byte, 0, len(b.data)+12), '*'), int64(b.n), 10)
+	data = append(append(data, '\n'), b.data...)
+	if _, err := s.pub.PublishMsgAsync(&nats.Msg{Subject: subject, Data: data}, natsjs.WithStallWait(seenStallWait)); err != nil {
+		s.lose(b.n, err)
+	}
+}
+
+// publishAll sends every batch gathered so far.
+func (s *SeenIDs) publishAll() {
+	s.mu.Lock()
+	var subjects []string
+	var batches []*seenBatch
+	for subject, b := range s.batch {
+		subjects, batches = append(subjects, subject), append(batches, b)
+	}
+	s.mu.Unlock()
+	for i, b := range batches {
+		s.publish(subjects[i], b)
+	}
+}
+
+// seenCount is how many ids a HOOKJET_SEEN message announces.
+func seenCount(data []byte) int {
+	head, _, ok := bytes.Cut(data, []byte{'\n'})
+	if !ok || len(head) < 2 || head[0] != '*' {
+		return 1 // one id a message, as earlier versions wrote
+	}
+	n, err := strconv.Atoi(string(head[1:]))
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// seenRecords calls fn for each id and sequence in a HOOKJET_SEEN
+// message, in either form; it stops at the first malformed record.
+func seenRecords(data []byte, fn func(key string, seq uint64)) {
+	head, rest, ok := bytes.Cut(data, []byte{'\n'})
+	if !ok {
+		return
+	}
+	if len(head) == 0 || head[0] != '*' {
+		if seq, err := strconv.ParseUint(string(head), 10, 64); err == nil && len(rest) > 0 {
+			fn(string(rest), seq)
+		}
+		return
+	}
+	for len(rest) > 0 {
+		seqText, after, ok1 := bytes.Cut(rest, []byte{' '})
+		lenText, after, ok2 := bytes.Cut(after, []byte{' '})
+		seq, err1 := strconv.ParseUint(string(seqText), 10, 64)
+		n, err2 := strconv.Atoi(string(lenText))
+		if !ok1 || !ok2 || err1 != nil || err2 != nil || n < 1 || n >= len(after) || after[n] != '\n' {
+			return
+		}
+		fn(string(after[:n]), seq)
+		rest = after[n+1:]
+	}
+}
+
+// lose counts n announcements that were not stored, with a warning each
+// time the count passes a power of two.
+func (s *SeenIDs) lose(n int, err error) {
+	before := s.lost.Add(uint64(n)) - uint64(n)
+	if bits.Len64(before) != bits.Len64(before+uint64(n)) {
+		s.log.Warn("ids not announced in "+SeenStream+": a copy sent again after the duplicate window to another process would be taken again", "lost", before+uint64(n), "err", err)
 	}
 }
 
@@ -175,6 +284,7 @@ func (s *SeenIDs) Remember(key string, seq uint64) error {
 
 // Flush waits until every announcement made so far is stored, or ctx ends.
 func (s *SeenIDs) Flush(ctx context.Context) error {
+	s.publishAll()
 	select {
 	case <-s.pub.PublishAsyncComplete():
 		return nil
@@ -210,13 +320,11 @@ func (s *SeenIDs) follow(ctx context.Context) error {
 	saver := newPositionSaver(s)
 	defer saver.stop()
 	return readFrom(ctx, s.js, SeenStream, start, s.sameStream, func(m natsjs.Msg, seq uint64) error {
-		if seqText, key, ok := strings.Cut(string(m.Data()), "\n"); ok && key != "" {
-			if at, err := strconv.ParseUint(seqText, 10, 64); err == nil {
-				if _, _, err := s.ledger.FirstSeen(key, at); err != nil && !errors.Is(err, context.Canceled) {
-					s.log.Debug("remember a followed id", "err", err)
-				}
+		seenRecords(m.Data(), func(key string, at uint64) {
+			if _, _, err := s.ledger.FirstSeen(key, at); err != nil && !errors.Is(err, context.Canceled) {
+				s.log.Debug("remember a followed id", "err", err)
 			}
-		}
+		})
 		s.applied.Store(seq)
 		return nil
 	})

@@ -3,6 +3,8 @@ package jetstream
 import (
 	"context"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -162,5 +164,74 @@ func TestSeenAcrossProcessesPastTheWindow(t *testing.T) {
 	}
 	if a.seen.Lost() != 0 || b.seen.Lost() != 0 {
 		t.Errorf("announcements lost: %d, %d", a.seen.Lost(), b.seen.Lost())
+	}
+}
+
+// A HOOKJET_SEEN message carries many ids, in either form: the batches
+// this version writes and the one id a message of earlier versions; a
+// malformed record ends the reading, nothing after it is taken.
+func TestSeenRecordsReadBothForms(t *testing.T) {
+	type rec struct {
+		key string
+		seq uint64
+	}
+	read := func(data string) []rec {
+		var out []rec
+		seenRecords([]byte(data), func(key string, seq uint64) { out = append(out, rec{key, seq}) })
+		return out
+	}
+	key := "\x00in.github.a b\nc" // spaces and a newline in a key
+	batch := "*3\n7 5 evt_1\n9 " + strconv.Itoa(len(key)) + " " + key + "\n12 5 evt_2\n"
+	if got, want := read(batch), []rec{{"evt_1", 7}, {key, 9}, {"evt_2", 12}}; !slices.Equal(got, want) {
+		t.Errorf("batch: %v, want %v", got, want)
+	}
+	if n := seenCount([]byte(batch)); n != 3 {
+		t.Errorf("seenCount(batch) = %d, want 3", n)
+	}
+	if got, want := read("42\nevt_old"), []rec{{"evt_old", 42}}; !slices.Equal(got, want) {
+		t.Errorf("one id a message: %v, want %v", got, want)
+	}
+	if n := seenCount([]byte("42\nevt_old")); n != 1 {
+		t.Errorf("seenCount(one id) = %d, want 1", n)
+	}
+	if got, want := read("*2\n7 5 evt_1\n9 50 short\n"), []rec{{"evt_1", 7}}; !slices.Equal(got, want) {
+		t.Errorf("a record whose length runs past the end: %v, want %v", got, want)
+	}
+}
+
+// Ids announced together share a message, and each one reaches another
+// process's ledger; Announced counts ids, not messages.
+func TestSeenIDsAnnouncedTogetherShareAMessage(t *testing.T) {
+	js := startJS(t)
+	cfg := config.Default()
+	ctx := context.Background()
+	if err := EnsureStreams(ctx, js, &cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	url := js.Conn().ConnectedUrl()
+	a, b := openSeenProcess(t, url, t.TempDir()), openSeenProcess(t, url, t.TempDir())
+	const n = 1000
+	for i := range n {
+		a.seen.Announce(SeenEvents, "evt_"+strconv.Itoa(i), uint64(i+1))
+	}
+	if err := a.seen.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.seen.Announced(); got != n {
+		t.Fatalf("Announced = %d, want %d", got, n)
+	}
+	st, err := js.Stream(ctx, SeenStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := st.CachedInfo().State.Msgs
+	if msgs > n/seenBatchMax+10 {
+		t.Errorf("%d ids took %d messages", n, msgs)
+	}
+	b.waitApplied(t, st.CachedInfo().State.LastSeq)
+	for i := range n {
+		if seq, found, err := b.ledger.Seen("evt_" + strconv.Itoa(i)); err != nil || !found || seq != uint64(i+1) {
+			t.Fatalf("b: evt_%d seen %v at %d (%v)", i, found, seq, err)
+		}
 	}
 }

@@ -236,7 +236,13 @@ func (b *bench) historyFillSeen(ctx context.Context, srv *natsChild, cfg *config
 	}
 	st.SeenWriteSeconds = round(time.Since(t0).Seconds(), 2)
 	st.LostSeen = seen.Lost()
-	for seen.Applied() < uint64(n)-st.LostSeen {
+	// Ids share messages: the ledger has every one once it has applied
+	// the stream's last message.
+	filled, err := streamInfo(ctx, srv.js, jetstream.SeenStream)
+	if err != nil {
+		return err
+	}
+	for seen.Applied() < filled.State.LastSeq {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
