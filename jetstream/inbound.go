@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -175,7 +176,22 @@ type InboundStore struct {
 	seen    *SeenIDs
 	timeout time.Duration
 	log     *slog.Logger
+
+	// failed holds the Nats-Msg-Ids of stores answered with an error
+	// that may have been stored all the same (a publish the client sent
+	// again after reconnecting, a PubAck lost): the provider was told
+	// the event was not stored, so its retry is accepted, not a
+	// duplicate. Bounded: at most failedMax ids (past that the expired
+	// ones go, then any).
+	mu     sync.Mutex
+	failed map[string]time.Time
 }
+
+// failedMax bounds InboundStore.failed; failedFor is how long an id stays.
+const (
+	failedMax = 10_000
+	failedFor = 10 * time.Minute
+)
 
 // OpenInboundStore opens the store over the stream [EnsureInbound]
 // created, remembering ids in seen. timeout bounds each JetStream call (a
@@ -188,7 +204,7 @@ func OpenInboundStore(js natsjs.JetStream, seen *SeenIDs, timeout time.Duration,
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &InboundStore{js: js, seen: seen, timeout: timeout, log: log}
+	return &InboundStore{js: js, seen: seen, timeout: timeout, log: log, failed: map[string]time.Time{}}
 }
 
 // Flush waits until every id announced so far is stored in HOOKJET_SEEN, or
@@ -227,10 +243,13 @@ func (s *InboundStore) Store(ctx context.Context, ev InboundEvent) (InboundStore
 		ct = "application/json"
 	}
 	m.Header[HdrContentType] = []string{ct}
+	msgID := m.Header[HdrMsgID][0]
 	ack, err := s.js.PublishMsg(cctx, m)
 	if err != nil {
+		s.noteFailed(msgID)
 		return InboundStored{}, fmt.Errorf("store in %s: %w", InboundStream, err)
 	}
+	duplicate := ack.Duplicate && !s.takeFailed(msgID)
 	// Remembered after the PubAck, for a duplicate too (the first copy's
 	// announcement may have been lost), without waiting: until the
 	// announcement is followed, Nats-Msg-Id catches a copy within the
@@ -239,5 +258,30 @@ func (s *InboundStore) Store(ctx context.Context, ev InboundEvent) (InboundStore
 		s.log.Warn("inbound event stored but not remembered in the dedupe ledger", "source", ev.Source, "seq", ack.Sequence, "err", err)
 	}
 	s.seen.Announce(SeenInbound, key, ack.Sequence)
-	return InboundStored{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+	return InboundStored{Seq: ack.Sequence, Duplicate: duplicate}, nil
+}
+
+// noteFailed remembers that the store of msgID was answered with an error.
+func (s *InboundStore) noteFailed(msgID string) {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.failed) >= failedMax {
+		for id, at := range s.failed {
+			if now.Sub(at) > failedFor || len(s.failed) >= failedMax {
+				delete(s.failed, id)
+			}
+		}
+	}
+	s.failed[msgID] = now
+}
+
+// takeFailed reports whether the store of msgID was answered with an error
+// within failedFor, and forgets it.
+func (s *InboundStore) takeFailed(msgID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.failed[msgID]
+	delete(s.failed, msgID)
+	return ok && time.Since(at) <= failedFor
 }

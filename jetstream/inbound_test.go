@@ -1,8 +1,14 @@
 package jetstream
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/hookjet/hookjet/config"
 )
 
 func TestSanitizeType(t *testing.T) {
@@ -45,5 +51,48 @@ func TestInboundSeenKey(t *testing.T) {
 	}
 	if InboundMsgID("gh", "d1") != "gh:d1" {
 		t.Error("Nats-Msg-Id is not <source>:<id>")
+	}
+}
+
+// A store answered with an error may be stored all the same: the client
+// sends the publish again once it has reconnected, or the PubAck is lost.
+// The provider was told it was not stored, so its retry is accepted, not a
+// duplicate; a further copy is a duplicate.
+func TestInboundRetryAfterAFailedStoreIsAccepted(t *testing.T) {
+	js := startJS(t)
+	cfg := config.Default()
+	ctx := context.Background()
+	if err := EnsureStreams(ctx, js, &cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureInbound(ctx, js, &cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := openSeenProcess(t, js.Conn().ConnectedUrl(), t.TempDir())
+	ev := InboundEvent{Source: "stripe", ID: "evt_late", Type: "charge.succeeded", Body: []byte(`{}`), ReceivedAt: time.Now()}
+	store := OpenInboundStore(p.js, p.seen, time.Nanosecond, nil)
+	if _, err := store.Store(ctx, ev); err == nil {
+		t.Fatal("a store with no time for its PubAck succeeded")
+	}
+	// The copy the client sent again after the error: same Nats-Msg-Id.
+	late := &nats.Msg{Subject: InboundSubject(ev.Source, ev.Type), Header: nats.Header{}, Data: ev.Body}
+	late.Header.Set(HdrMsgID, InboundMsgID(ev.Source, ev.ID))
+	if _, err := js.PublishMsg(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	store.timeout = 2 * time.Second
+	got, err := store.Store(ctx, ev)
+	if err != nil || got.Duplicate {
+		t.Fatalf("the provider's retry: %+v, %v; want accepted", got, err)
+	}
+	if again, err := store.Store(ctx, ev); err != nil || !again.Duplicate || again.Seq != got.Seq {
+		t.Fatalf("a further copy: %+v, %v; want a duplicate of %d", again, err, got.Seq)
+	}
+	st, err := js.Stream(ctx, InboundStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := st.CachedInfo().State.Msgs; n != 1 {
+		t.Fatalf("%s holds %d messages, want 1", InboundStream, n)
 	}
 }
