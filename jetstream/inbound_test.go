@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-
-	"github.com/hookjet/hookjet/config"
 )
 
 func TestSanitizeType(t *testing.T) {
@@ -59,15 +57,8 @@ func TestInboundSeenKey(t *testing.T) {
 // The provider was told it was not stored, so its retry is accepted, not a
 // duplicate; a further copy is a duplicate.
 func TestInboundRetryAfterAFailedStoreIsAccepted(t *testing.T) {
-	js := startJS(t)
-	cfg := config.Default()
+	js := startSeenJS(t, 0)
 	ctx := context.Background()
-	if err := EnsureStreams(ctx, js, &cfg, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := EnsureInbound(ctx, js, &cfg, nil); err != nil {
-		t.Fatal(err)
-	}
 	p := openSeenProcess(t, js.Conn().ConnectedUrl(), t.TempDir())
 	ev := InboundEvent{Source: "stripe", ID: "evt_late", Type: "charge.succeeded", Body: []byte(`{}`), ReceivedAt: time.Now()}
 	store := OpenInboundStore(p.js, p.seen, time.Nanosecond, nil)

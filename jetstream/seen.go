@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/bits"
 	"strconv"
 	"sync"
@@ -207,14 +208,10 @@ func (s *SeenIDs) publish(subject string, b *seenBatch) {
 // publishAll sends every batch gathered so far.
 func (s *SeenIDs) publishAll() {
 	s.mu.Lock()
-	var subjects []string
-	var batches []*seenBatch
-	for subject, b := range s.batch {
-		subjects, batches = append(subjects, subject), append(batches, b)
-	}
+	batches := maps.Clone(s.batch)
 	s.mu.Unlock()
-	for i, b := range batches {
-		s.publish(subjects[i], b)
+	for subject, b := range batches {
+		s.publish(subject, b)
 	}
 }
 

@@ -25,6 +25,24 @@ type seenProcess struct {
 	close  func()
 }
 
+// startSeenJS starts a server with hookjet's streams and HOOKJET_INBOUND,
+// with a duplicate window of window (0: the default).
+func startSeenJS(t *testing.T, window time.Duration) natsjs.JetStream {
+	t.Helper()
+	js := startJS(t)
+	cfg := config.Default()
+	if window > 0 {
+		cfg.Streams.DuplicateWindow = window
+	}
+	if err := EnsureStreams(context.Background(), js, &cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureInbound(context.Background(), js, &cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
 // openSeenProcess connects to url as a process with its state in dir.
 func openSeenProcess(t *testing.T, url, dir string) *seenProcess {
 	t.Helper()
@@ -87,16 +105,8 @@ func (p *seenProcess) waitApplied(t *testing.T, seq uint64) {
 // after the second process restarts it still knows both, and it resumes
 // following after the position it stored.
 func TestSeenAcrossProcessesPastTheWindow(t *testing.T) {
-	js := startJS(t)
-	cfg := config.Default()
-	cfg.Streams.DuplicateWindow = time.Second
+	js := startSeenJS(t, time.Second)
 	ctx := context.Background()
-	if err := EnsureStreams(ctx, js, &cfg, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := EnsureInbound(ctx, js, &cfg, nil); err != nil {
-		t.Fatal(err)
-	}
 	url := js.Conn().ConnectedUrl()
 	a, bDir := openSeenProcess(t, url, t.TempDir()), t.TempDir()
 	b := openSeenProcess(t, url, bDir)
@@ -202,12 +212,8 @@ func TestSeenRecordsReadBothForms(t *testing.T) {
 // Ids announced together share a message, and each one reaches another
 // process's ledger; Announced counts ids, not messages.
 func TestSeenIDsAnnouncedTogetherShareAMessage(t *testing.T) {
-	js := startJS(t)
-	cfg := config.Default()
+	js := startSeenJS(t, 0)
 	ctx := context.Background()
-	if err := EnsureStreams(ctx, js, &cfg, nil); err != nil {
-		t.Fatal(err)
-	}
 	url := js.Conn().ConnectedUrl()
 	a, b := openSeenProcess(t, url, t.TempDir()), openSeenProcess(t, url, t.TempDir())
 	const n = 1000
