@@ -112,7 +112,8 @@
 // The per-key ordering scenarios (ordered.go) are the group "ordered", left
 // out of the default run for its time budget (-scenarios ordered, or make
 // bench-ordered). Events carry Hookjet-Ordering-Key k<n % keys>, published
-// at once to one endpoint with hookjet's default worker settings:
+// at once (but for the paced pair) to one endpoint with hookjet's default
+// worker settings:
 //
 //	ordered1000    30,000 events over 1,000 keys, ordering: key
 //	unordered1000  the same endpoint and events without ordering; target:
@@ -122,6 +123,10 @@
 //	orderedfail    the same while key k0's requests answer 500 for 10 s from
 //	               the first of them; target: the other keys' p99 (publish to
 //	               first 2xx) within 250 ms of orderedbase's
+//	orderedbasepaced, orderedfailpaced  the same pair published at 200/s
+//	               (one event per key per second) instead of at once, so
+//	               that the p99 is each event's own latency, not the time
+//	               the backlog takes; same target
 //	keys100k       100,000 keys, one event each: every one delivered, the
 //	               JetStream consumers (a fixed few), peak RSS and Go heap
 //

@@ -235,10 +235,15 @@ func (p *publisher) publish(n int) error {
 	}
 }
 
-// publishAll publishes events 0 to events-1 in order and sends the first
-// error, or nil, on the returned channel; it stops when ctx ends.
-func (p *publisher) publishAll(ctx context.Context, events int) <-chan error {
+// publishAll publishes events 0 to events-1 in order, at once or, with
+// rate > 0, paced at rate events/s from t0, and sends the first error, or
+// nil, on the returned channel; it stops when ctx ends.
+func (p *publisher) publishAll(ctx context.Context, events int, rate float64, t0 time.Time) <-chan error {
 	done := make(chan error, 1)
+	if rate > 0 {
+		go func() { done <- pace(ctx, p, events, rate, t0) }()
+		return done
+	}
 	go func() {
 		for n := range events {
 			if ctx.Err() != nil {

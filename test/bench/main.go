@@ -31,7 +31,8 @@ var scenarioNames = []string{
 	"cluster3",
 	"slow16", "slow1at2500", "ratelimited70", "dead10pct", "logfull", "consumers1100",
 	"burst10", "burst10fast", "burst1", "burst1fast", // test/bench/burst.go
-	"ordered1000", "unordered1000", "ordered1000fast", "unordered1000fast", "orderedbase", "orderedfail", "keys100k", // test/bench/ordered.go
+	"ordered1000", "unordered1000", "ordered1000fast", "unordered1000fast", "orderedbase", "orderedfail",
+	"orderedbasepaced", "orderedfailpaced", "keys100k", // test/bench/ordered.go
 	"history10m", // test/bench/history.go
 	"publish",    // test/bench/publish.go
 }

@@ -391,6 +391,8 @@ type throughputSpec struct {
 	// (test/bench/ordered.go).
 	keys       int
 	failKeyFor time.Duration
+	// rate paces the publisher at this many events/s; 0: all at once.
+	rate float64
 }
 
 // hookjetSpec renders s's endpoints for rec: endpoint i gets event type
@@ -486,7 +488,7 @@ func (b *bench) throughput(ctx context.Context, s throughputSpec) (*result, erro
 		gaps = watchGaps(x, h.pubAcked.Load, stopGaps, b.gapDumper(ctx, s.name, h))
 	}
 	keyed := b.watchKeyed(ctx, s, h, pub) // test/bench/ordered.go
-	pubDone := pub.publishAll(pubCtx, s.events)
+	pubDone := pub.publishAll(pubCtx, s.events, s.rate, t0)
 	r.Complete = x.wait(ctx, t0.Add(s.bound))
 	cpu, tEnd := cpuTime()-cpu0, time.Now()
 	close(stopGaps)
