@@ -598,3 +598,32 @@ func SpecOf(ep Endpoint) EndpointSpec {
 		},
 	}
 }
+
+// SpecAgainst is [SpecOf] overriding only the settings in which ep differs
+// from base: resolved against base, it is ep again. A definition shared
+// with other processes is made against the built-in defaults
+// (Default().Defaults), which every process resolves it against, so that
+// the record carries what the file changed rather than every setting.
+func SpecAgainst(ep Endpoint, base Settings) EndpointSpec {
+	spec := SpecOf(ep)
+	for _, f := range overrides {
+		switch own := f.own(&spec.Overrides).(type) {
+		case **time.Duration:
+			dropEqual(own, f.settings(&base).(*time.Duration))
+		case **int:
+			dropEqual(own, f.settings(&base).(*int))
+		case **float64:
+			dropEqual(own, f.settings(&base).(*float64))
+		case **string:
+			dropEqual(own, f.settings(&base).(*string))
+		}
+	}
+	return spec
+}
+
+// dropEqual unsets the override *own when it equals base.
+func dropEqual[T comparable](own **T, base *T) {
+	if *own != nil && **own == *base {
+		*own = nil
+	}
+}

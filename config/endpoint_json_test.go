@@ -236,6 +236,34 @@ func TestEndpointOrderingSettings(t *testing.T) {
 	}
 }
 
+// SpecAgainst overrides only what differs from its base, and resolving
+// the result against that base gives the endpoint back, whatever the
+// reader's own defaults would have been.
+func TestSpecAgainstKeepsOnlyWhatDiffers(t *testing.T) {
+	base := Default().Defaults
+	s := base
+	s.Timeout, s.Retry.MaxAttempts, s.RateLimit.RPS, s.RateLimit.Burst, s.Ordering = 2*time.Second, 3, 2.5, 4, OrderingKey
+	ep := Endpoint{ID: "a", URL: "https://a.example.com/", Secrets: []Secret{NewSecret(secretA)}, Settings: s}
+	spec := SpecAgainst(ep, base)
+	b, err := json.Marshal(spec.Overrides)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"ordering":"key","rate_limit":{"burst":4,"rps":2.5},"retry":{"max_attempts":3},"timeout":"2s"}`; string(b) != want {
+		t.Errorf("overrides %s, want %s", b, want)
+	}
+	got, err := ResolveEndpoint(base, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Settings != s {
+		t.Errorf("resolved against its base:\n%+v\nwant\n%+v", got.Settings, s)
+	}
+	if all := SpecAgainst(Endpoint{ID: "a", Settings: base}, base); all.Overrides != (Overrides{}) {
+		t.Errorf("an endpoint with the base's settings overrides %+v", all.Overrides)
+	}
+}
+
 func TestSecurityCheckURL(t *testing.T) {
 	s := Security{HTTPSOnly: true}
 	if err := s.CheckURL("http://a.example.com/"); err == nil {

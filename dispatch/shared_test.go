@@ -18,13 +18,19 @@ func TestProcessesShareTheirConfigEndpoints(t *testing.T) {
 	rc := newReceiver(t)
 	node, cfg := sharedNode(t)
 	p1 := sharing(t, node, cfg, []config.Endpoint{endpointTo("one", rc)})
-	p2 := sharing(t, node, cfg, []config.Endpoint{endpointTo("two", rc)})
+	// The second file's defaults differ: a shared definition is resolved
+	// as its own process resolved it, never against the reader's file.
+	other := *cfg
+	other.Defaults.MaxInFlight, other.Defaults.Retry.MaxAttempts = 3, 9
+	p2 := sharing(t, node, &other, []config.Endpoint{endpointTo("two", rc)})
 	eventually(t, "the first process learns the second's endpoint", 10*time.Second, func() bool {
 		ep, ok := p1.d.table.Get("two")
 		return ok && ep.Source == config.SourceConfig && !p1.d.table.OwnsConfig("two")
 	})
 	if ep, ok := p2.d.table.Get("one"); !ok || ep.URL != rc.srv.URL+"/one" {
 		t.Fatalf("the second process does not know the first's endpoint: %+v %v", ep.URL, ok)
+	} else if ep.Settings != fastSettings() {
+		t.Fatalf("the second process resolved the first's endpoint as\n%+v, its file says\n%+v", ep.Settings, fastSettings())
 	}
 	evs := ids("s", 8)
 	var want []string

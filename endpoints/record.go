@@ -35,9 +35,10 @@ type Record struct {
 	InsecureSkipVerify bool `json:"insecure_skip_verify,omitempty"`
 	// Overrides are the settings the endpoint sets itself.
 	Overrides config.Overrides `json:"overrides"`
-	// CreatedAt and UpdatedAt are set by the admin API.
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	// CreatedAt and UpdatedAt are set by the admin API (zero, and left out,
+	// in the shared definitions of config-file endpoints).
+	CreatedAt time.Time `json:"created_at,omitzero"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
 	// Revision is the KV revision the record was read at; 0 when it was not
 	// read from the bucket.
 	Revision uint64 `json:"-"`
