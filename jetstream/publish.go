@@ -281,6 +281,13 @@ func ServePublish(nc *nats.Conn, a Answerer, maxInFlight int, log *slog.Logger) 
 		_ = sub.Unsubscribe()
 		return nil, fmt.Errorf("subscribe to %s>: %w", PublishPrefix, err)
 	}
+	// Once it returns, a request from any connection finds a responder:
+	// the server has the subscription (a request sent before the SUB
+	// reached it would be answered "no responders").
+	if err := nc.FlushTimeout(5 * time.Second); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("subscribe to %s>: %w", PublishPrefix, err)
+	}
 	r.sub = sub
 	return r, nil
 }
