@@ -23,8 +23,9 @@ const clusterBinary = "bin/nats-server"
 
 // cluster3 is the cluster target: one hookjet (in this process) on a
 // real 3-node JetStream cluster of separate nats-server processes on this
-// machine, R3 streams, 10 healthy endpoints; then, on the same cluster, the
-// JetStream-only floor (the same publisher, an R3 stream and one consumer
+// machine, R3 streams, 10 healthy endpoints; then, on the same cluster,
+// three processes (cluster3x3), one with the delivery log off
+// (cluster3nolog: what the log's R3 writes cost), and the JetStream-only floor (the same publisher, an R3 stream and one consumer
 // that acks). The nodes keep the server's default sync interval. CPU figures
 // cover this process only, not the three nats-server processes.
 func (b *bench) cluster3(ctx context.Context) []runFunc {
@@ -65,6 +66,24 @@ func (b *bench) cluster3(ctx context.Context) []runFunc {
 			}
 			r, err := b.throughput(ctx, throughputSpec{name: "cluster3x3", cluster: c, processes: 3,
 				description: fmt.Sprintf("three hookjet processes (in this process, each connected to its own node) on the same cluster, 10 healthy endpoints, %d events, max_in_flight %d", events, p.maxInFlight),
+				behave:      allHealthy(10), events: events, maxInFlight: p.maxInFlight, bound: 2 * p.bound})
+			if err != nil {
+				closeCluster()
+			}
+			return r, err
+		},
+		func() (*result, error) {
+			// What the delivery log costs on the cluster (an R3 write per
+			// attempt): the ceiling of batching its records.
+			if c == nil {
+				return nil, fmt.Errorf("cluster3nolog: no cluster")
+			}
+			if err := deleteStreams(ctx, c.URL()); err != nil {
+				closeCluster()
+				return nil, err
+			}
+			r, err := b.throughput(ctx, throughputSpec{name: "cluster3nolog", cluster: c, logOff: true,
+				description: fmt.Sprintf("cluster3 with log.enabled false: one hookjet on the same cluster, 10 healthy endpoints, %d events, max_in_flight %d", events, p.maxInFlight),
 				behave:      allHealthy(10), events: events, maxInFlight: p.maxInFlight, bound: 2 * p.bound})
 			if err != nil {
 				closeCluster()
@@ -232,6 +251,7 @@ func clusterTargets(get func(string) *result) []target {
 		ratioCheck("one hookjet on a 3-node cluster (R3, separate processes, sync 2m) vs embedded with nats.sync 2m, 10 endpoints", ">= 50%", 50, c3, get("healthy10fast"), "cluster3 and healthy10fast", rate),
 		ratioCheck("one hookjet on a 3-node cluster vs embedded with nats.sync always", "reported", 0, c3, get("healthy10"), "cluster3 and healthy10", rate),
 		ratioCheck("one hookjet on a 3-node cluster vs the JetStream-only floor on it", "reported", 0, c3, get("cluster3floor"), "cluster3", rate),
+		ratioCheck("one hookjet on a 3-node cluster, delivery log off vs on", "reported", 0, get("cluster3nolog"), c3, "cluster3", rate),
 		ratioCheck("three hookjet processes on the 3-node cluster together vs one on it", ">= 90%", 90, x3, c3, "cluster3", rate),
 		shareCheck(x3),
 		ratioCheck("three hookjet processes on the 3-node cluster vs the JetStream-only floor on it", "reported", 0, x3, get("cluster3floor"), "cluster3", rate),
