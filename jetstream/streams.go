@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
@@ -416,6 +417,17 @@ const (
 
 // EnsureDrainConsumer creates or updates the drain consumer of one
 // endpoint's tasks. The server removes it after a minute without pulls.
+//
+// Its state is kept in memory (MemoryStorage), on as many servers as the
+// tasks: HOOKJET_TASKS is a work queue, so a task is gone once
+// acknowledged, and a drain consumer lost with its servers (an embedded
+// server's restart, a whole cluster's) is made again and hands out exactly
+// the tasks still waiting, at once. Kept on disk, every ack rewrote its
+// state file (a temporary file, a write, a rename) on every replica: in a
+// CPU profile of the three nodes during the bench's cluster3, those writes
+// were 20% of the nodes' time. (One replica, Replicas 1, would also save
+// the raft group each drain consumer is on a cluster; measured, drains
+// then stalled with tasks left waiting, so it is not done.)
 func EnsureDrainConsumer(ctx context.Context, js natsjs.JetStream, ep config.Endpoint) (natsjs.Consumer, error) {
 	cc := natsjs.ConsumerConfig{
 		Durable:           DrainConsumerName(ep.ID),
@@ -426,8 +438,16 @@ func EnsureDrainConsumer(ctx context.Context, js natsjs.JetStream, ep config.End
 		FilterSubject:     TasksPrefix + ep.ID,
 		MaxAckPending:     max(64, 2*ep.MaxInFlight),
 		InactiveThreshold: time.Minute,
+		MemoryStorage:     true,
 	}
 	c, err := js.CreateOrUpdateConsumer(ctx, TasksStream, cc)
+	if err != nil && strings.Contains(err.Error(), "storage type can not be updated") {
+		// A drain consumer of an earlier version, kept on disk: its
+		// unacknowledged tasks stay in the work queue for the new one.
+		if derr := js.DeleteConsumer(ctx, TasksStream, cc.Durable); derr == nil || errors.Is(derr, natsjs.ErrConsumerNotFound) {
+			c, err = js.CreateOrUpdateConsumer(ctx, TasksStream, cc)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: %w", cc.Durable, err)
 	}
