@@ -69,9 +69,11 @@ type lane struct {
 	// read is the last stream sequence the feed handed over.
 	read uint64
 	// floor is the fan-out consumer's ack floor last read; floorWait the
-	// keys whose first entry waits for it to rise.
-	floor     uint64
-	floorWait map[laneKeyID]struct{}
+	// keys whose first entry waits for it to rise, with that entry's
+	// order, and floorQueue the same by order (lane_floor.go).
+	floor      uint64
+	floorWait  map[laneKeyID]uint64
+	floorQueue floorQueue
 	// pendFloor is an ack floor read before the lane's last sequence was
 	// pendLast: it applies once the feed has read that far, because an
 	// entry of an event below the floor was stored before the floor was
@@ -163,7 +165,7 @@ const (
 )
 
 func newLane(d *Dispatcher) *lane {
-	return &lane{d: d, keys: map[laneKeyID]*laneKey{}, byEp: map[string]map[string]*laneKey{}, own: map[uint64]struct{}{}, floorWait: map[laneKeyID]struct{}{},
+	return &lane{d: d, keys: map[laneKeyID]*laneKey{}, byEp: map[string]map[string]*laneKey{}, own: map[uint64]struct{}{}, floorWait: map[laneKeyID]uint64{},
 		ready: map[string][]*laneKey{}, running: map[string]bool{}, wake: make(chan struct{}, 1), removeKick: make(chan struct{}, 1), live: map[uint64]*laneKey{}, moving: map[uint64]struct{}{}, blocked: map[*laneKey]struct{}{}}
 }
 

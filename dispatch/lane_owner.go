@@ -71,7 +71,7 @@ func (l *lane) end() {
 	l.keys = map[laneKeyID]*laneKey{}
 	l.byEp = map[string]map[string]*laneKey{}
 	l.own = map[uint64]struct{}{}
-	l.floorWait = map[laneKeyID]struct{}{}
+	l.floorWait, l.floorQueue = map[laneKeyID]uint64{}, nil
 	l.ready = map[string][]*laneKey{}
 	l.live, l.kept = map[uint64]*laneKey{}, 0
 	l.moving = map[uint64]struct{}{}
@@ -253,13 +253,7 @@ func (l *lane) consider(k *laneKey) {
 	}
 	if !h.front && h.order > l.floor+1 {
 		// An earlier event of the key may still be on its way to the lane.
-		if _, ok := l.floorWait[k.id]; !ok {
-			l.floorWait[k.id] = struct{}{}
-			select {
-			case l.wake <- struct{}{}:
-			default:
-			}
-		}
+		l.waitFloor(k, h.order)
 		return
 	}
 	delete(l.floorWait, k.id)
@@ -354,22 +348,6 @@ func (l *lane) offerFloor(gen, floor, last uint64) {
 		return
 	}
 	l.pendFloor, l.pendLast = floor, last
-}
-
-// applyFloor raises the floor and lets the keys that waited for it go.
-// l.mu is held.
-func (l *lane) applyFloor(floor uint64) {
-	if floor <= l.floor {
-		return
-	}
-	l.floor = floor
-	for id := range l.floorWait {
-		if k := l.keys[id]; k != nil {
-			l.consider(k)
-		} else {
-			delete(l.floorWait, id)
-		}
-	}
 }
 
 // run attempts the ready keys of endpoint ep, one after another as the
