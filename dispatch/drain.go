@@ -38,6 +38,14 @@ type drainer struct {
 	// deliveries before it deletes its consumer: each counts as a drain
 	// running, so that drain consumers stay at most maxDrains.
 	closing map[string]bool
+	// left are the endpoints whose drain ended with its consumer still
+	// standing (the endpoint due again within drainPoll or at once, a
+	// slice spent, or tasks not yet settled at the server), and since
+	// when. Each counts as a drain running until a drain of it deletes
+	// it, the server's inactivity threshold does, or startDue deletes it
+	// to make room for another endpoint: drain consumers stay at most
+	// maxDrains without one made and deleted per short wait.
+	left    map[string]time.Time
 	renoted map[string]bool // tasks noted while a drain ran: look again after it
 	// sched holds, per endpoint, the retries this process stored as
 	// schedules and has not seen come back as tasks: event key -> due
@@ -68,7 +76,7 @@ type takenTasks struct {
 }
 
 func newDrainer(d *Dispatcher) *drainer {
-	return &drainer{d: d, kick: make(chan struct{}, 1), due: map[string]time.Time{}, running: map[string]bool{}, closing: map[string]bool{}, renoted: map[string]bool{}, sched: map[string]map[string]time.Time{},
+	return &drainer{d: d, kick: make(chan struct{}, 1), due: map[string]time.Time{}, running: map[string]bool{}, closing: map[string]bool{}, left: map[string]time.Time{}, renoted: map[string]bool{}, sched: map[string]map[string]time.Time{},
 		held: map[*heldTask]struct{}{}, taken: map[string]takenTasks{}}
 }
 
@@ -385,10 +393,12 @@ func (r *drainer) startDue(ctx context.Context) {
 	now := d.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for id, at := range r.due {
-		if len(r.running)+len(r.closing) >= maxDrains {
-			return
+	for id, t := range r.left {
+		if now.Sub(t) > jetstream.DrainInactiveThreshold {
+			delete(r.left, id) // the server has deleted it
 		}
+	}
+	for id, at := range r.due {
 		if r.running[id] || r.closing[id] || at.After(now) {
 			continue
 		}
@@ -411,6 +421,9 @@ func (r *drainer) startDue(ctx context.Context) {
 		if h, ok := d.o.Breakers.Health(id); ok && h.State == breaker.Open && h.OpenUntil.After(now) {
 			r.due[id] = h.OpenUntil
 			continue
+		}
+		if _, standing := r.left[id]; !standing && r.inUse() >= maxDrains && !r.evictLeft(ctx) {
+			return
 		}
 		r.running[id] = true
 		r.wg.Add(1)
@@ -479,6 +492,16 @@ func (r *drainer) drain(ctx context.Context, e *endpoint) (next time.Time, empty
 		d.log.Warn("open drain", "endpoint", e.id, "err", err)
 		return d.now().Add(5 * time.Second), false
 	}
+	standing := true // until this drain deletes its consumer
+	defer func() {
+		r.mu.Lock()
+		if standing {
+			r.left[e.id] = d.now()
+		} else {
+			delete(r.left, e.id)
+		}
+		r.mu.Unlock()
+	}()
 	var mine sync.WaitGroup
 	adms := make([]*admission, 0, maxDrainFetch)
 	end := d.now().Add(drainSlice)
@@ -491,7 +514,7 @@ func (r *drainer) drain(ctx context.Context, e *endpoint) (next time.Time, empty
 			adm, wait = d.admitNow(ctx, e, s)
 			if adm == nil {
 				if wait.After(d.now().Add(drainPoll)) {
-					r.close(ctx, e.id, cons, &mine)
+					standing = !r.close(ctx, e.id, &mine)
 				}
 				return wait, false
 			}
@@ -529,7 +552,9 @@ func (r *drainer) drain(ctx context.Context, e *endpoint) (next time.Time, empty
 			d.log.Warn("drain", "endpoint", e.id, "err", err)
 			return d.now().Add(5 * time.Second), false
 		}
-		return time.Time{}, d.dropIfEmpty(ctx, e.id)
+		empty = d.dropIfEmpty(ctx, e.id)
+		standing = !empty
+		return time.Time{}, empty
 	}
 	if adm != nil {
 		adm.release()
@@ -741,10 +766,11 @@ const drainSettle = time.Second
 
 // close deletes the drain consumer of endpoint id once this drain's
 // deliveries (mine) are settled, unless it holds unsettled tasks or waiting
-// pulls (another process's drain of id), which the consumer's inactivity
-// threshold removes. Deliveries not settled within drainSettle are waited
-// for in the background, the endpoint counted in r.closing meanwhile.
-func (r *drainer) close(ctx context.Context, id string, cons natsjs.Consumer, mine *sync.WaitGroup) {
+// pulls (another process's drain of id). Deliveries not settled within
+// drainSettle are waited for in the background, the endpoint counted in
+// r.closing meanwhile. It reports whether the consumer is deleted or left
+// to the background; one left standing is in r.left.
+func (r *drainer) close(ctx context.Context, id string, mine *sync.WaitGroup) bool {
 	settled := make(chan struct{})
 	go func() {
 		mine.Wait()
@@ -759,35 +785,98 @@ func (r *drainer) close(ctx context.Context, id string, cons natsjs.Consumer, mi
 		r.closing[id] = true
 		r.mu.Unlock()
 		r.wg.Go(func() {
+			deleted := false
 			select {
 			case <-settled:
-				r.deleteDrained(ctx, id, cons)
+				deleted = r.deleteDrained(ctx, id)
 			case <-ctx.Done():
 			}
 			r.mu.Lock()
 			delete(r.closing, id)
+			if !deleted {
+				r.left[id] = r.d.now()
+			}
 			r.mu.Unlock()
 			r.poke()
 		})
-		return
+		return true
 	case <-ctx.Done():
-		return
+		return false
 	}
-	r.deleteDrained(ctx, id, cons)
+	return r.deleteDrained(ctx, id)
 }
 
-// deleteDrained deletes id's drain consumer, settled by this process,
-// unless it holds unsettled tasks or waiting pulls of another process.
-func (r *drainer) deleteDrained(ctx context.Context, id string, cons natsjs.Consumer) {
+// inUse is how many drain consumers this process accounts for: its drains
+// running or closing and the consumers it left standing. r.mu is held.
+func (r *drainer) inUse() int {
+	n := len(r.running) + len(r.closing)
+	for id := range r.left {
+		if !r.running[id] && !r.closing[id] {
+			n++
+		}
+	}
+	return n
+}
+
+// evictLeft makes room for a drain under maxDrains: it deletes, in the
+// background, a drain consumer this process left standing, counted in
+// r.closing until it is gone. It reports false when none is left. r.mu is
+// held.
+func (r *drainer) evictLeft(ctx context.Context) bool {
+	for id, since := range r.left {
+		if r.running[id] || r.closing[id] {
+			continue
+		}
+		delete(r.left, id)
+		r.closing[id] = true
+		r.wg.Go(func() {
+			deleted := r.deleteDrained(ctx, id)
+			r.mu.Lock()
+			delete(r.closing, id)
+			if !deleted && !r.running[id] {
+				r.left[id] = since // tasks in flight at the server: it stays, and counts
+			}
+			r.mu.Unlock()
+		})
+		return true
+	}
+	return false
+}
+
+// deleteDrained deletes id's drain consumer unless it holds unsettled tasks
+// or waiting pulls (of another process, or naked with a delay by this one),
+// and reports whether it is gone. This process's own acknowledgements are
+// asynchronous: an ack count still pending is looked at again twice.
+func (r *drainer) deleteDrained(ctx context.Context, id string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	info, err := cons.Info(ctx)
-	if err != nil || info.NumAckPending > 0 || info.NumWaiting > 0 {
-		return
+	name := jetstream.DrainConsumerName(id)
+	cons, err := r.d.o.JS.Consumer(ctx, jetstream.TasksStream, name)
+	if errors.Is(err, natsjs.ErrConsumerNotFound) {
+		return true
 	}
-	if err := r.d.o.JS.DeleteConsumer(ctx, jetstream.TasksStream, jetstream.DrainConsumerName(id)); err != nil && !errors.Is(err, natsjs.ErrConsumerNotFound) {
+	if err != nil {
+		return false
+	}
+	info := cons.CachedInfo()
+	for try := 0; info.NumAckPending > 0 && info.NumWaiting == 0 && try < 2; try++ {
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return false
+		}
+		if info, err = cons.Info(ctx); err != nil {
+			return errors.Is(err, natsjs.ErrConsumerNotFound)
+		}
+	}
+	if info.NumAckPending > 0 || info.NumWaiting > 0 {
+		return false
+	}
+	if err := r.d.o.JS.DeleteConsumer(ctx, jetstream.TasksStream, name); err != nil && !errors.Is(err, natsjs.ErrConsumerNotFound) {
 		r.d.log.Debug("delete drain consumer", "endpoint", id, "err", err)
+		return false
 	}
+	return true
 }
 
 // dropIfEmpty deletes e's drain consumer when its subject holds no task at

@@ -437,7 +437,7 @@ func EnsureDrainConsumer(ctx context.Context, js natsjs.JetStream, ep config.End
 		MaxDeliver:        TasksMaxDeliver,
 		FilterSubject:     TasksPrefix + ep.ID,
 		MaxAckPending:     max(64, 2*ep.MaxInFlight),
-		InactiveThreshold: time.Minute,
+		InactiveThreshold: DrainInactiveThreshold,
 		MemoryStorage:     true,
 	}
 	c, err := js.CreateOrUpdateConsumer(ctx, TasksStream, cc)
@@ -453,6 +453,10 @@ func EnsureDrainConsumer(ctx context.Context, js natsjs.JetStream, ep config.End
 	}
 	return c, nil
 }
+
+// DrainInactiveThreshold is how long the server keeps a drain consumer no
+// process pulls from.
+const DrainInactiveThreshold = time.Minute
 
 // ReadInactive is how long the server keeps an ordered consumer that reads
 // a stream (a DLQ listing, a redelivery) after its last pull, instead of

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/internal/freeport"
 	"github.com/hookjet/hookjet/internal/testkit"
 	"github.com/hookjet/hookjet/server"
 )
@@ -234,12 +234,11 @@ func testConfig(t testing.TB, dir string, extra string, eps ...endpointYAML) *co
 
 func freePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Port()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // hookjet is an in-process hookjet with a client connection to its NATS.

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/hookjet/hookjet/internal/freeport"
 )
 
 // Options say what cluster to run. The zero value of each field has the
@@ -53,7 +54,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if o.Name == "" {
 		o.Name = "hookjet"
 	}
-	ports, err := freePorts(3 * o.Size)
+	ports, err := freeport.Ports(3 * o.Size)
 	if err != nil {
 		return nil, err
 	}
@@ -190,23 +191,3 @@ func healthy(ctx context.Context, monitorPort int) error {
 	return nil
 }
 
-// freePorts returns n distinct free loopback ports (held open together while
-// they are chosen, so none repeats).
-func freePorts(n int) ([]int, error) {
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			_ = ln.Close()
-		}
-	}()
-	ports := make([]int, n)
-	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		lns = append(lns, ln)
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-	}
-	return ports, nil
-}

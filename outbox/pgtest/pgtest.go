@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hookjet/hookjet/internal/freeport"
 )
 
 // ErrUnavailable is wrapped by [New] errors meaning that PostgreSQL is not
@@ -78,7 +79,7 @@ func New() (_ *Server, err error) {
 	if err := s.run("initdb", "-D", s.data(), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"); err != nil {
 		return nil, err
 	}
-	if s.port, err = freePort(); err != nil {
+	if s.port, err = freeport.Port(); err != nil {
 		return nil, err
 	}
 	conf := fmt.Sprintf("\nport = %d\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ''\nfsync = off\nsynchronous_commit = off\nfull_page_writes = off\nmax_connections = 50\n", s.port)
@@ -146,15 +147,6 @@ func asPostgres() ([]string, int, int, error) {
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	return []string{runuser, "-u", "postgres", "--"}, uid, gid, nil
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 func (s *Server) data() string { return filepath.Join(s.dir, "data") }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/internal/freeport"
 	hjpublish "github.com/hookjet/hookjet/publish"
 	hjserver "github.com/hookjet/hookjet/server"
 )
@@ -111,7 +111,7 @@ func startHookjet(ctx context.Context, spec hookjetSpec, logOut io.Writer) (*ins
 			h.stop()
 		}
 	}()
-	port, err := freePort()
+	port, err := freeport.Port()
 	if err != nil {
 		return nil, err
 	}
@@ -268,15 +268,6 @@ func (p *publisher) flush(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for %d publish acks: %w", p.js.PublishAsyncPending(), ctx.Err())
 	}
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // logCounter is the slog handler hookjet logs to during a run: it counts

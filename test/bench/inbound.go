@@ -20,6 +20,7 @@ import (
 
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/inbound"
+	"github.com/hookjet/hookjet/internal/freeport"
 	"github.com/hookjet/hookjet/server"
 )
 
@@ -85,7 +86,7 @@ func startInbound(ctx context.Context, logOut io.Writer, sync string) (*instance
 		return nil, "", err
 	}
 	h := &instance{dir: dir, logs: newLogCounter(logOut, slog.LevelWarn)}
-	port, err := freePort()
+	port, err := freeport.Port()
 	if err != nil {
 		h.stop()
 		return nil, "", err

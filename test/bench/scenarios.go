@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hookjet/hookjet/internal/freeport"
 	"github.com/hookjet/hookjet/internal/natscluster"
 )
 
@@ -401,7 +402,7 @@ func (s throughputSpec) hookjetSpec(b *bench, rec *receiver) (hookjetSpec, error
 	spec := hookjetSpec{maxInFlight: s.maxInFlight, concurrency: b.p.concurrency, sync: s.sync, logOff: s.logOff}
 	closed := ""
 	if slices.Contains(s.behave, refused) {
-		port, err := freePort()
+		port, err := freeport.Port()
 		if err != nil {
 			return spec, err
 		}

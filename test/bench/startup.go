@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hookjet/hookjet/internal/freeport"
 	"github.com/hookjet/hookjet/internal/testkit"
 )
 
@@ -163,11 +164,11 @@ func (b *bench) startup(ctx context.Context, name, sync, dir string, restart boo
 // address. Every endpoint has its own event type and points at a closed
 // port: nothing is published.
 func writeStartupConfig(dir, sync string) (path, admin string, err error) {
-	natsPort, err := freePort()
+	natsPort, err := freeport.Port()
 	if err != nil {
 		return "", "", err
 	}
-	adminPort, err := freePort()
+	adminPort, err := freeport.Port()
 	if err != nil {
 		return "", "", err
 	}

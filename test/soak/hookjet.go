@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/hookjet/hookjet/internal/freeport"
 )
 
 // endpoint is one endpoint of the soak's config, shared by every hookjet
@@ -82,7 +83,7 @@ func newHookjetProc(name, binary, work, natsURL string, rec *receiver, maxInFlig
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := freeport.Port()
 	if err != nil {
 		return nil, err
 	}
@@ -215,11 +216,3 @@ func (p *hookjetProc) terminate(grace time.Duration) {
 	}
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}

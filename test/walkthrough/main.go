@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/hookjet/hookjet/internal/freeport"
 )
 
 // pages is the repeatable -readme flag.
@@ -285,7 +287,7 @@ func newEnv() (*env, func(), error) {
 	cleanup := func() { _ = os.RemoveAll(dir) }
 	e := &env{dir: dir, config: filepath.Join(dir, "hookjet.yaml")}
 	for _, p := range []*string{&e.nats, &e.admin, &e.recv, &e.inbound} {
-		if *p, err = freeAddr(); err != nil {
+		if *p, err = freeport.Addr(); err != nil {
 			cleanup()
 			return nil, nil, err
 		}
@@ -307,15 +309,6 @@ func newEnv() (*env, func(), error) {
 		"HOOKJET_NATS_LISTEN="+e.nats, "HOOKJET_ADMIN_LISTEN="+e.admin,
 		"PATH="+bin+sep+filepath.Join(bin, "tools")+sep+os.Getenv("PATH"))
 	return e, cleanup, nil
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String(), nil
 }
 
 func (e *env) subst(s string) string { return e.replacer.Replace(s) }
