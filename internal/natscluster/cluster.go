@@ -190,4 +190,3 @@ func healthy(ctx context.Context, monitorPort int) error {
 	}
 	return nil
 }
-

@@ -215,4 +215,3 @@ func (p *hookjetProc) terminate(grace time.Duration) {
 		_ = p.kill()
 	}
 }
-
