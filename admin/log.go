@@ -166,11 +166,16 @@ func (a *handler) endpointAttempts(w http.ResponseWriter, r *http.Request) {
 }
 
 // ownRecord reports whether rec is of the endpoint created at created (nil:
-// a config-file endpoint): the same incarnation, or, for records that do
-// not name theirs (stored before hookjet kept it), an attempt made after
-// that endpoint was created. An earlier endpoint with the id (deleted since)
-// keeps its records to itself.
-func ownRecord(rec *attempt.Record, created *time.Time) bool {
+// a config-file endpoint) with tenant tenant: the same incarnation, or, for
+// records that do not name theirs (stored before hookjet kept it), an
+// attempt made after that endpoint was created; and an event the tenant may
+// receive. An earlier endpoint with the id (deleted since) keeps its records
+// to itself, and so does the tenant an endpoint had before it was moved to
+// another (they stay in GET /api/v1/attempts?endpoint=<id>).
+func ownRecord(rec *attempt.Record, created *time.Time, tenant string) bool {
+	if tenant != "" && rec.Tenant != tenant {
+		return false
+	}
 	if rec.EndpointCreatedAt != "" {
 		return created != nil && rec.EndpointCreatedAt == created.UTC().Format(time.RFC3339Nano)
 	}
@@ -209,7 +214,7 @@ func (a *handler) pageOf(w http.ResponseWriter, r *http.Request, lq api.LogQuery
 	}
 	if own {
 		if ep, err := a.b.Endpoint(ctx, lq.Endpoint); err == nil {
-			recs = slices.DeleteFunc(recs, func(rec attempt.Record) bool { return !ownRecord(&rec, ep.CreatedAt) })
+			recs = slices.DeleteFunc(recs, func(rec attempt.Record) bool { return !ownRecord(&rec, ep.CreatedAt, ep.Tenant) })
 		}
 	}
 	p := api.AttemptPage{Attempts: recs}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookjet/hookjet/jetstream"
@@ -23,15 +24,23 @@ import (
 // listed with deleted=true). With no endpoint of their id in force they are
 // listed as before (a config endpoint removed from the file, rejected
 // outbox rows on _outbox).
+//
+// They also belong to the tenant their event names: an endpoint moved to
+// another tenant (a changed file, PATCH tenant) keeps its incarnation, but
+// its former tenant's dead letters are no longer its own. They are listed
+// with deleted=true, for operators, and never replayed to the new tenant's
+// URL (the drain and the ordered lane would discard them: the event is not
+// the endpoint's tenant's).
 
 // ownsDeadLetter reports whether dead letter e belongs to the endpoint in
-// force with its id.
+// force with its id: its incarnation, and an event its tenant may receive.
 func (d *Dispatcher) ownsDeadLetter(e jetstream.DLQEntry) bool {
 	ep := d.endpoint(e.Endpoint)
 	if ep == nil {
 		return e.Incarnation == ""
 	}
-	return e.Incarnation == incarnation(ep.set.Load().ep.CreatedAt)
+	s := ep.set.Load()
+	return e.Incarnation == incarnation(s.ep.CreatedAt) && mayReceive(s.ep.Tenant, e.Tenant)
 }
 
 // dlqKeep is the Keep of a listing: the dead letters of the endpoints in
@@ -57,11 +66,15 @@ func (d *Dispatcher) DeadLetterStats(ctx context.Context) ([]jetstream.DLQStat, 
 }
 
 // ownCounts corrects the per-subject dead-letter counts of the endpoints in
-// ids to those of the endpoint in force. One lookup per endpoint with dead
-// letters: when the oldest one on its subject is its own, all are (an
-// earlier incarnation's were stored before this one was created); when it
-// is not, the subject is read and counted one by one, which only an id
-// created again while an earlier endpoint's dead letters remain costs.
+// ids to those of the endpoint in force. One or two lookups per endpoint
+// with dead letters: when the oldest one on its subject is its own, and for
+// an endpoint that has a tenant also the newest, all are (an earlier
+// incarnation's were stored before this one was created; a former tenant's
+// before the endpoint changed tenant, and a change back would make the
+// newest another tenant's until it has dead letters of its own); otherwise
+// the subject is read and counted one by one, which only an id created
+// again, or an endpoint moved to another tenant, while dead letters of
+// before remain costs.
 func (d *Dispatcher) ownCounts(ctx context.Context, ids []string, counts map[string]uint64) error {
 	var st natsjs.Stream
 	for _, id := range ids {
@@ -74,15 +87,15 @@ func (d *Dispatcher) ownCounts(ctx context.Context, ids []string, counts map[str
 				return fmt.Errorf("stream %s: %w", jetstream.DLQStream, err)
 			}
 		}
-		first, err := st.GetMsg(ctx, 1, natsjs.WithGetMsgSubject(jetstream.DLQPrefix+id))
+		own, err := d.ownsEnds(ctx, st, id)
 		if errors.Is(err, natsjs.ErrMsgNotFound) {
 			counts[id] = 0
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("first dead letter of %s: %w", id, err)
+			return err
 		}
-		if d.ownsDeadLetter(jetstream.DLQEntry{Endpoint: id, Incarnation: first.Header.Get(hdrIncarnation)}) {
+		if own {
 			continue
 		}
 		n := uint64(0)
@@ -96,4 +109,35 @@ func (d *Dispatcher) ownCounts(ctx context.Context, ids []string, counts map[str
 		counts[id] = n
 	}
 	return nil
+}
+
+// ownsEnds reports whether the oldest dead letter on endpoint id's subject
+// is the endpoint's own and, when the endpoint has a tenant (which it may
+// have changed), the newest too; natsjs.ErrMsgNotFound when it has none.
+func (d *Dispatcher) ownsEnds(ctx context.Context, st natsjs.Stream, id string) (bool, error) {
+	subj := jetstream.DLQPrefix + id
+	first, err := st.GetMsg(ctx, 1, natsjs.WithGetMsgSubject(subj))
+	if err != nil {
+		if errors.Is(err, natsjs.ErrMsgNotFound) {
+			return false, err
+		}
+		return false, fmt.Errorf("first dead letter of %s: %w", id, err)
+	}
+	if !d.ownsDeadLetter(dlqOwner(id, first.Header)) {
+		return false, nil
+	}
+	e := d.endpoint(id)
+	if e == nil || e.set.Load().ep.Tenant == "" {
+		return true, nil
+	}
+	last, err := st.GetLastMsgForSubject(ctx, subj)
+	if err != nil {
+		return false, fmt.Errorf("last dead letter of %s: %w", id, err)
+	}
+	return d.ownsDeadLetter(dlqOwner(id, last.Header)), nil
+}
+
+// dlqOwner is what ownsDeadLetter reads of a dead letter with headers h.
+func dlqOwner(id string, h nats.Header) jetstream.DLQEntry {
+	return jetstream.DLQEntry{Endpoint: id, Incarnation: h.Get(hdrIncarnation), Tenant: h.Get(jetstream.HdrTenant)}
 }
