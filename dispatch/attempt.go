@@ -268,10 +268,19 @@ func (d *Dispatcher) park(dl *delivery, cause string) {
 // publish stores msg and waits for the PubAck. It uses the send context, so
 // it still works during the grace period of a shutdown.
 func (d *Dispatcher) publish(msg *nats.Msg) error {
+	_, err := d.publishSeq(msg)
+	return err
+}
+
+// publishSeq is publish, with the stream sequence msg was stored at.
+func (d *Dispatcher) publishSeq(msg *nats.Msg) (uint64, error) {
 	ctx, cancel := context.WithTimeout(d.sendCtx, 5*time.Second)
 	defer cancel()
-	_, err := d.o.JS.PublishMsg(ctx, msg)
-	return err
+	ack, err := d.o.JS.PublishMsg(ctx, msg)
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
 }
 
 // deadLetter copies dl to HOOKJET_DLQ and settles the source once the PubAck

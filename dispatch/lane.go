@@ -94,9 +94,6 @@ type lane struct {
 	fed        uint64 // the last sequence the feed handed over
 	removals   []laneRemoval
 	removeKick chan struct{}
-	// known is pendLast when the feed last began to wait: once nothing
-	// has come for laneIdle, the feed has read every entry up to it.
-	known uint64
 	// kept is the size of the entries' messages kept in memory (at most
 	// laneKeep), so that most attempts need not read their entry again.
 	kept int
@@ -108,6 +105,15 @@ type lane struct {
 	// blocked are the keys whose first entry waits for its due time or
 	// is a hold marker (lane_move.go moves them ahead of the purge).
 	blocked map[*laneKey]struct{}
+	// counts are what each endpoint's entries hold (lane_bound.go), and
+	// began when the term began: entries stored since are bounded.
+	counts map[string]laneCounts
+	began  time.Time
+	// ahead are the entries this process's fan-out is storing or has
+	// stored (aheadSeq, by sequence) and the feed has not read yet, per
+	// endpoint: they count toward its bounds too.
+	ahead    map[string]laneCount
+	aheadSeq map[uint64]laneAhead
 
 	st     natsjs.Stream   // HOOKJET_ORDERED, for the term
 	ctx    context.Context // the term's: cancelled when ownership ends
@@ -139,12 +145,13 @@ type laneKey struct {
 type laneEntry struct {
 	seq   uint64 // its HOOKJET_ORDERED sequence
 	front bool   // a replay or a hold marker: before the key's events
-	order uint64 // HOOKJET_EVENTS sequence (front entries: their own seq)
+	order uint64 // HOOKJET_EVENTS sequence (front entries: their first entry's lane seq)
 	id    string // event id
 	hold  bool   // a hold marker: the key waits for its dead letter
 	tries int
 	due   time.Time
 	first time.Time // when it was first appended: held since
+	size  int64     // its message's size, about
 	msg   *keptMsg  // the entry's message, when kept in memory
 }
 
@@ -162,11 +169,15 @@ const (
 	hdrLaneHold    = "Hookjet-Ordered-Hold"    // a hold marker: the dead-lettered event's id
 	hdrLaneRelease = "Hookjet-Ordered-Release" // releases the hold marker of this event id
 	hdrLaneDue     = "Hookjet-Ordered-Due"     // RFC 3339: not attempted before
+	// hdrLaneOrder on a replay stored again for its retry is the place
+	// among the key's replays it had (its first entry's sequence), so a
+	// retry does not put it behind the replays stored after it.
+	hdrLaneOrder = "Hookjet-Ordered-Order"
 )
 
 func newLane(d *Dispatcher) *lane {
 	return &lane{d: d, keys: map[laneKeyID]*laneKey{}, byEp: map[string]map[string]*laneKey{}, own: map[uint64]struct{}{}, floorWait: map[laneKeyID]uint64{},
-		ready: map[string][]*laneKey{}, running: map[string]bool{}, wake: make(chan struct{}, 1), removeKick: make(chan struct{}, 1), live: map[uint64]*laneKey{}, moving: map[uint64]struct{}{}, blocked: map[*laneKey]struct{}{}}
+		ready: map[string][]*laneKey{}, running: map[string]bool{}, wake: make(chan struct{}, 1), removeKick: make(chan struct{}, 1), live: map[uint64]*laneKey{}, moving: map[uint64]struct{}{}, blocked: map[*laneKey]struct{}{}, counts: map[string]laneCounts{}, ahead: map[string]laneCount{}, aheadSeq: map[uint64]laneAhead{}}
 }
 
 // ordered reports whether dl goes through the lane: its endpoint orders by
@@ -194,8 +205,14 @@ func (l *lane) enqueue(dl *delivery) {
 	if forgotten(dl) {
 		return
 	}
+	why, ahead := l.reserve(dl)
+	if why != "" {
+		d.goJob(func() { d.overflow(dl, why) })
+		return
+	}
 	d.goJob(func() {
-		err := d.publish(laneMsg(dl, time.Time{}))
+		seq, err := d.publishSeq(laneMsg(dl, time.Time{}))
+		l.landed(ahead, seq)
 		if laneFull(err) {
 			dl.st.Error = fmt.Sprintf("the ordered lane %s is full (%d bytes: an eighth of streams.tasks_max_bytes)", jetstream.LaneStream, jetstream.LaneBytes(d.tasksMax))
 			d.deadLetter(dl, "overflow")
@@ -232,6 +249,8 @@ func entryOf(seq uint64, h nats.Header, at time.Time) (laneEntry, string) {
 	}
 	if !e.front {
 		e.order, _ = strconv.ParseUint(h.Get(hdrEventSeq), 10, 64)
+	} else if o, err := strconv.ParseUint(h.Get(hdrLaneOrder), 10, 64); err == nil && !e.hold {
+		e.order = o
 	}
 	e.tries, _ = strconv.Atoi(h.Get(jetstream.HdrAttempts))
 	if t, err := time.Parse(time.RFC3339Nano, h.Get(hdrLaneDue)); err == nil {
@@ -246,8 +265,8 @@ func entryOf(seq uint64, h nats.Header, at time.Time) (laneEntry, string) {
 	return e, h.Get(jetstream.HdrOrderingKey)
 }
 
-// less orders a key's entries: front entries first (by their own
-// sequence), then the events by their sequence.
+// less orders a key's entries: front entries first (by the sequence
+// of their first entry), then the events by their sequence.
 func (a *laneEntry) less(b *laneEntry) bool {
 	if a.front != b.front {
 		return a.front
@@ -282,9 +301,12 @@ func (k *laneKey) insert(e *laneEntry) (drop *laneEntry) {
 	return nil
 }
 
-// remove drops the entry with stream sequence seq from k.
-func (k *laneKey) remove(seq uint64) {
+// remove drops the entry with stream sequence seq from k and reports
+// whether it was there.
+func (k *laneKey) remove(seq uint64) bool {
+	n := len(k.entries)
 	k.entries = slices.DeleteFunc(k.entries, func(e *laneEntry) bool { return e.seq == seq })
+	return len(k.entries) < n
 }
 
 // deleteEntry removes lane entry seq from the stream; one already gone is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,8 +30,8 @@ func (l *lane) begin(parent context.Context) error {
 	l.mu.Lock()
 	l.gen++
 	gen := l.gen
-	l.owner, l.st, l.read, l.floor = true, st, 0, 0
-	l.pendFloor, l.pendLast, l.known = 0, 0, 0
+	l.owner, l.st, l.read, l.floor, l.began = true, st, 0, 0, l.d.now()
+	l.pendFloor, l.pendLast = 0, 0
 	l.low, l.fed, l.removals = 0, 0, nil
 	l.ctx, l.cancel = context.WithCancel(parent)
 	term := l.ctx
@@ -76,6 +77,8 @@ func (l *lane) end() {
 	l.live, l.kept = map[uint64]*laneKey{}, 0
 	l.moving = map[uint64]struct{}{}
 	l.blocked = map[*laneKey]struct{}{}
+	l.counts = map[string]laneCounts{}
+	l.ahead, l.aheadSeq = map[string]laneCount{}, map[uint64]laneAhead{}
 	pending := l.removals
 	l.removals = nil
 	l.mu.Unlock()
@@ -100,7 +103,7 @@ func (l *lane) feed(ctx context.Context, gen uint64) {
 		err := jetstream.ReadLane(ctx, l.d.o.JS, start, laneIdle, func(m natsjs.Msg, meta *natsjs.MsgMetadata) error {
 			l.take(gen, meta.Sequence.Stream, m.Headers(), m.Data(), meta.Timestamp)
 			return nil
-		}, func() { l.idle(gen) })
+		}, func(caughtUp func() bool) { l.idle(gen, caughtUp) })
 		if ctx.Err() == nil {
 			l.d.log.Debug("read the ordered lane", "err", err)
 			sleep(ctx, 100*time.Millisecond)
@@ -108,15 +111,25 @@ func (l *lane) feed(ctx context.Context, gen uint64) {
 	}
 }
 
-// idle notes that nothing came to the feed for laneIdle: every entry
-// stored before it began to wait (known among them) has been read, or
-// deleted.
-func (l *lane) idle(gen uint64) {
+// idle notes that nothing came to the feed for laneIdle: when caughtUp (a
+// question to the server) confirms that the feed has handed over every
+// entry stored before it asked, the entries up to the pending floor's last
+// sequence (read before the question) have all been read, or deleted.
+// Silence alone is not enough: a stalled or recreated ordered consumer is
+// silent too, and a floor applied before a key's earlier entry is read
+// would let its later event go first.
+func (l *lane) idle(gen uint64, caughtUp func() bool) {
+	l.mu.Lock()
+	last := l.pendLast
+	waits := gen == l.gen && last > l.read
+	l.mu.Unlock()
+	if !waits || !caughtUp() { // no question to the server when nothing waits
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if gen == l.gen {
-		l.readTo(l.known)
-		l.known = l.pendLast
+		l.readTo(last)
 	}
 }
 
@@ -143,12 +156,10 @@ func (l *lane) take(gen, seq uint64, h nats.Header, data []byte, at time.Time) {
 		l.low = max(l.low, seq)
 	}
 	l.fed = max(l.fed, seq)
+	l.readAhead(seq)
 	// After the entry is filed: a floor that waited for the feed to read
 	// this far may let its key go, and the key must have it by then.
-	defer func() {
-		l.readTo(seq)
-		l.known = l.pendLast
-	}()
+	defer l.readTo(seq)
 	if _, ok := l.own[seq]; ok {
 		delete(l.own, seq)
 		return
@@ -168,7 +179,12 @@ func (l *lane) take(gen, seq uint64, h nats.Header, data []byte, at time.Time) {
 		return
 	}
 	e.msg = keptMsgOf(h, data, at)
+	e.size = int64(e.msg.size)
 	k := l.key(laneKeyID{ep, key})
+	if l.bound(k, &e, at) {
+		l.consider(k) // dead-lettered instead: a key made for it goes
+		return
+	}
 	l.file(k, &e)
 	if e.front && !e.hold {
 		// A replay of the key's held dead letter releases the hold; the
@@ -208,19 +224,12 @@ func (l *lane) releaseIn(k *laneKey, id string) bool {
 			l.unfile(k, o)
 			l.drop(o.seq)
 			if k.why == "dead_letter" {
-				k.why = ""
+				l.setWhy(k, "", time.Time{})
 			}
 			return true
 		}
 	}
 	return false
-}
-
-// held notes why k waits (for the endpoint's held keys).
-func (k *laneKey) held(why string, since time.Time) {
-	if k.why != why {
-		k.why, k.since = why, since
-	}
 }
 
 // consider starts k's first entry when nothing of k is under way and it may
@@ -247,7 +256,7 @@ func (l *lane) consider(k *laneKey) {
 	h := k.entries[0]
 	now := l.d.now()
 	if h.hold {
-		k.held("dead_letter", h.first)
+		l.setWhy(k, "dead_letter", h.first)
 		l.blocked[k] = struct{}{}
 		return
 	}
@@ -258,7 +267,7 @@ func (l *lane) consider(k *laneKey) {
 	}
 	delete(l.floorWait, k.id)
 	if h.due.After(now) {
-		k.held("retrying", h.first)
+		l.setWhy(k, "retrying", h.first)
 		l.blocked[k] = struct{}{}
 		l.lookAt(k, h.due)
 		return
@@ -462,6 +471,13 @@ func (l *lane) delivery(ctx context.Context, gen uint64, k *laneKey, cur *laneEn
 		return nil, nil
 	}
 	ev, st := taskOf(msg.hdr, msg.at)
+	if ev.badTenant != "" || !mayReceive(s.ep.Tenant, ev.tenant) {
+		// The endpoint changed tenant since the entry was stored: the
+		// event is its former tenant's, and never goes to the new one's
+		// URL (the drain discards such a task alike).
+		l.d.log.Info("ordered entry discarded: an event of another tenant than the endpoint's", "endpoint", e.id, "event_id", ev.id)
+		return nil, nil
+	}
 	if !cur.front && !strings.HasPrefix(ev.key, redeliverKey) {
 		// Delivered by this process before a crash that came before the
 		// entry's deletion: settle it, as the fan-out would.
@@ -518,7 +534,7 @@ func (l *lane) wait(gen uint64, k *laneKey, wait time.Duration, why string) {
 	}
 	k.busy, k.cur = false, nil
 	if why != "" {
-		k.held(why, l.d.now())
+		l.setWhy(k, why, l.d.now())
 	}
 	if wait <= 0 {
 		l.consider(k)
@@ -564,7 +580,7 @@ func (l *lane) deleteStale(seq uint64, what string) {
 func (l *lane) next(k *laneKey) {
 	k.busy, k.cur = false, nil
 	if len(k.entries) == 0 || k.entries[0].tries == 0 {
-		k.why = ""
+		l.setWhy(k, "", time.Time{})
 	}
 	l.consider(k)
 }
@@ -635,6 +651,7 @@ func (l *lane) again(gen uint64, k *laneKey, cur *laneEntry, dl *delivery, wait 
 	m := laneMsg(dl, at)
 	if cur.front {
 		m.Header.Set(hdrLaneFront, "1")
+		m.Header.Set(hdrLaneOrder, strconv.FormatUint(cur.order, 10))
 	}
 	ctx, cancel := context.WithTimeout(d.sendCtx, 5*time.Second)
 	ack, err := d.o.JS.PublishMsg(ctx, m)
@@ -649,6 +666,7 @@ func (l *lane) again(gen uint64, k *laneKey, cur *laneEntry, dl *delivery, wait 
 		e.first = cur.first
 	}
 	e.msg = keptMsgOf(m.Header, m.Data, d.now())
+	e.size = int64(e.msg.size)
 	l.mu.Lock()
 	stale := gen != l.gen
 	if !stale {

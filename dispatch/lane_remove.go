@@ -66,12 +66,14 @@ func (l *lane) file(k *laneKey, e *laneEntry) {
 		return
 	}
 	l.live[e.seq] = k
+	l.tally(k, e, 1)
 	if e.msg != nil && l.kept+e.msg.size <= laneKeep {
 		l.kept += e.msg.size
 	} else {
 		e.msg = nil
 	}
 	if drop != nil {
+		l.tally(k, drop, -1)
 		l.forget(drop)
 		l.drop(drop.seq)
 	}
@@ -79,7 +81,9 @@ func (l *lane) file(k *laneKey, e *laneEntry) {
 
 // unfile takes e out of k. l.mu is held.
 func (l *lane) unfile(k *laneKey, e *laneEntry) {
-	k.remove(e.seq)
+	if k.remove(e.seq) {
+		l.tally(k, e, -1)
+	}
 	l.forget(e)
 }
 

@@ -40,7 +40,7 @@ func keepFollowing(ctx context.Context, log *slog.Logger, what string, follow fu
 // deleted and created again.
 func readFrom(ctx context.Context, js natsjs.JetStream, stream string, start uint64, same func(context.Context) error, apply func(natsjs.Msg, uint64) error) error {
 	checked := time.Now()
-	return read(ctx, js, stream, start, identityCheck, func(ctx context.Context, _ bool) error {
+	return read(ctx, js, stream, start, identityCheck, func(ctx context.Context, _ bool, _ func() bool) error {
 		if time.Since(checked) < identityCheck {
 			return nil
 		}
@@ -53,12 +53,15 @@ func readFrom(ctx context.Context, js natsjs.JetStream, stream string, start uin
 
 // ReadLane reads HOOKJET_ORDERED from the sequence start on and calls apply
 // with each entry and its metadata, until ctx ends or the reading
-// fails; idle is called whenever nothing has arrived for wait: every entry
-// stored before the wait began has been handed over by then, or deleted.
-func ReadLane(ctx context.Context, js natsjs.JetStream, start uint64, wait time.Duration, apply func(natsjs.Msg, *natsjs.MsgMetadata) error, idle func()) error {
-	return read(ctx, js, LaneStream, start, wait, func(_ context.Context, timedOut bool) error {
+// fails. idle is called whenever nothing has arrived for wait, with
+// caughtUp, which asks the server whether every entry stored before it
+// was called has been handed over (or deleted). Silence alone says
+// nothing: an ordered consumer being created again after a reconnect or a
+// leader change delivers nothing for seconds while entries wait.
+func ReadLane(ctx context.Context, js natsjs.JetStream, start uint64, wait time.Duration, apply func(natsjs.Msg, *natsjs.MsgMetadata) error, idle func(caughtUp func() bool)) error {
+	return read(ctx, js, LaneStream, start, wait, func(_ context.Context, timedOut bool, caughtUp func() bool) error {
 		if timedOut {
-			idle()
+			idle(caughtUp)
 		}
 		return nil
 	}, apply)
@@ -67,8 +70,9 @@ func ReadLane(ctx context.Context, js natsjs.JetStream, start uint64, wait time.
 // read reads stream from the sequence start on with an ordered consumer
 // and calls apply with each message and its metadata, until ctx
 // ends or apply, tick or the reading fails. tick is called after each wait
-// for a message (timedOut: none came within wait).
-func read(ctx context.Context, js natsjs.JetStream, stream string, start uint64, wait time.Duration, tick func(context.Context, bool) error, apply func(natsjs.Msg, *natsjs.MsgMetadata) error) error {
+// for a message (timedOut: none came within wait), with caughtUp (see
+// handedAll).
+func read(ctx context.Context, js natsjs.JetStream, stream string, start uint64, wait time.Duration, tick func(context.Context, bool, func() bool) error, apply func(natsjs.Msg, *natsjs.MsgMetadata) error) error {
 	cons, err := js.OrderedConsumer(ctx, stream, natsjs.OrderedConsumerConfig{
 		DeliverPolicy: natsjs.DeliverByStartSequencePolicy, OptStartSeq: start, InactiveThreshold: ReadInactive,
 	})
@@ -84,10 +88,12 @@ func read(ctx context.Context, js natsjs.JetStream, stream string, start uint64,
 		stopIt()
 		it.Stop()
 	}()
+	var last handed
+	caughtUp := func() bool { return last.all(ctx, cons) }
 	for {
 		m, err := it.Next(natsjs.NextMaxWait(wait))
 		timedOut := errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)
-		if err := tick(ctx, timedOut); err != nil {
+		if err := tick(ctx, timedOut, caughtUp); err != nil {
 			return err
 		}
 		if timedOut {
@@ -103,5 +109,30 @@ func read(ctx context.Context, js natsjs.JetStream, stream string, start uint64,
 		if err := apply(m, meta); err != nil {
 			return err
 		}
+		last = handed{consumer: meta.Consumer, seq: meta.Sequence.Consumer}
 	}
+}
+
+// handed is the last message a reader handed over: the server-side
+// consumer that delivered it and its delivery sequence there.
+type handed struct {
+	consumer string
+	seq      uint64
+}
+
+// all asks the server whether cons has nothing left to deliver and every
+// message it delivered was handed over: its current server-side consumer
+// delivered up to h (or, created again after h was handed over, nothing
+// yet). A consumer being created again answers an error: not caught up.
+func (h handed) all(ctx context.Context, cons natsjs.Consumer) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	info, err := cons.Info(ctx)
+	if err != nil || info.NumPending != 0 {
+		return false
+	}
+	if info.Name == h.consumer {
+		return info.Delivered.Consumer == h.seq
+	}
+	return info.Delivered.Consumer == 0
 }

@@ -1,0 +1,274 @@
+package dispatch
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hookjet/hookjet/jetstream"
+)
+
+// Bounding an ordered endpoint's waiting deliveries.
+//
+// Every keyed delivery of an ordered endpoint waits in HOOKJET_ORDERED, a
+// healthy endpoint's burst included. As for tasks (bounds.go), an endpoint
+// that keeps answering 2xx is never dead-lettered as overflow by its own
+// burst, and one that fails cannot fill the lane for the others:
+//   - an endpoint that delivered in the last laneProven (its breaker's last
+//     success, persisted, so a restart keeps it) counts toward its
+//     max_backlog and its share of the lane (half its MaxBytes) only the
+//     entries of its failing keys: retrying, held after a dead letter, or
+//     kept from going by the endpoint's state (disabled, rate-limited,
+//     breaker open), the causes that count for a task too (busyCause);
+//   - any other endpoint (never delivered, or not for a while: dead)
+//     counts every entry.
+//
+// The owner, which reads every entry, keeps both counts per endpoint. A
+// delivery that would pass a bound is dead-lettered as overflow instead of
+// stored when the owner's fan-out meets it, and by the owner when it reads
+// one another process's fan-out stored (only entries stored during its
+// term: a backlog read at a takeover was admitted by the term before).
+// Like an overflow at a full lane, such a dead letter does not hold its
+// key.
+
+// laneProven is how recent an endpoint's last success must be for a
+// burst to wait in the lane without counting toward its bounds.
+const laneProven = time.Minute
+
+// laneCount is what some entries of an endpoint hold in the lane.
+type laneCount struct {
+	n     int
+	bytes int64
+}
+
+func (c *laneCount) add(e *laneEntry, sign int) {
+	c.n += sign
+	c.bytes += int64(sign) * e.size
+}
+
+// failing reports whether a key held for why counts toward its endpoint's
+// bounds.
+func failing(why string) bool { return why != "" && !busyCause(why) }
+
+// counted reports whether entry e counts toward its endpoint's bounds: a
+// hold marker is no delivery, and a replay was asked for by an operator.
+func (e *laneEntry) counted() bool { return !e.front }
+
+// tally adds sign times e to its endpoint's counts. l.mu is held.
+func (l *lane) tally(k *laneKey, e *laneEntry, sign int) {
+	if !e.counted() {
+		return
+	}
+	c := l.counts[k.id.ep]
+	c.all.add(e, sign)
+	if failing(k.why) {
+		c.failing.add(e, sign)
+	}
+	if c.all.n <= 0 {
+		delete(l.counts, k.id.ep)
+		return
+	}
+	l.counts[k.id.ep] = c
+}
+
+// laneCounts are an endpoint's entries in the lane: all, and those of its
+// failing keys.
+type laneCounts struct{ all, failing laneCount }
+
+// setWhy says why k waits ("": it does not), moving its entries into or out
+// of its endpoint's failing count. l.mu is held.
+func (l *lane) setWhy(k *laneKey, why string, since time.Time) {
+	if k.why == why {
+		return
+	}
+	was, is := failing(k.why), failing(why)
+	k.why, k.since = why, since
+	if was == is {
+		return
+	}
+	c := l.counts[k.id.ep]
+	for _, e := range k.entries {
+		if !e.counted() {
+			continue
+		}
+		if is {
+			c.failing.add(e, 1)
+		} else {
+			c.failing.add(e, -1)
+		}
+	}
+	if c.all.n > 0 {
+		l.counts[k.id.ep] = c
+	}
+}
+
+// over says why one more entry of size bytes for key of endpoint e (k: its
+// key in the lane, nil when it has none) would pass the endpoint's
+// max_backlog or its share of the lane ("": it would not). The entries
+// this process stored and the feed has not read yet count as every
+// entry, and as failing ones when k fails. l.mu is held.
+func (l *lane) over(e *endpoint, k *laneKey, key string, size int64) string {
+	limit := int64(e.set.Load().ep.MaxBacklog)
+	share := jetstream.LaneBytes(l.d.tasksMax) / endpointShare
+	c, ahead := l.counts[e.id], l.ahead[e.id]
+	all := laneCount{n: c.all.n + ahead.n, bytes: c.all.bytes + ahead.bytes}
+	if (limit <= 0 || int64(all.n) < limit) && all.bytes+size <= share {
+		return "" // within both bounds whatever counts
+	}
+	count, what := all, ""
+	if l.proven(e.id) {
+		if k == nil || !failing(k.why) {
+			return ""
+		}
+		count = laneCount{n: c.failing.n + ahead.n, bytes: c.failing.bytes + ahead.bytes}
+		what = fmt.Sprintf(" while ordering key %q fails", key)
+	}
+	switch {
+	case limit > 0 && int64(count.n) >= limit:
+		return fmt.Sprintf("the endpoint's backlog reached max_backlog (%d waiting deliveries)%s", limit, what)
+	case count.bytes+size > share:
+		return fmt.Sprintf("the endpoint's waiting ordered deliveries reached 1/%d of %s (%d bytes)%s", endpointShare, jetstream.LaneStream, share, what)
+	}
+	return ""
+}
+
+// proven reports whether endpoint id delivered within laneProven.
+func (l *lane) proven(id string) bool {
+	h, ok := l.d.o.Breakers.Health(id)
+	return ok && !h.LastSuccess.IsZero() && l.d.now().Sub(h.LastSuccess) < laneProven
+}
+
+// laneAhead is an entry this process is storing, counted toward its
+// endpoint's bounds until the feed reads it (landed, take).
+type laneAhead struct {
+	gen  uint64
+	ep   string
+	size int64
+}
+
+// reserve says why dl, a fan-out delivery, is not stored in the lane:
+// this process owns the lane and dl would pass its endpoint's bounds ("":
+// it is stored, and counted ahead of the feed until landed). Another
+// process's fan-out stores it, and the owner dead-letters it when it
+// reads it (bound).
+func (l *lane) reserve(dl *delivery) (string, laneAhead) {
+	key := jetstream.OrderingKey(dl.hdr)
+	size := taskSize(len(dl.data))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.owner {
+		return "", laneAhead{}
+	}
+	if why := l.over(dl.e, l.keys[laneKeyID{dl.e.id, key}], key, size); why != "" {
+		return why, laneAhead{}
+	}
+	a := laneAhead{gen: l.gen, ep: dl.e.id, size: size}
+	l.aheadAdd(a, 1)
+	return "", a
+}
+
+// landed ends a's reservation once its entry is stored at seq (0: it was
+// not): it counts until the feed reads it, unless it has already.
+func (l *lane) landed(a laneAhead, seq uint64) {
+	if a.ep == "" {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if a.gen != l.gen {
+		return
+	}
+	if seq == 0 || seq <= l.fed {
+		l.aheadAdd(a, -1)
+		return
+	}
+	l.aheadSeq[seq] = a
+}
+
+// aheadAdd adds sign times a to its endpoint's entries ahead of the feed.
+// l.mu is held.
+func (l *lane) aheadAdd(a laneAhead, sign int) {
+	c := l.ahead[a.ep]
+	c.n += sign
+	c.bytes += int64(sign) * a.size
+	if c.n <= 0 {
+		delete(l.ahead, a.ep)
+		return
+	}
+	l.ahead[a.ep] = c
+}
+
+// readAhead ends the reservation of the entry at seq, which the feed has
+// read. l.mu is held.
+func (l *lane) readAhead(seq uint64) {
+	if a, ok := l.aheadSeq[seq]; ok {
+		delete(l.aheadSeq, seq)
+		l.aheadAdd(a, -1)
+	}
+}
+
+// bound takes entry v, just read into k, out of it again when it was
+// stored during this term and passes its endpoint's bounds, and has it
+// dead-lettered as overflow; it reports whether it did. l.mu is held.
+func (l *lane) bound(k *laneKey, v *laneEntry, stored time.Time) bool {
+	if !v.counted() || stored.Before(l.began) {
+		return false
+	}
+	e := l.d.endpoint(k.id.ep)
+	if e == nil {
+		return false
+	}
+	why := l.over(e, k, k.id.key, 0)
+	if why == "" {
+		return false
+	}
+	gen := l.gen
+	l.wg.Go(func() { l.overflow(gen, k, v, e, why) })
+	return true
+}
+
+// overflow dead-letters v, an entry of k that was never filed, as
+// overflow because of why, and has it removed from the stream once its
+// dead letter is stored; one whose dead letter could not be stored is
+// filed after all.
+func (l *lane) overflow(gen uint64, k *laneKey, v *laneEntry, e *endpoint, why string) {
+	d := l.d
+	msg, err := l.entryMsg(d.sendCtx, v)
+	if isNotFound(err) {
+		return // settled by an earlier term meanwhile
+	}
+	if err != nil {
+		l.refile(gen, k, v)
+		return
+	}
+	ev, st := taskOf(msg.hdr, msg.at)
+	dl := &delivery{e: e, s: d.current(e), ev: &ev, st: st, data: msg.data, hdr: msg.hdr}
+	dl.done = func(ok bool) {
+		if !ok {
+			l.refile(gen, k, v)
+			return
+		}
+		l.mu.Lock()
+		stale := gen != l.gen
+		if !stale {
+			l.drop(v.seq)
+		}
+		l.mu.Unlock()
+		if stale {
+			l.deleteStale(v.seq, "dead-lettered")
+		}
+	}
+	dl.again = func(time.Duration) { dl.done(false) }
+	d.overflow(dl, why)
+}
+
+// refile files v in its key after all: its dead letter was not stored.
+func (l *lane) refile(gen uint64, k *laneKey, v *laneEntry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if gen != l.gen {
+		return
+	}
+	k = l.key(k.id)
+	l.file(k, v)
+	l.consider(k)
+}
