@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"time"
 
@@ -73,16 +74,7 @@ func (ls *leaseState) step(parent context.Context) {
 	defer cancel()
 	now := time.Now()
 	if ls.owner {
-		rev, err := ls.kv.Update(ctx, leaseKey, []byte(ls.id), ls.rev)
-		if err == nil {
-			ls.rev, ls.renewed = rev, now
-			return
-		}
-		if isWrongRevision(err) || now.Sub(ls.renewed) > leaseLost {
-			ls.owner = false
-			ls.l.end()
-			ls.l.d.log.Warn("stopped delivering the ordered lane: another process took it over, or NATS did not answer", "err", err)
-		}
+		ls.renew(ctx, now)
 		return
 	}
 	e, err := ls.kv.Get(ctx, leaseKey)
@@ -102,6 +94,33 @@ func (ls *leaseState) step(parent context.Context) {
 			ls.l.d.log.Info("took over the ordered lane from a process that stopped renewing it", "previous_owner", string(e.Value()))
 			ls.take(parent, rev, now)
 		}
+	}
+}
+
+// renew writes the owner's key again. An owner that has not renewed for
+// leaseLost stops delivering, whatever NATS answers or how long it takes
+// to: the renewal waits at most until then, so a blocked request cannot
+// keep it delivering into another process's term (which begins no sooner
+// than leaseTakeover after its last renewal).
+func (ls *leaseState) renew(ctx context.Context, now time.Time) {
+	lost := ls.renewed.Add(leaseLost)
+	var err error
+	if now.Before(lost) {
+		rctx, cancel := context.WithDeadline(ctx, lost)
+		var rev uint64
+		rev, err = ls.kv.Update(rctx, leaseKey, []byte(ls.id), ls.rev)
+		cancel()
+		if err == nil {
+			ls.rev, ls.renewed = rev, now
+			return
+		}
+	} else {
+		err = fmt.Errorf("not renewed for %s", leaseLost)
+	}
+	if isWrongRevision(err) || !time.Now().Before(lost) {
+		ls.owner = false
+		ls.l.end()
+		ls.l.d.log.Warn("stopped delivering the ordered lane: another process took it over, or NATS did not answer", "err", err)
 	}
 }
 
