@@ -60,6 +60,14 @@ const (
 	// one started (it stopped uncleanly, or still delivers them); NATS
 	// gives them back by Until.
 	WaitTaken = "taken"
+	// WaitKeysHeld: ordering keys (ordering: key) wait behind an earlier
+	// delivery of their own key: retrying, dead-lettered with
+	// ordering_on_dead_letter: hold, or held by one of the reasons above.
+	// The endpoint's other keys go.
+	WaitKeysHeld = "keys_held"
+	// WaitRetryScheduled: failed deliveries wait for their retry's due
+	// time (retry.base, retry.cap; Until when this process knows it).
+	WaitRetryScheduled = "retry_scheduled"
 )
 
 // Wait is one reason why deliveries to an endpoint wait, and until when.

@@ -37,11 +37,19 @@ type WaitFacts struct {
 	// NATS gives them back by TakenUntil.
 	Taken      int
 	TakenUntil time.Time
+	// Retries wait for their due time, the earliest at NextRetry (zero:
+	// not known, such as those stored before this process started).
+	Retries   uint64
+	NextRetry time.Time
+	// HeldKeys are the endpoint's ordering keys held behind an earlier
+	// delivery of their own (ordering: key); nil when none is.
+	HeldKeys *HeldKeys
 }
 
 // Waits says why deliveries to endpoint wait at now, and until when, from
 // f; nil when they go at once. The order is fixed: disabled, held, the
-// breaker, the rate limit, the in-flight cap, taken.
+// breaker, the rate limit, the in-flight cap, taken, held ordering keys,
+// retries.
 func Waits(endpoint string, f WaitFacts, now time.Time) []Wait {
 	var out []Wait
 	add := func(reason string, until time.Time, detail string) {
@@ -68,6 +76,23 @@ func Waits(endpoint string, f WaitFacts, now time.Time) []Wait {
 	}
 	if f.Taken > 0 {
 		add(WaitTaken, f.TakenUntil, fmt.Sprintf("%d taken before this process started", f.Taken))
+	}
+	if h := f.HeldKeys; h != nil && h.Count > 0 {
+		detail := plural(h.Count, "key")
+		if h.Oldest != nil {
+			detail += ", the oldest since " + h.Oldest.UTC().Format(time.RFC3339)
+		}
+		if why := h.WhyCounts(); why != "" {
+			detail += "; why: " + why
+		}
+		add(WaitKeysHeld, time.Time{}, detail)
+	}
+	if f.Retries > 0 {
+		detail := "1 retry waiting for its due time"
+		if f.Retries != 1 {
+			detail = fmt.Sprintf("%d retries waiting for their due time", f.Retries)
+		}
+		add(WaitRetryScheduled, f.NextRetry, detail)
 	}
 	return out
 }
@@ -101,6 +126,14 @@ func Describe(wt Wait, now time.Time) string {
 		return fmt.Sprintf("%s: rate limited%s%s", ep, until, detail)
 	case WaitInFlightFull:
 		return fmt.Sprintf("%s: all in-flight slots busy%s", ep, detail)
+	case WaitKeysHeld:
+		return fmt.Sprintf("%s: ordering keys wait behind an earlier delivery of their own key%s; its other keys go ('hookjet endpoints show %s' lists the held keys; a key held by a dead letter waits until it is replayed or discarded)", ep, detail, wt.Endpoint)
+	case WaitRetryScheduled:
+		next := ""
+		if wt.Until != nil {
+			next = fmt.Sprintf("; the next is due at %s (in %s)", wt.Until.UTC().Format(time.RFC3339), wt.Until.Sub(now).Round(time.Second))
+		}
+		return fmt.Sprintf("%s: retries wait%s%s; each goes when it is due", ep, detail, next)
 	case WaitTaken:
 		return fmt.Sprintf("%s: deliveries taken by a hookjet process that has not settled them (stopped uncleanly, or another one still delivering them); NATS gives them back%s%s", ep, until, detail)
 	}
@@ -133,6 +166,14 @@ func Find(waits []Wait, reason string) (Wait, bool) {
 		}
 	}
 	return Wait{}, false
+}
+
+// plural is "1 key", "3 keys".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func utcPtr(t time.Time) *time.Time {

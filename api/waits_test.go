@@ -28,10 +28,16 @@ func TestWaits(t *testing.T) {
 		{"half open", WaitFacts{BreakerHalfOpen: true}, []string{WaitHalfOpen}, []*time.Time{nil}, []string{"one probe request at a time until one succeeds"}},
 		{"in flight full", WaitFacts{MaxInFlight: 2, InFlight: 2}, []string{WaitInFlightFull}, []*time.Time{nil}, []string{"max_in_flight 2"}},
 		{"taken", WaitFacts{Taken: 3, TakenUntil: later}, []string{WaitTaken}, []*time.Time{&later}, []string{"3 taken before this process started"}},
+		{"keys held", WaitFacts{HeldKeys: &HeldKeys{Count: 2, Oldest: &now, Why: map[string]int{HeldDeadLetter: 1, HeldRetrying: 1}}}, []string{WaitKeysHeld}, []*time.Time{nil},
+			[]string{"2 keys, the oldest since 2026-12-01T08:00:00Z; why: 1 retrying, 1 dead_letter"}},
+		{"no key held", WaitFacts{HeldKeys: &HeldKeys{}}, nil, nil, nil},
+		{"retries", WaitFacts{Retries: 20, NextRetry: later}, []string{WaitRetryScheduled}, []*time.Time{&later}, []string{"20 retries waiting for their due time"}},
+		{"a retry stored by another process", WaitFacts{Retries: 1}, []string{WaitRetryScheduled}, []*time.Time{nil}, []string{"1 retry waiting for its due time"}},
 		{"all, in order", WaitFacts{
 			Taken: 1, TakenUntil: later, MaxInFlight: 1, InFlight: 1, RateLimit: 2, Tokens: 0.5,
 			BreakerOpen: true, BreakerOpenUntil: later, HoldUntil: later, Disabled: true,
-		}, []string{WaitDisabled, WaitHeld, WaitBreakerOpen, WaitRateLimited, WaitInFlightFull, WaitTaken}, nil, nil},
+			HeldKeys: &HeldKeys{Count: 1}, Retries: 1,
+		}, []string{WaitDisabled, WaitHeld, WaitBreakerOpen, WaitRateLimited, WaitInFlightFull, WaitTaken, WaitKeysHeld, WaitRetryScheduled}, nil, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Waits("ep", tt.f, now)

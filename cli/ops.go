@@ -131,7 +131,8 @@ and what was delivered or failed in the last hour; with the inbound gateway,
 per source what it accepted and refused since the process started; then,
 for each endpoint whose deliveries wait, why and until when (disabled,
 circuit breaker open, held by a receiver's Retry-After, rate limited,
-in-flight cap full).`
+in-flight cap full, ordering keys held behind an earlier delivery). Pending
+counts the deliveries of the ordered lane (ordering: key) too.`
 
 func runStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlags("status", statusHelp, stdout)

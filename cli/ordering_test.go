@@ -80,3 +80,29 @@ func TestEndpointsShowHeldKeys(t *testing.T) {
 		t.Errorf("an ordered endpoint without held keys:\n%s", out.String())
 	}
 }
+
+// While keys wait behind a dead letter, endpoints show counts their
+// deliveries as pending and says why they wait instead of "deliveries go
+// at once".
+func TestEndpointsShowSaysKeysWaitBehindADeadLetter(t *testing.T) {
+	since := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	held := &api.HeldKeys{Count: 1, Oldest: &since, Why: map[string]int{api.HeldDeadLetter: 1},
+		Keys: []api.HeldKey{{Key: "k0", Since: since, Why: api.HeldDeadLetter, EventID: "evt_1", Attempts: 20}}}
+	e := api.EndpointStatus{ID: "crm", Pending: 2, HeldKeys: held,
+		Settings: &api.EndpointSettings{Ordering: "key", OrderingOnDeadLetter: "hold"},
+		Waiting:  api.Waits("crm", api.WaitFacts{HeldKeys: held}, since)}
+	var out strings.Builder
+	printEndpoint(&out, e)
+	for _, want := range []string{
+		"pending       2\n",
+		"waiting:\n  endpoint crm: ordering keys wait behind an earlier delivery of their own key (1 key, the oldest since 2026-12-01T08:00:00Z; why: 1 dead_letter); its other keys go",
+		"  k0  dead_letter since 2026-12-01T08:00:00Z, event evt_1, 20 attempts\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("show lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "go at once") {
+		t.Errorf("show says deliveries go at once while a key waits:\n%s", out.String())
+	}
+}

@@ -62,7 +62,11 @@ type drainer struct {
 	// another still delivering): how many, and when JetStream gives them
 	// back at the latest.
 	taken map[string]takenTasks
-	wg    sync.WaitGroup
+	// quickUntil: until then the drainer rescans every quickRescan, not
+	// every rescanEvery, because retries stored as schedules before this
+	// process started (which it cannot tell the due times of) may be due.
+	quickUntil time.Time
+	wg         sync.WaitGroup
 }
 
 type heldTask struct {
@@ -335,6 +339,15 @@ func (r *drainer) poke() {
 	}
 }
 
+// Rescans: how often the drainer looks for tasks it does not know about,
+// and how often while retries stored before this process started may come
+// due (a restarted process resumes them within about 5 s of their time:
+// docs/architecture.md).
+const (
+	rescanEvery = 10 * time.Second
+	quickRescan = time.Second
+)
+
 // run starts drains as endpoints become due, and every rescan looks for
 // tasks this process does not know about (stored by another process, or
 // before a restart).
@@ -342,15 +355,31 @@ func (r *drainer) run(ctx context.Context) {
 	defer r.wg.Wait()
 	tick := time.NewTicker(drainPoll)
 	defer tick.Stop()
-	rescan := time.NewTicker(10 * time.Second)
+	rescan := time.NewTicker(rescanEvery)
 	defer rescan.Stop()
-	r.rescan(ctx)
+	quick := time.NewTicker(quickRescan)
+	defer quick.Stop()
+	if due, all, ok := r.rescan(ctx); ok && all > due {
+		r.quickenForSchedules()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-rescan.C:
 			r.rescan(ctx)
+		case <-quick.C:
+			r.mu.Lock()
+			quickly := r.d.now().Before(r.quickUntil)
+			r.mu.Unlock()
+			if !quickly {
+				break
+			}
+			if due, all, ok := r.rescan(ctx); ok && all <= due {
+				r.mu.Lock()
+				r.quickUntil = time.Time{} // no schedule left
+				r.mu.Unlock()
+			}
 		case <-tick.C:
 		case <-r.kick:
 		}
@@ -358,21 +387,45 @@ func (r *drainer) run(ctx context.Context) {
 	}
 }
 
-func (r *drainer) rescan(ctx context.Context) {
+// quickenForSchedules has the drainer rescan every quickRescan: at start
+// HOOKJET_TASKS holds more messages than due tasks, schedules stored before
+// this process started (retries, guards) whose due times it does not know.
+// The server turns each into a due task within the longest retry.cap or
+// timeout of any endpoint after it was stored, so the quick rescans end
+// then, or once no schedule is left.
+func (r *drainer) quickenForSchedules() {
+	d := r.d
+	var longest time.Duration
+	d.mu.RLock()
+	for _, e := range d.eps {
+		ep := e.set.Load().ep
+		longest = max(longest, ep.Retry.Cap, ep.Timeout)
+	}
+	d.mu.RUnlock()
+	r.mu.Lock()
+	r.quickUntil = d.now().Add(longest + schedLate)
+	r.mu.Unlock()
+}
+
+// rescan notes the endpoints with due tasks and returns how many tasks are
+// due and how many messages HOOKJET_TASKS holds (schedules included); false
+// when the stream could not be read.
+func (r *drainer) rescan(ctx context.Context) (due, all uint64, ok bool) {
 	d := r.d
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	st, err := d.o.JS.Stream(sctx, jetstream.TasksStream)
 	if err != nil {
 		d.log.Debug("rescan tasks", "err", err)
-		return
+		return 0, 0, false
 	}
 	info, err := st.Info(sctx, natsjs.WithSubjectFilter(jetstream.TasksPrefix+"*"))
 	if err != nil {
 		d.log.Debug("rescan tasks", "err", err)
-		return
+		return 0, 0, false
 	}
 	for subj, n := range info.State.Subjects {
+		due += n
 		id := strings.TrimPrefix(subj, jetstream.TasksPrefix)
 		e := d.endpoint(id)
 		if n == 0 || e == nil {
@@ -386,6 +439,7 @@ func (r *drainer) rescan(ctx context.Context) {
 		}
 		r.note(id, time.Time{})
 	}
+	return due, info.State.Msgs, true
 }
 
 func (r *drainer) startDue(ctx context.Context) {

@@ -622,6 +622,7 @@ func (l *lane) holdKey(gen uint64, k *laneKey, dl *delivery) (uint64, error) {
 	m.Header.Set(jetstream.HdrOrderingKey, k.id.key)
 	m.Header.Set(jetstream.HdrEventID, dl.ev.id)
 	m.Header.Set(hdrLaneHold, dl.ev.id)
+	m.Header.Set(jetstream.HdrAttempts, fmt.Sprint(dl.st.Attempts)) // the held key's view shows them
 	ctx, cancel := context.WithTimeout(d.sendCtx, 5*time.Second)
 	defer cancel()
 	ack, err := d.o.JS.PublishMsg(ctx, m)

@@ -68,10 +68,10 @@ func (d *Dispatcher) EndpointPage(ctx context.Context, tenant, after string, lim
 	if err := d.ownCounts(ctx, pageIDs, dlq); err != nil { // dispatch/deadletters.go
 		return nil, "", err
 	}
-	held := d.heldKeys(ctx, pageIDs) // ordering: key (dispatch/ordering_view.go)
+	lane := d.laneViews(ctx, pageIDs) // ordering: key (dispatch/ordering_view.go)
 	out := make([]api.EndpointStatus, 0, len(page))
 	for _, e := range page {
-		out = append(out, d.status(e, w[e.id], dlq[e.id], held[e.id]))
+		out = append(out, d.status(e, w[e.id], dlq[e.id], lane[e.id]))
 	}
 	return out, next, nil
 }
@@ -93,17 +93,19 @@ func (d *Dispatcher) Endpoint(ctx context.Context, id string) (api.EndpointStatu
 	if err := d.ownCounts(ctx, []string{id}, dlq); err != nil {
 		return api.EndpointStatus{}, err
 	}
-	return d.status(e, w[id], dlq[id], d.heldKeys(ctx, []string{id})[id]), nil
+	return d.status(e, w[id], dlq[id], d.laneViews(ctx, []string{id})[id]), nil
 }
 
-func (d *Dispatcher) status(e *endpoint, w waitingCount, deadLetters uint64, held *api.HeldKeys) api.EndpointStatus {
+// status is e's status: w its tasks, lane what waits for it in the
+// ordered lane.
+func (d *Dispatcher) status(e *endpoint, w waitingCount, deadLetters uint64, lane laneView) api.EndpointStatus {
 	ep := e.set.Load().ep
 	st := d.state(e.id)
 	s := api.EndpointStatus{
 		ID: ep.ID, URL: ep.URL, Events: ep.Events, Disabled: st.Disabled, DisabledReason: st.Reason,
 		DeadLetters: deadLetters, Secrets: len(ep.Secrets), Source: ep.Source, Tenant: ep.Tenant,
 		Description: ep.Description, CreatedAt: timePtr(ep.CreatedAt), UpdatedAt: timePtr(ep.UpdatedAt),
-		Pending: w.due + w.scheduled, AwaitingRetry: w.scheduled, InFlight: e.slots.inUse(),
+		Pending: w.due + w.scheduled + lane.Waiting, AwaitingRetry: w.scheduled + lane.Retrying, InFlight: e.slots.inUse(),
 		LastDelivery: e.last.Load(),
 	}
 	d.logStatus(&s, *ep) // owner, settings, last_test: dispatch/record.go
@@ -130,9 +132,14 @@ func (d *Dispatcher) status(e *endpoint, w waitingCount, deadLetters uint64, hel
 	} else {
 		s.Breaker.State = "closed"
 	}
-	s.Waiting = d.waits(e, d.now()) // why deliveries wait (dispatch/waiting.go)
-	s.NextRetry = timePtr(d.drains.firstRetry(e.id))
-	s.HeldKeys = held
+	// Why deliveries wait (dispatch/waiting.go), retries waiting for
+	// their time included.
+	now := d.now()
+	f := d.waitFacts(e, now, true, lane.Held)
+	f.Retries, f.NextRetry = w.scheduled+lane.Retrying, d.drains.firstRetry(e.id)
+	s.Waiting = api.Waits(e.id, f, now)
+	s.NextRetry = timePtr(f.NextRetry)
+	s.HeldKeys = lane.Held
 	return s
 }
 
@@ -209,6 +216,12 @@ func (d *Dispatcher) dlqCounts(ctx context.Context, id string) (map[string]uint6
 // number of lookups, whatever the number of endpoints) and this process's
 // counters. It changes nothing: RunGauges sets the gauges.
 func (d *Dispatcher) Summary(ctx context.Context) (api.Summary, error) {
+	s, _, err := d.summary(ctx)
+	return s, err
+}
+
+// summary is Summary and what waits in the ordered lane, per endpoint.
+func (d *Dispatcher) summary(ctx context.Context) (api.Summary, map[string]laneView, error) {
 	d.mu.RLock()
 	s := api.Summary{InFlight: d.inFlightN.Load(), Endpoints: len(d.eps)}
 	for _, st := range d.states {
@@ -255,6 +268,16 @@ func (d *Dispatcher) Summary(ctx context.Context) (api.Summary, error) {
 			}
 		}
 	}
+	// The ordered lane's deliveries, as its owner counts them (hold
+	// markers and settled entries not yet removed are not deliveries).
+	lane := d.laneViews(ctx, nil)
+	for _, v := range lane {
+		s.Pending += v.Waiting
+		s.AwaitingRetry += v.Retrying
+		if !v.Oldest.IsZero() && (oldest.IsZero() || v.Oldest.Before(oldest)) {
+			oldest = v.Oldest
+		}
+	}
 	if !oldest.IsZero() {
 		s.OldestPendingAgeSeconds = math.Max(0, d.now().Sub(oldest).Seconds())
 	}
@@ -274,12 +297,12 @@ func (d *Dispatcher) Summary(ctx context.Context) (api.Summary, error) {
 	}
 	s.DeliveredLastHour, s.FailedLastHour = d.hour.sum(d.now())
 	if len(errs) == len([]string{"fanout", "tasks", "dlq", "events"}) {
-		return api.Summary{}, errors.Join(errs...)
+		return api.Summary{}, nil, errors.Join(errs...)
 	}
 	for _, err := range errs {
 		s.Errors = append(s.Errors, err.Error())
 	}
-	return s, nil
+	return s, lane, nil
 }
 
 // firstTime returns the publish time of the first message at or after seq
@@ -315,7 +338,7 @@ func (d *Dispatcher) RunGauges(ctx context.Context, interval time.Duration) {
 
 func (d *Dispatcher) refreshGauges(ctx context.Context) {
 	m := d.o.Metrics
-	s, err := d.Summary(ctx)
+	s, lane, err := d.summary(ctx)
 	if err != nil {
 		d.log.Debug("refresh gauges", "err", err)
 		return
@@ -328,6 +351,11 @@ func (d *Dispatcher) refreshGauges(ctx context.Context) {
 		m.Pending.Reset()
 		d.series.owned(func(l string) { m.Pending.WithLabelValues(l).Set(0) })
 		other := 0.0
+		for id, v := range lane {
+			c := w[id]
+			c.due += v.Waiting // the ordered lane's count as waiting
+			w[id] = c
+		}
 		for id, c := range w {
 			if d.endpoint(id) == nil {
 				continue

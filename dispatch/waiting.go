@@ -14,21 +14,21 @@ import (
 // (state, breaker, limiter, slots, deliveries taken before it started),
 // turned into reasons by api.Waits, the one place that decides them.
 
-// waits says why deliveries to e wait at now, and until when (nil: they go
-// at once). The admin API shows it in the endpoint's "waiting".
-func (d *Dispatcher) waits(e *endpoint, now time.Time) []api.Wait { return d.waitsOf(e, now, true) }
-
-// waitsOf is waits, looking at the breaker only when breakers is set.
-func (d *Dispatcher) waitsOf(e *endpoint, now time.Time, breakers bool) []api.Wait {
-	return api.Waits(e.id, d.waitFacts(e, now, breakers), now)
+// waitsOf says why deliveries to e wait at now, and until when (nil: they
+// go at once), looking at the breaker only when breakers is set; held are
+// e's ordering keys held in the ordered lane. The endpoint's view adds its
+// retries (status.go).
+func (d *Dispatcher) waitsOf(e *endpoint, now time.Time, breakers bool, held *api.HeldKeys) []api.Wait {
+	return api.Waits(e.id, d.waitFacts(e, now, breakers, held), now)
 }
 
-// waitFacts gathers what this process knows about e at now.
-func (d *Dispatcher) waitFacts(e *endpoint, now time.Time, breakers bool) api.WaitFacts {
+// waitFacts gathers what this process knows about e at now, and held.
+func (d *Dispatcher) waitFacts(e *endpoint, now time.Time, breakers bool, held *api.HeldKeys) api.WaitFacts {
 	st := d.state(e.id)
 	f := api.WaitFacts{
 		Disabled: st.Disabled, DisabledReason: st.Reason,
 		HoldUntil: st.HoldUntil, HoldCause: st.HoldCause,
+		HeldKeys: held,
 	}
 	if breakers {
 		if h, ok := d.o.Breakers.Health(e.id); ok {
@@ -48,7 +48,8 @@ func (d *Dispatcher) waitFacts(e *endpoint, now time.Time, breakers bool) api.Wa
 // Waiting lists why deliveries wait, for every endpoint of this process
 // that cannot take them now, by id: those of at most api.MaxWaiting
 // endpoints, and how many endpoints there are.
-func (d *Dispatcher) Waiting(_ context.Context) ([]api.Wait, int, error) {
+func (d *Dispatcher) Waiting(ctx context.Context) ([]api.Wait, int, error) {
+	lane := d.laneViews(ctx, nil)
 	now := d.now()
 	_, halfOpen, open := d.o.Breakers.States()
 	breakers := halfOpen+open > 0 // else no breaker needs a look
@@ -60,7 +61,7 @@ func (d *Dispatcher) Waiting(_ context.Context) ([]api.Wait, int, error) {
 	d.mu.RUnlock()
 	var waiting [][]api.Wait
 	for _, e := range eps {
-		if w := d.waitsOf(e, now, breakers); len(w) > 0 {
+		if w := d.waitsOf(e, now, breakers, lane[e.id].Held); len(w) > 0 {
 			waiting = append(waiting, w)
 		}
 	}
