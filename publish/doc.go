@@ -14,7 +14,10 @@
 //   - NATS request/reply: [Committer.Answer] turns a request to
 //     hookjet.publish.<type> (headers Nats-Msg-Id, Hookjet-Tenant,
 //     Hookjet-Ordering-Key; data: the payload) into the reply {"id",
-//     "duplicate", "stream", "seq"} or {"error"}. Package jetstream
+//     "duplicate", "stream", "seq"} or, like the HTTP API's 400, {"error",
+//     "field", "errors": [{"field", "error"}]} naming every bad field (a
+//     request whose headers name two ids, tenants or keys included).
+//     Package jetstream
 //     subscribes to the subject and sends the replies.
 //
 // Events are idempotent by id (the stream's duplicate window): an id
