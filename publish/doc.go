@@ -20,8 +20,10 @@
 //     Package jetstream
 //     subscribes to the subject and sends the replies.
 //
-// Events are idempotent by id (the stream's duplicate window): an id
-// stored before is reported as a duplicate and not stored again; an event
+// Events are idempotent by id (the stream's duplicate window and, past
+// it, the dedupe ledger given to [WithLedger], a local read): an id
+// stored before is reported as a duplicate of its first copy and not
+// stored again; an event
 // without an id gets one (evt_ and random). The queue is bounded: a
 // request that does not fit, or that JetStream cannot store, fails with
 // [ErrBusy] or [ErrUnavailable] (HTTP 503).

@@ -17,7 +17,8 @@ type Reply struct {
 	// generated for it.
 	ID string `json:"id"`
 	// Duplicate is set when the id was stored before (within the stream's
-	// duplicate window): the event was not stored again.
+	// duplicate window, or remembered by hookjet's dedupe ledger): the
+	// event was not stored again.
 	Duplicate bool `json:"duplicate"`
 	// Stream and Seq say where the event is stored (for a duplicate: the
 	// first copy).
