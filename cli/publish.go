@@ -165,7 +165,12 @@ func publishHTTP(ctx context.Context, cfg *config.Config, f publishFlags, e publ
 	if err != nil {
 		return fmt.Errorf("publish: %w", c.answer(err))
 	}
-	if out.Duplicates > 0 {
+	if len(out.Results) == 1 && out.Results[0].Duplicate {
+		r := out.Results[0]
+		fmt.Fprintf(stdout, "duplicate: event %s was already stored as %s #%d; not stored again\n", e.ID, r.Stream, r.Seq)
+		return nil
+	}
+	if out.Duplicates > 0 { // a server without results
 		fmt.Fprintf(stdout, "duplicate: event %s was already stored; not stored again\n", e.ID)
 		return nil
 	}

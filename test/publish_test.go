@@ -298,7 +298,7 @@ func TestPublishOverNATSRequest(t *testing.T) {
 		{[]string{"publish", "order.created", "--id", "evt_cli_1", "--key", "k-2"}, "published order.created id=evt_cli_1 stream=HOOKJET_EVENTS seq="},
 		{[]string{"publish", "order.created", "--id", "evt_cli_1"}, "duplicate: event evt_cli_1 was already stored as HOOKJET_EVENTS #"},
 		{[]string{"publish", "order.created", "--id", "evt_cli_2", "--http", "--tenant", "acme"}, "published order.created id=evt_cli_2 (HTTP 202)"},
-		{[]string{"publish", "order.created", "--id", "evt_cli_2", "--http"}, "duplicate: event evt_cli_2 was already stored; not stored again"},
+		{[]string{"publish", "order.created", "--id", "evt_cli_2", "--http"}, "duplicate: event evt_cli_2 was already stored as HOOKJET_EVENTS #"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if err := cli.Main(t.Context(), tt.args, env, &stdout, &stderr); err != nil || !strings.HasPrefix(stdout.String(), tt.want) {
