@@ -31,10 +31,27 @@ type PublishBatch struct {
 }
 
 // PublishResult is the answer (202) of POST /api/v1/events: the events'
-// ids, in the request's order (generated ones included), and how many
-// were duplicates (their id was stored before, within the stream's
-// duplicate window: not stored again).
+// ids, in the request's order (generated ones included), how many were
+// duplicates (their id was stored before: not stored again) and which.
 type PublishResult struct {
 	IDs        []string `json:"ids"`
 	Duplicates int      `json:"duplicates"`
+	// DuplicateIDs are the ids of the events that were duplicates, once
+	// per such event, in the request's order; empty when none was.
+	DuplicateIDs []string `json:"duplicate_ids"`
+	// Results says what became of each event, in the request's order.
+	Results []PublishedEvent `json:"results"`
+}
+
+// PublishedEvent is what became of one event of a publish request.
+type PublishedEvent struct {
+	ID string `json:"id"`
+	// Stream and Seq say where the event is stored; for a duplicate, where
+	// the copy stored first is.
+	Stream string `json:"stream"`
+	Seq    uint64 `json:"seq"`
+	// Duplicate is set when the id was stored before (within the stream's
+	// duplicate window, or remembered by hookjet's dedupe ledger past
+	// it), or earlier in the same request: this copy was not stored.
+	Duplicate bool `json:"duplicate"`
 }

@@ -32,8 +32,9 @@ With --tenant the event is that tenant's (header Hookjet-Tenant): it reaches
 the tenant's endpoints and those without a tenant; without it, only
 endpoints without a tenant. --key sets its ordering key (header
 Hookjet-Ordering-Key).
-Publishing the same id again within the duplicate window is reported as a
-duplicate and not stored twice. Any NATS client can publish directly too,
+Publishing an id stored before (within the duplicate window, or later while
+hookjet's dedupe ledger remembers it: dedupe.ttl) is reported as a duplicate
+of the first copy and not stored twice. Any NATS client can publish directly too,
 one synced write per event:
   nats pub hookjet.events.order.created '{"id":1}' -H Nats-Msg-Id:evt_1`
 
@@ -164,7 +165,12 @@ func publishHTTP(ctx context.Context, cfg *config.Config, f publishFlags, e publ
 	if err != nil {
 		return fmt.Errorf("publish: %w", c.answer(err))
 	}
-	if out.Duplicates > 0 {
+	if len(out.Results) == 1 && out.Results[0].Duplicate {
+		r := out.Results[0]
+		fmt.Fprintf(stdout, "duplicate: event %s was already stored as %s #%d; not stored again\n", e.ID, r.Stream, r.Seq)
+		return nil
+	}
+	if out.Duplicates > 0 { // a server without results
 		fmt.Fprintf(stdout, "duplicate: event %s was already stored; not stored again\n", e.ID)
 		return nil
 	}

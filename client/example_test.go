@@ -79,7 +79,10 @@ func ExampleClient_Publish() {
 		fmt.Println(err) // an *client.Error carries the status and the server's message
 		return
 	}
-	fmt.Println(res.IDs, res.Duplicates)
+	fmt.Println(res.IDs, res.Duplicates, res.DuplicateIDs)
+	for _, r := range res.Results {
+		fmt.Println(r.ID, r.Stream, r.Seq, r.Duplicate) // a duplicate names the copy stored first
+	}
 }
 
 // exampleT stands in for the *testing.T an Example does not have.

@@ -25,7 +25,8 @@
 // # Storage
 //
 // Four buckets: "dedupe_positions" (how far a follower of a stream, such
-// as HOOKJET_SEEN's, has applied it: name → sequence),
+// as HOOKJET_SEEN's, has applied it: name → sequence and the creation
+// time of the stream it followed, so that a stream created anew is noticed),
 // "dedupe_seen" (event id → version, sequence, time),
 // "dedupe_delivered" (length-prefixed endpoint and event id → version,
 // time) and "dedupe_expiry", a time-ordered index (time, kind, key) that

@@ -3,6 +3,7 @@ package dedupe
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -37,36 +38,59 @@ func (l *Ledger) Seen(eventID string) (seq uint64, found bool, err error) {
 }
 
 // positionsBucket holds named positions: how far a follower of a stream
-// has applied it into the ledger (Position, SetPosition).
+// has applied it into the ledger, and which stream that was (Position,
+// SetPosition).
 var positionsBucket = []byte("dedupe_positions")
 
 // Position returns the position stored under name, 0 when there is none.
 func (l *Ledger) Position(name string) (uint64, error) {
-	var pos uint64
-	err := l.db.View(func(tx *bolt.Tx) error {
-		if b := tx.Bucket(positionsBucket); b != nil {
-			if v := b.Get([]byte(name)); len(v) == 8 {
-				pos = binary.BigEndian.Uint64(v)
+	pos, _, err := l.StreamPosition(name)
+	return pos, err
+}
+
+// StreamPosition returns the position stored under name and the creation
+// time of the stream it was reached in (zero when there is no position, or
+// it was stored without one by an earlier version).
+func (l *Ledger) StreamPosition(name string) (pos uint64, created time.Time, err error) {
+	err = l.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(positionsBucket)
+		if b == nil {
+			return nil
+		}
+		v := b.Get([]byte(name))
+		if len(v) != 8 && len(v) != 16 {
+			return nil
+		}
+		pos = binary.BigEndian.Uint64(v)
+		if len(v) == 16 {
+			if n := int64(binary.BigEndian.Uint64(v[8:])); n != 0 {
+				created = time.Unix(0, n).UTC()
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("read dedupe ledger: %w", err)
+		return 0, time.Time{}, fmt.Errorf("read dedupe ledger: %w", err)
 	}
-	return pos, nil
+	return pos, created, nil
 }
 
-// SetPosition stores pos under name, in a transaction of its own. A
-// follower stores a position only once the records it applied up to there
-// are committed (FirstSeen's records are, within WithBatch's delay).
-func (l *Ledger) SetPosition(name string, pos uint64) error {
+// SetPosition stores pos under name, reached in the stream created at
+// created (zero: unknown), in a transaction of its own. A follower stores
+// a position only once the records it applied up to there are committed
+// (FirstSeen's records are, within WithBatch's delay).
+func (l *Ledger) SetPosition(name string, pos uint64, created time.Time) error {
+	var n int64
+	if !created.IsZero() {
+		n = created.UnixNano()
+	}
 	err := l.db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(positionsBucket)
 		if err != nil {
 			return err
 		}
-		return b.Put([]byte(name), binary.BigEndian.AppendUint64(nil, pos))
+		v := binary.BigEndian.AppendUint64(make([]byte, 0, 16), pos)
+		return b.Put([]byte(name), binary.BigEndian.AppendUint64(v, uint64(n)))
 	})
 	if err != nil {
 		return fmt.Errorf("write dedupe ledger: %w", err)

@@ -92,8 +92,10 @@ func seenStreamConfig(cfg *config.Config) natsjs.StreamConfig {
 type SeenLedger interface {
 	FirstSeen(id string, seq uint64) (first uint64, dup bool, err error)
 	Seen(id string) (seq uint64, found bool, err error)
-	Position(name string) (uint64, error)
-	SetPosition(name string, pos uint64) error
+	// StreamPosition is the stored position and the creation time of the
+	// stream it was reached in (zero: unknown).
+	StreamPosition(name string) (pos uint64, created time.Time, err error)
+	SetPosition(name string, pos uint64, created time.Time) error
 }
 
 // SeenIDs announces the ids this process accepts on HOOKJET_SEEN and
@@ -106,6 +108,10 @@ type SeenIDs struct {
 	log    *slog.Logger
 
 	announced, lost, applied atomic.Uint64
+
+	// created is when the HOOKJET_SEEN that applied counts in was
+	// created; owned by the follower's goroutine.
+	created time.Time
 
 	// batch holds the ids not yet published, per subject; a timer
 	// publishes a batch seenBatchWait after its first id.
@@ -314,7 +320,7 @@ func (s *SeenIDs) follow(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	saver := newPositionSaver(s)
+	saver := newPositionSaver(s, s.created)
 	defer saver.stop()
 	return readFrom(ctx, s.js, SeenStream, start, s.sameStream, func(m natsjs.Msg, seq uint64) error {
 		seenRecords(m.Data(), func(key string, at uint64) {
@@ -328,29 +334,39 @@ func (s *SeenIDs) follow(ctx context.Context) error {
 }
 
 // resume returns the sequence to follow HOOKJET_SEEN from: after the
-// stored position, or from the start when the stream was created anew.
+// position applied (or stored), or from the start when the stream there
+// now is another one than the position was reached in: created at another
+// time (deleted and created anew), or holding fewer messages.
 func (s *SeenIDs) resume(ctx context.Context) (uint64, error) {
-	pos := s.applied.Load()
+	pos, created := s.applied.Load(), s.created
 	if pos == 0 {
-		p, err := s.ledger.Position(SeenStream)
+		p, c, err := s.ledger.StreamPosition(SeenStream)
 		if err != nil {
 			return 0, err
 		}
-		pos = p
+		pos, created = p, c
 	}
 	st, err := s.js.Stream(ctx, SeenStream)
 	if err != nil {
 		return 0, fmt.Errorf("stream %s: %w", SeenStream, err)
 	}
-	if st.CachedInfo().State.LastSeq < pos {
+	info := st.CachedInfo()
+	// A position stored without its stream's creation time (by an earlier
+	// version) is taken as this stream's when the stream is long enough.
+	if info.State.LastSeq < pos || (!created.IsZero() && !created.Equal(info.Created)) {
+		if pos > 0 {
+			s.log.Info(SeenStream+" was created anew: following it from its start", "position", pos)
+		}
 		pos = 0 // another stream than the one followed before
 	}
+	s.created = info.Created
 	s.applied.Store(pos)
 	return pos + 1, nil
 }
 
-// sameStream returns an error when HOOKJET_SEEN holds fewer messages than
-// were followed: it was created anew, and is followed from its start (an
+// sameStream returns an error when HOOKJET_SEEN is not the stream followed
+// so far (created at another time, or holding fewer messages than were
+// followed): it was created anew, and is followed from its start (an
 // ordered consumer would carry on from the old stream's sequence).
 func (s *SeenIDs) sameStream(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -359,8 +375,10 @@ func (s *SeenIDs) sameStream(ctx context.Context) error {
 	if err != nil {
 		return nil // NATS slow or down: the consumer says so if it lasts
 	}
-	if st.CachedInfo().State.LastSeq < s.applied.Load() {
+	info := st.CachedInfo()
+	if info.State.LastSeq < s.applied.Load() || !info.Created.Equal(s.created) {
 		s.applied.Store(0)
+		s.created = time.Time{}
 		return fmt.Errorf("%s was created anew: following it from its start", SeenStream)
 	}
 	return nil
@@ -369,13 +387,14 @@ func (s *SeenIDs) sameStream(ctx context.Context) error {
 // positionSaver stores the follower's position every seenSaveEvery: the
 // position of the tick before, so that what it covers is committed.
 type positionSaver struct {
-	s    *SeenIDs
-	quit chan struct{}
-	done chan struct{}
+	s       *SeenIDs
+	created time.Time // the stream followed
+	quit    chan struct{}
+	done    chan struct{}
 }
 
-func newPositionSaver(s *SeenIDs) *positionSaver {
-	p := &positionSaver{s: s, quit: make(chan struct{}), done: make(chan struct{})}
+func newPositionSaver(s *SeenIDs, created time.Time) *positionSaver {
+	p := &positionSaver{s: s, created: created, quit: make(chan struct{}), done: make(chan struct{})}
 	go p.run()
 	return p
 }
@@ -392,7 +411,7 @@ func (p *positionSaver) run() {
 		case <-t.C:
 		}
 		if prev > saved {
-			if err := p.s.ledger.SetPosition(SeenStream, prev); err != nil {
+			if err := p.s.ledger.SetPosition(SeenStream, prev, p.created); err != nil {
 				p.s.log.Warn("store the position in "+SeenStream, "err", err)
 			} else {
 				saved = prev

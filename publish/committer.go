@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 )
@@ -16,6 +17,27 @@ type Store interface {
 	// event, in order, once each is stored, found a duplicate or failed.
 	// The ids of events are distinct.
 	Store(ctx context.Context, events []Event) []Result
+}
+
+// Ledger remembers the ids of stored events past the stream's duplicate
+// window (package dedupe's Ledger: the fan-out records every id it takes,
+// and every process's ids arrive through HOOKJET_SEEN). Both calls are
+// local reads and queued writes, no JetStream round trip.
+type Ledger interface {
+	// Seen returns the sequence eventID was first stored under, when it
+	// is remembered.
+	Seen(eventID string) (seq uint64, found bool, err error)
+	// FirstSeen records eventID as stored under seq, unless it is
+	// remembered already.
+	FirstSeen(eventID string, seq uint64) (first uint64, dup bool, err error)
+}
+
+// WithLedger makes the committer answer an id that l remembers as a
+// duplicate of its first copy in stream, without storing it again (the
+// stream's duplicate window forgets ids after minutes; the fan-out would
+// drop the copy), and record every event it stores in l.
+func WithLedger(l Ledger, stream string) Option {
+	return func(c *Committer) { c.ledger, c.stream = l, stream }
 }
 
 // Option configures a [Committer].
@@ -46,6 +68,8 @@ type Committer struct {
 	timeout   time.Duration
 	log       *slog.Logger
 	maxData   int // an event's largest payload; 0: no bound
+	ledger    Ledger
+	stream    string // where the ledger's sequences are
 
 	linger  time.Duration // the longest a writer waits for stragglers
 	mu      sync.Mutex
@@ -216,17 +240,33 @@ func (c *Committer) next() (batch []*request, ok bool) {
 
 // commit stores the events of batch's requests in one call to the store
 // and answers each request. An id that appears more than once in the batch
-// is stored once; its later copies are duplicates of the first.
+// is stored once; its later copies are duplicates of the first. An id the
+// ledger remembers is not stored: it is a duplicate of the copy stored
+// first.
 func (c *Committer) commit(batch []*request) {
 	var events []Event
-	type ref struct{ req, ev, first int } // first: index in events, or -1
+	type ref struct{ req, ev, first int } // first: index in events, or -1-index, or remembered
+	const remembered = math.MinInt
 	var refs []ref
 	firstOf := map[string]int{}
+	var known map[string]uint64 // ids the ledger remembers → first sequence
 	for ri, r := range batch {
 		r.results = make([]Result, len(r.events))
 		for ei, e := range r.events {
+			if _, ok := known[e.ID]; ok {
+				refs = append(refs, ref{ri, ei, remembered})
+				continue
+			}
 			if j, dup := firstOf[e.ID]; dup {
 				refs = append(refs, ref{ri, ei, -1 - j})
+				continue
+			}
+			if seq, ok := c.remembered(e.ID); ok {
+				if known == nil {
+					known = map[string]uint64{}
+				}
+				known[e.ID] = seq
+				refs = append(refs, ref{ri, ei, remembered})
 				continue
 			}
 			firstOf[e.ID] = len(events)
@@ -234,34 +274,72 @@ func (c *Committer) commit(batch []*request) {
 			events = append(events, e)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-	t0 := time.Now()
-	results := c.store.Store(ctx, events)
-	took := time.Since(t0)
-	cancel()
-	c.mu.Lock()
-	c.took = took
-	c.mu.Unlock()
+	var results []Result
+	if len(events) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+		t0 := time.Now()
+		results = c.store.Store(ctx, events)
+		took := time.Since(t0)
+		cancel()
+		c.mu.Lock()
+		c.took = took
+		c.mu.Unlock()
+		c.remember(events, results)
+	}
 	failed := 0
 	for _, f := range refs {
-		if f.first >= 0 {
+		switch {
+		case f.first == remembered:
+			id := batch[f.req].events[f.ev].ID
+			batch[f.req].results[f.ev] = Result{Stream: c.stream, Seq: known[id], Duplicate: true}
+		case f.first >= 0:
 			batch[f.req].results[f.ev] = results[f.first]
 			if results[f.first].Err != nil {
 				failed++
 			}
-			continue
+		default:
+			res := results[-1-f.first]
+			if res.Err == nil {
+				res.Duplicate = true
+			}
+			batch[f.req].results[f.ev] = res
 		}
-		res := results[-1-f.first]
-		if res.Err == nil {
-			res.Duplicate = true
-		}
-		batch[f.req].results[f.ev] = res
 	}
 	if failed > 0 {
 		c.log.Warn("publish: events not stored", "failed", failed, "of", len(events), "err", firstErr(results))
 	}
 	for _, r := range batch {
 		close(r.done)
+	}
+}
+
+// remembered returns the sequence the ledger remembers id under.
+func (c *Committer) remembered(id string) (uint64, bool) {
+	if c.ledger == nil {
+		return 0, false
+	}
+	seq, found, err := c.ledger.Seen(id)
+	if err != nil {
+		c.log.Warn("publish: ledger lookup", "event_id", id, "err", err)
+		return 0, false
+	}
+	return seq, found
+}
+
+// remember records the events stored in the ledger under their sequence
+// (for a copy the stream found a duplicate: the first copy's), so that a copy sent after the duplicate window is answered as a
+// duplicate even before the fan-out has taken the first.
+func (c *Committer) remember(events []Event, results []Result) {
+	if c.ledger == nil {
+		return
+	}
+	for i, r := range results {
+		if r.Err != nil || r.Stream != c.stream {
+			continue
+		}
+		if _, _, err := c.ledger.FirstSeen(events[i].ID, r.Seq); err != nil {
+			c.log.Warn("publish: ledger record", "event_id", events[i].ID, "err", err)
+		}
 	}
 }
 

@@ -95,3 +95,56 @@ func TestCommitterRefusesWhenTheQueueIsFull(t *testing.T) {
 		}
 	}
 }
+
+// mapLedger is a ledger in memory.
+type mapLedger struct {
+	mu  sync.Mutex
+	ids map[string]uint64
+}
+
+func (l *mapLedger) Seen(id string) (uint64, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seq, ok := l.ids[id]
+	return seq, ok, nil
+}
+
+func (l *mapLedger) FirstSeen(id string, seq uint64) (uint64, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if first, ok := l.ids[id]; ok {
+		return first, first != seq, nil
+	}
+	l.ids[id] = seq
+	return seq, false, nil
+}
+
+// An id the ledger remembers is answered as a duplicate of its first copy
+// and never reaches the store; the others are stored in one batch and
+// recorded in the ledger under their sequence.
+func TestCommitterAnswersRememberedIDsFromTheLedger(t *testing.T) {
+	store := &recordingStore{}
+	ledger := &mapLedger{ids: map[string]uint64{"evt_old": 41}}
+	c := New(store, WithLedger(ledger, "HOOKJET_EVENTS"))
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	res, err := c.Publish(t.Context(), []Event{{ID: "evt_new", Type: "a"}, {ID: "evt_old", Type: "a"}, {ID: "evt_old", Type: "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Result{{Stream: "HOOKJET_EVENTS", Seq: 1}, {Stream: "HOOKJET_EVENTS", Seq: 41, Duplicate: true}, {Stream: "HOOKJET_EVENTS", Seq: 41, Duplicate: true}}
+	for i := range want {
+		if res[i] != want[i] {
+			t.Errorf("result %d: %+v, want %+v", i, res[i], want[i])
+		}
+	}
+	if len(store.got) != 1 || store.got[0].ID != "evt_new" {
+		t.Errorf("stored %+v, want evt_new only", store.got)
+	}
+	if seq, ok, _ := ledger.Seen("evt_new"); !ok || seq != 1 {
+		t.Errorf("the ledger has evt_new at %d (%v), want 1", seq, ok)
+	}
+	again, err := c.Publish(t.Context(), []Event{{ID: "evt_new", Type: "a"}})
+	if err != nil || !again[0].Duplicate || again[0].Seq != 1 || len(store.got) != 1 {
+		t.Errorf("evt_new again: %+v %v (stored %d), want a duplicate of #1", again, err, len(store.got))
+	}
+}

@@ -14,11 +14,16 @@
 //   - NATS request/reply: [Committer.Answer] turns a request to
 //     hookjet.publish.<type> (headers Nats-Msg-Id, Hookjet-Tenant,
 //     Hookjet-Ordering-Key; data: the payload) into the reply {"id",
-//     "duplicate", "stream", "seq"} or {"error"}. Package jetstream
+//     "duplicate", "stream", "seq"} or, like the HTTP API's 400, {"error",
+//     "field", "errors": [{"field", "error"}]} naming every bad field (a
+//     request whose headers name two ids, tenants or keys included).
+//     Package jetstream
 //     subscribes to the subject and sends the replies.
 //
-// Events are idempotent by id (the stream's duplicate window): an id
-// stored before is reported as a duplicate and not stored again; an event
+// Events are idempotent by id (the stream's duplicate window and, past
+// it, the dedupe ledger given to [WithLedger], a local read): an id
+// stored before is reported as a duplicate of its first copy and not
+// stored again; an event
 // without an id gets one (evt_ and random). The queue is bounded: a
 // request that does not fit, or that JetStream cannot store, fails with
 // [ErrBusy] or [ErrUnavailable] (HTTP 503).

@@ -56,8 +56,9 @@ type Result struct {
 	// the first copy is).
 	Stream string
 	Seq    uint64
-	// Duplicate is set when an event with the same id was stored before,
-	// within the stream's duplicate window; this one was not stored.
+	// Duplicate is set when an event with the same id was stored before
+	// (within the stream's duplicate window, or remembered by the
+	// committer's ledger); this one was not stored.
 	Duplicate bool
 	// Err is why the event was not stored; nil when it was (or was a
 	// duplicate).

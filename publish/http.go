@@ -111,11 +111,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": storeError(err).Error()})
 		return
 	}
-	out := api.PublishResult{IDs: make([]string, len(events))}
+	out := api.PublishResult{IDs: make([]string, len(events)), DuplicateIDs: []string{}, Results: make([]api.PublishedEvent, len(events))}
 	for i, e := range events {
 		out.IDs[i] = e.ID
+		out.Results[i] = api.PublishedEvent{ID: e.ID, Stream: res[i].Stream, Seq: res[i].Seq, Duplicate: res[i].Duplicate}
 		if res[i].Duplicate {
 			out.Duplicates++
+			out.DuplicateIDs = append(out.DuplicateIDs, e.ID)
 		}
 	}
 	writeJSON(w, http.StatusAccepted, out)

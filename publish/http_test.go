@@ -1,6 +1,9 @@
 package publish
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -77,5 +80,48 @@ func TestHandlerTokens(t *testing.T) {
 		if rec.Code != tt.want {
 			t.Errorf("Authorization %q: HTTP %d, want %d", tt.auth, rec.Code, tt.want)
 		}
+	}
+}
+
+// A batch's answer says which events were duplicates, not only how many:
+// duplicate_ids, and per event where it is stored (for a duplicate: the
+// copy stored first) (walkthrough item 6 of issue 47).
+func TestHandlerNamesTheDuplicates(t *testing.T) {
+	store := &recordingStore{}
+	c := New(store, WithLedger(&mapLedger{ids: map[string]uint64{"evt_old": 9}}, "HOOKJET_EVENTS"))
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	body := `{"events":[{"id":"evt_43","type":"a","data":1},{"id":"evt_43","type":"a","data":2},{"id":"evt_old","type":"a","data":3},{"id":"evt_44","type":"a","data":4}]}`
+	rec := httptest.NewRecorder()
+	NewHandler(c).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/v1/events", strings.NewReader(body)))
+	var out struct {
+		IDs          []string `json:"ids"`
+		Duplicates   int      `json:"duplicates"`
+		DuplicateIDs []string `json:"duplicate_ids"`
+		Results      []struct {
+			ID        string `json:"id"`
+			Stream    string `json:"stream"`
+			Seq       uint64 `json:"seq"`
+			Duplicate bool   `json:"duplicate"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || rec.Code != http.StatusAccepted {
+		t.Fatalf("HTTP %d %s: %v", rec.Code, rec.Body, err)
+	}
+	if out.Duplicates != 2 || strings.Join(out.DuplicateIDs, ",") != "evt_43,evt_old" {
+		t.Errorf("duplicates %d, duplicate_ids %v; want 2, [evt_43 evt_old]: %s", out.Duplicates, out.DuplicateIDs, rec.Body)
+	}
+	want := []string{"evt_43 HOOKJET_EVENTS 1 false", "evt_43 HOOKJET_EVENTS 1 true", "evt_old HOOKJET_EVENTS 9 true", "evt_44 HOOKJET_EVENTS 2 false"}
+	var got []string
+	for _, r := range out.Results {
+		got = append(got, fmt.Sprint(r.ID, " ", r.Stream, " ", r.Seq, " ", r.Duplicate))
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("results %q, want %q", got, want)
+	}
+	// None: an empty list, not null.
+	rec = httptest.NewRecorder()
+	NewHandler(c).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/v1/events", strings.NewReader(`{"id":"evt_45","type":"a","data":1}`)))
+	if !strings.Contains(rec.Body.String(), `"duplicate_ids": []`) {
+		t.Errorf("no duplicates: %s, want \"duplicate_ids\": []", rec.Body)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/textproto"
+	"slices"
 	"strings"
 )
 
@@ -16,7 +17,8 @@ type Reply struct {
 	// generated for it.
 	ID string `json:"id"`
 	// Duplicate is set when the id was stored before (within the stream's
-	// duplicate window): the event was not stored again.
+	// duplicate window, or remembered by hookjet's dedupe ledger): the
+	// event was not stored again.
 	Duplicate bool `json:"duplicate"`
 	// Stream and Seq say where the event is stored (for a duplicate: the
 	// first copy).
@@ -24,7 +26,9 @@ type Reply struct {
 	Seq    uint64 `json:"seq,omitempty"`
 }
 
-// ErrorReply is the answer to a publish request that was not stored.
+// ErrorReply is the answer to a publish request that was not stored, in
+// the shape of the HTTP API's errors: every bad field in Errors, the first
+// also in Error and Field.
 type ErrorReply struct {
 	// Error names the problem ("type: is required", "JetStream cannot
 	// store the events: ...").
@@ -32,6 +36,9 @@ type ErrorReply struct {
 	// Field names the bad part of the request (type, id, tenant, key,
 	// data); empty when the request was fine and storing failed.
 	Field string `json:"field,omitempty"`
+	// Errors holds every bad field of the request; empty when storing
+	// failed.
+	Errors []Problem `json:"errors,omitempty"`
 }
 
 // Answer stores the event of a publish request and returns the reply's
@@ -42,17 +49,21 @@ type ErrorReply struct {
 // dropped), data the payload.
 func (c *Committer) Answer(ctx context.Context, typ string, h map[string][]string, data []byte) []byte {
 	e := Event{Type: typ, Data: data}
+	// Each of the three may be spelt in any case, and more than once; all
+	// its values must agree (the fan-out refuses an event naming two
+	// tenants, dispatch's eventTenant).
+	var ids, tenants, keys []string
 	for name, vs := range h {
 		if len(vs) == 0 {
 			continue
 		}
 		switch canon := textproto.CanonicalMIMEHeaderKey(name); {
 		case canon == HeaderID:
-			e.ID = vs[0]
+			ids = append(ids, vs...)
 		case canon == HeaderTenant:
-			e.Tenant = vs[0]
+			tenants = append(tenants, vs...)
 		case canon == HeaderKey:
-			e.Key = vs[0]
+			keys = append(keys, vs...)
 		case strings.HasPrefix(canon, "Nats-"), strings.HasPrefix(canon, "Hookjet-"):
 		default:
 			if e.Header == nil {
@@ -61,8 +72,28 @@ func (c *Committer) Answer(ctx context.Context, typ string, h map[string][]strin
 			e.Header[name] = vs
 		}
 	}
-	if ps := check(&e, "", c.maxData); len(ps) > 0 {
-		return errorJSON(ps[0].Error, ps[0].Field)
+	var ps []Problem
+	for _, f := range []struct {
+		field, header string
+		vals          []string
+		dst           *string
+	}{{"id", HeaderID, ids, &e.ID}, {"tenant", HeaderTenant, tenants, &e.Tenant}, {"key", HeaderKey, keys, &e.Key}} {
+		if len(f.vals) == 0 {
+			continue
+		}
+		*f.dst = f.vals[0]
+		if slices.ContainsFunc(f.vals[1:], func(v string) bool { return v != f.vals[0] }) {
+			ps = append(ps, Problem{Field: f.field, Error: fmt.Sprintf("%s: header %s names more than one value (%s)", f.field, f.header, strings.Join(f.vals, ", "))})
+		}
+	}
+	for _, p := range check(&e, "", c.maxData) {
+		if !slices.ContainsFunc(ps, func(q Problem) bool { return q.Field == p.Field }) {
+			ps = append(ps, p)
+		}
+	}
+	if len(ps) > 0 {
+		b, _ := json.Marshal(ErrorReply{Error: ps[0].Error, Field: ps[0].Field, Errors: ps})
+		return b
 	}
 	if e.ID == "" {
 		e.ID = NewID()

@@ -35,7 +35,11 @@ func (s *Server) startPublish() error {
 	if err != nil {
 		return err
 	}
-	c := publish.New(store, publish.WithMaxPayload(cfg.Security.MaxPayloadBytes), publish.WithLogger(s.log))
+	// The ledger answers an id stored before, past the stream's duplicate
+	// window, as a duplicate of its first copy: the fan-out would drop a
+	// second copy, so it is not stored.
+	c := publish.New(store, publish.WithMaxPayload(cfg.Security.MaxPayloadBytes), publish.WithLogger(s.log),
+		publish.WithLedger(s.ledger, jetstream.EventsStream))
 	p := &publishServer{committer: c}
 	s.publish = p
 	p.handler = publish.NewHandler(c, publish.WithTokens(cfg.Publish.Token.Reveal(), cfg.Admin.Token.Reveal()))

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
@@ -296,7 +298,7 @@ func TestPublishOverNATSRequest(t *testing.T) {
 		{[]string{"publish", "order.created", "--id", "evt_cli_1", "--key", "k-2"}, "published order.created id=evt_cli_1 stream=HOOKJET_EVENTS seq="},
 		{[]string{"publish", "order.created", "--id", "evt_cli_1"}, "duplicate: event evt_cli_1 was already stored as HOOKJET_EVENTS #"},
 		{[]string{"publish", "order.created", "--id", "evt_cli_2", "--http", "--tenant", "acme"}, "published order.created id=evt_cli_2 (HTTP 202)"},
-		{[]string{"publish", "order.created", "--id", "evt_cli_2", "--http"}, "duplicate: event evt_cli_2 was already stored; not stored again"},
+		{[]string{"publish", "order.created", "--id", "evt_cli_2", "--http"}, "duplicate: event evt_cli_2 was already stored as HOOKJET_EVENTS #"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if err := cli.Main(t.Context(), tt.args, env, &stdout, &stderr); err != nil || !strings.HasPrefix(stdout.String(), tt.want) {
@@ -314,6 +316,62 @@ func TestPublishOverNATSRequest(t *testing.T) {
 	}
 	h.settle("order.created", r)
 	for _, id := range []string{"evt_req_1", "evt_cli_1", "evt_cli_2"} {
+		if n := r.requestsFor(id); n != 1 {
+			t.Errorf("%s delivered %d times, want once", id, n)
+		}
+	}
+}
+
+// An id hookjet remembers (its dedupe ledger) is answered as a duplicate
+// of the first copy past JetStream's duplicate window, by the NATS
+// request, the CLI and HTTP, and is not stored again; each event is
+// delivered once (walkthrough item 1 of issue 47: the copies were stored
+// as new events, answered "published", and dropped by the fan-out).
+func TestPublishRememberedIDPastTheWindowIsADuplicate(t *testing.T) {
+	r := newReceiver(t, []string{secretA, secretB}, nil)
+	cfg := testConfig(t, t.TempDir(), "streams:\n  duplicate_window: 1s\n", endpointYAML{ID: "sink", URL: r.URL})
+	h := startHookjet(t, cfg, server.Options{})
+	addr := h.srv.AdminAddr()
+	first, err := hjs.PublishRequest(t.Context(), h.nc, publish.Event{ID: "evt_past_1", Type: "order.created", Data: []byte(`{}`)})
+	if err != nil || first.Duplicate {
+		t.Fatalf("first request: %+v %v", first, err)
+	}
+	if code, out := postEvents(t, addr, "", map[string]any{"id": "evt_past_2", "type": "order.created", "data": 1}); code != http.StatusAccepted || out["duplicates"] != 0.0 {
+		t.Fatalf("first HTTP publish: %d %v", code, out)
+	}
+	second := storedByID(t, h.js, "evt_past_2").Sequence
+	r.waitFor(t, "evt_past_1")
+	r.waitFor(t, "evt_past_2")
+	time.Sleep(1500 * time.Millisecond) // past JetStream's window
+
+	for _, c := range []struct {
+		id  string
+		seq uint64
+	}{{"evt_past_1", first.Seq}, {"evt_past_2", second}} {
+		again, err := hjs.PublishRequest(t.Context(), h.nc, publish.Event{ID: c.id, Type: "order.created", Data: []byte(`{}`)})
+		if err != nil || !again.Duplicate || again.Seq != c.seq || again.Stream != hjs.EventsStream {
+			t.Errorf("%s requested again past the window: %+v %v, want a duplicate of %s #%d", c.id, again, err, hjs.EventsStream, c.seq)
+		}
+		code, out := postEvents(t, addr, "", map[string]any{"id": c.id, "type": "order.created", "data": 1})
+		if code != http.StatusAccepted || out["duplicates"] != 1.0 {
+			t.Errorf("%s posted again past the window: HTTP %d %v, want duplicates 1", c.id, code, out)
+		}
+		env := []string{"HOOKJET_NATS_LISTEN=" + h.cfg.NATS.Listen}
+		var stdout, stderr bytes.Buffer
+		want := fmt.Sprintf("duplicate: event %s was already stored as %s #%d; not stored again\n", c.id, hjs.EventsStream, c.seq)
+		if err := cli.Main(t.Context(), []string{"publish", "order.created", "--id", c.id}, env, &stdout, &stderr); err != nil || stdout.String() != want {
+			t.Errorf("hookjet publish --id %s past the window: %v, stdout %q stderr %q, want %q", c.id, err, stdout.String(), stderr.String(), want)
+		}
+	}
+	st, err := h.js.Stream(t.Context(), hjs.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := st.CachedInfo().State.Msgs; n != 2 {
+		t.Errorf("%s holds %d events, want 2: copies past the window were stored", hjs.EventsStream, n)
+	}
+	h.settle("order.created", r)
+	for _, id := range []string{"evt_past_1", "evt_past_2"} {
 		if n := r.requestsFor(id); n != 1 {
 			t.Errorf("%s delivered %d times, want once", id, n)
 		}
