@@ -47,3 +47,49 @@ func TestPortalSessionRefusesWhatIsNotATenant(t *testing.T) {
 		}
 	}
 }
+
+// Every 400 of POST /api/v1/portal/sessions has the admin API's one error
+// shape (error, field, errors: [{field, error}]) and never a Go type name
+// (issue 47, walkthrough 5: it lacked errors).
+func TestPortalSessionErrorsHaveOneShape(t *testing.T) {
+	c, err := New(Options{API: http.NotFoundHandler(), Token: "admintoken", SecretKey: []byte("0123456789abcdef0123456789abcdef")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	h := c.AdminHandler()
+	for _, tt := range []struct{ body, field string }{
+		{`{"tenant":"Acme"}`, "tenant"},
+		{`{}`, "tenant"},
+		{`{"tenant":"acme","ttl":"forever"}`, "ttl"},
+		{`{"tenant":"acme","ttl":60}`, "ttl"},
+		{`{"tenant":"acme","colour":"red"}`, "colour"},
+		{`["acme"]`, "body"},
+		{``, "body"},
+		{`{"tenant":"acme"} {}`, "body"},
+	} {
+		req := httptest.NewRequest("POST", "/api/v1/portal/sessions", strings.NewReader(tt.body))
+		req.Header.Set("Authorization", "Bearer admintoken")
+		req.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		var out struct {
+			Error  string `json:"error"`
+			Field  string `json:"field"`
+			Errors []struct {
+				Field string `json:"field"`
+				Error string `json:"error"`
+			} `json:"errors"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
+			t.Fatalf("%s: answer is not JSON: %q", tt.body, w.Body.String())
+		}
+		if w.Code != http.StatusBadRequest || out.Field != tt.field || len(out.Errors) != 1 ||
+			out.Errors[0].Field != tt.field || out.Errors[0].Error != out.Error || !strings.HasPrefix(out.Error, tt.field+": ") {
+			t.Errorf("%s: HTTP %d %s, want 400 naming %s in error, field and errors", tt.body, w.Code, w.Body.String(), tt.field)
+		}
+		if strings.Contains(out.Error, "Go value") || strings.Contains(out.Error, "Go struct") || strings.Contains(out.Error, "json:") {
+			t.Errorf("%s: the error speaks Go: %s", tt.body, out.Error)
+		}
+	}
+}
