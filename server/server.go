@@ -243,7 +243,7 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	}
 	// The endpoint table holds the file's endpoints now: the parsed copy
 	// (35 MB at 100,000) is not kept beside it.
-	endpoints := len(cfg.Endpoints)
+	fromFile := len(cfg.Endpoints)
 	cfg.Endpoints = nil
 	// Start-up garbage (the parsed config, the endpoint batches) is a few
 	// times what hookjet keeps: with 100,000 endpoints it would sit in RSS
@@ -254,7 +254,7 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	if s.node.Embedded() {
 		natsURL = s.node.ClientURL() + " (embedded)"
 	}
-	log.Info("hookjet serving", "version", Version, "nats", natsURL, "admin", "http://"+s.adminLn.Addr().String(), "endpoints", endpoints, "data_dir", cfg.DataDir)
+	log.Info("hookjet serving", "version", Version, "nats", natsURL, "admin", "http://"+s.adminLn.Addr().String(), "endpoints", s.disp.InForce(), "from_file", fromFile, "data_dir", cfg.DataDir)
 	return s, nil
 }
 
