@@ -173,7 +173,7 @@ func (c *Console) portalCreate(w http.ResponseWriter, r *http.Request, p *page, 
 	body["tenant"] = sess.Tenant
 	var ep endpoint
 	if _, err := c.api.call(r.Context(), http.MethodPost, "/api/v1/endpoints", body, &ep); err != nil {
-		p.Error = "Not created: " + err.Error()
+		p.Error = "Not created: " + customerWords(err.Error())
 		c.renderPortalHome(w, r, p, sess, statusOf(err), r.PostForm)
 		return
 	}
@@ -237,9 +237,11 @@ func (c *Console) renderPortalEndpoint(w http.ResponseWriter, r *http.Request, p
 	}
 	d.Attempts, d.Chart = pg.Attempts, latencyChart(pg.Attempts)
 	for i := range d.Attempts {
-		if a := &d.Attempts[i]; a.Class == "parked" { // not a request: say why it waits
+		a := &d.Attempts[i]
+		if a.Class == "parked" { // not a request: say why it waits
 			a.Class, a.Reason = "waiting", customerReason(a.Reason)
 		}
+		a.Error = customerWords(a.Error)
 	}
 	var list struct {
 		Entries []dlqEntry `json:"entries"`
@@ -249,6 +251,9 @@ func (c *Console) renderPortalEndpoint(w http.ResponseWriter, r *http.Request, p
 		return
 	}
 	d.DeadLetters = list.Entries
+	for i := range d.DeadLetters {
+		d.DeadLetters[i].LastError = customerWords(d.DeadLetters[i].LastError)
+	}
 	if c.o.HideResponses != nil && c.o.HideResponses(ep.URL) {
 		d.ResponsesHidden = true
 		for i := range d.Attempts {
@@ -309,6 +314,6 @@ func (c *Console) portalAction(w http.ResponseWriter, r *http.Request, p *page, 
 		http.NotFound(w, r)
 		return
 	}
-	p.Error = err.Error()
+	p.Error = customerWords(err.Error())
 	c.renderPortalEndpoint(w, r, p, sess, statusOf(err))
 }
