@@ -118,6 +118,8 @@ type handler struct {
 	deliveries Deliveries
 	cfg        func() *config.Config
 	configPath string
+	// unreachable refuses endpoint URLs no delivery can reach; nil: none.
+	unreachable Unreachable
 
 	// The delivery log (admin/log.go); dlog is nil when it is off.
 	dlog   DeliveryLog

@@ -75,6 +75,17 @@ func WithEndpointStore(s EndpointStore, d Deliveries, cfg func() *config.Config)
 	return func(a *handler) { a.store, a.deliveries, a.cfg = s, d, cfg }
 }
 
+// Unreachable reports why no delivery could ever reach endpointURL from
+// an endpoint with a tenant (tenant true) or without one, or nil when one
+// might: the SSRF guard in force for such an endpoint refuses its host, a
+// literal address or localhost. Names are not judged (DNS may change;
+// every dial is checked).
+type Unreachable func(endpointURL string, tenant bool) error
+
+// WithUnreachable refuses, at create and update, an endpoint whose URL
+// check says no delivery could reach (400 naming url).
+func WithUnreachable(check Unreachable) Option { return func(a *handler) { a.unreachable = check } }
+
 // WithConfigPath names the config file in the 409 answers for endpoints it
 // owns.
 func WithConfigPath(path string) Option { return func(a *handler) { a.configPath = path } }
@@ -320,8 +331,9 @@ func (a *handler) objectOf(ctx context.Context, ep config.Endpoint) endpointObje
 	}
 }
 
-// resolve checks spec as the config file would, plus security.https_only,
-// and reports every problem at once.
+// resolve checks spec as the config file would, plus security.https_only
+// and the SSRF guard in force for it (WithUnreachable), and reports every
+// problem at once.
 func (a *handler) resolve(spec config.EndpointSpec) (config.Endpoint, error) {
 	cfg := a.cfg()
 	ep, err := config.ResolveEndpoint(cfg.Defaults, spec)
@@ -332,6 +344,10 @@ func (a *handler) resolve(spec config.EndpointSpec) (config.Endpoint, error) {
 	if !badURL {
 		if uerr := cfg.Security.CheckURL(spec.URL); uerr != nil {
 			err = errors.Join(err, uerr)
+		} else if a.unreachable != nil {
+			if uerr := a.unreachable(spec.URL, spec.Tenant != ""); uerr != nil {
+				err = errors.Join(err, &config.FieldError{Key: "url", Err: fmt.Errorf("no delivery could ever reach it: %w", uerr)})
+			}
 		}
 	}
 	if err != nil {
