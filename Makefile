@@ -7,10 +7,15 @@ GOLANGCI := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 PROMETHEUS := github.com/prometheus/prometheus@v0.310.0
 NATSCLI  := github.com/nats-io/natscli/nats@v0.5.0
 
-.PHONY: build run listen test check fmt-check vet lint fuzz promtool walkthrough bench bench-ordered tools clean soak
+.PHONY: build install run listen test check fmt-check vet lint fuzz promtool walkthrough bench bench-ordered tools clean soak
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/hookjet ./cmd/hookjet
+
+## install: install hookjet into $(go env GOBIN) or $(go env GOPATH)/bin, the
+## `hookjet` that README.md and docs/ call
+install:
+	$(GO) install -ldflags "$(LDFLAGS)" ./cmd/hookjet
 
 ## run: serve examples/hookjet.yaml with the embedded NATS server
 run: build

@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -119,6 +118,8 @@ type handler struct {
 	deliveries Deliveries
 	cfg        func() *config.Config
 	configPath string
+	// unreachable refuses endpoint URLs no delivery can reach; nil: none.
+	unreachable Unreachable
 
 	// The delivery log (admin/log.go); dlog is nil when it is off.
 	dlog   DeliveryLog
@@ -193,7 +194,7 @@ func (a *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, api.ErrUnknownEndpoint):
 		writeError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, api.ErrBadRequest):
-		writeError(w, http.StatusBadRequest, err.Error())
+		writeFieldError(w, http.StatusBadRequest, "body", err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		writeError(w, http.StatusGatewayTimeout, "timed out")
 	default:
@@ -272,17 +273,17 @@ func (a *handler) dlqList(w http.ResponseWriter, r *http.Request) {
 	f := api.DLQFilter{Endpoint: q.Get("endpoint"), Limit: 100}
 	var err error
 	if f.Since, err = api.ParseTime(q.Get("since"), now); err != nil {
-		writeError(w, http.StatusBadRequest, "since: "+err.Error())
+		writeFieldError(w, http.StatusBadRequest, "since", "since: "+err.Error())
 		return
 	}
 	if f.Until, err = api.ParseTime(q.Get("until"), now); err != nil {
-		writeError(w, http.StatusBadRequest, "until: "+err.Error())
+		writeFieldError(w, http.StatusBadRequest, "until", "until: "+err.Error())
 		return
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 10000 {
-			writeError(w, http.StatusBadRequest, "limit: must be a number from 1 to 10000")
+			writeFieldError(w, http.StatusBadRequest, "limit", "limit: must be a number from 1 to 10000")
 			return
 		}
 		f.Limit = n
@@ -291,7 +292,7 @@ func (a *handler) dlqList(w http.ResponseWriter, r *http.Request) {
 		f.IDs = strings.Split(v, ",")
 	}
 	if f.Deleted, err = deletedParam(q.Get("deleted")); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		writeFieldError(w, http.StatusBadRequest, "deleted", err.Error())
 		return
 	}
 	ctx, cancel := timeout(r)
@@ -331,15 +332,9 @@ func (a *handler) dlqStats(w http.ResponseWriter, r *http.Request) {
 
 func (a *handler) dlqReplay(w http.ResponseWriter, r *http.Request) {
 	var req api.ReplayRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		msg := "body: " + err.Error()
-		if errors.Is(err, io.EOF) {
-			// Replaying every dead letter is never a default: ask for {}.
-			msg = `body: a JSON object is required; {} replays every dead letter, {"endpoint": "ID"} those of one endpoint`
-		}
-		writeError(w, http.StatusBadRequest, msg)
+	body, ok := readBodyN(w, r, 1<<20)
+	// Replaying every dead letter is never a default: ask for {}.
+	if !ok || !decodeRequired(w, body, &req, `a JSON object is required; {} replays every dead letter, {"endpoint": "ID"} those of one endpoint`) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Minute)

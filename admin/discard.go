@@ -2,9 +2,6 @@ package admin
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"time"
 
@@ -26,30 +23,24 @@ func (a *handler) dlqDiscard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req api.DiscardRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		msg := "body: " + err.Error()
-		if errors.Is(err, io.EOF) {
-			msg = `body: a JSON object is required, such as {"endpoint": "ID", "dry_run": true}`
-		}
-		writeError(w, http.StatusBadRequest, msg)
+	body, ok := readBodyN(w, r, 1<<20)
+	if !ok || !decodeRequired(w, body, &req, `a JSON object is required, such as {"endpoint": "ID", "dry_run": true}`) {
 		return
 	}
 	if req.Endpoint == "" && len(req.IDs) == 0 && req.Since == "" && req.Until == "" {
 		// Discarding is final: every dead letter at once is never a default.
-		writeError(w, http.StatusBadRequest, "name an endpoint, ids or a time range (since) of the dead letters to discard")
+		writeFieldError(w, http.StatusBadRequest, "body", "body: name an endpoint, ids or a time range (since) of the dead letters to discard")
 		return
 	}
 	now := a.now()
 	f := api.DLQFilter{Endpoint: req.Endpoint, IDs: req.IDs}
 	var err error
 	if f.Since, err = api.ParseTime(req.Since, now); err != nil {
-		writeError(w, http.StatusBadRequest, "since: "+err.Error())
+		writeFieldError(w, http.StatusBadRequest, "since", "since: "+err.Error())
 		return
 	}
 	if f.Until, err = api.ParseTime(req.Until, now); err != nil {
-		writeError(w, http.StatusBadRequest, "until: "+err.Error())
+		writeFieldError(w, http.StatusBadRequest, "until", "until: "+err.Error())
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Minute)

@@ -75,6 +75,17 @@ func WithEndpointStore(s EndpointStore, d Deliveries, cfg func() *config.Config)
 	return func(a *handler) { a.store, a.deliveries, a.cfg = s, d, cfg }
 }
 
+// Unreachable reports why no delivery could ever reach endpointURL from
+// an endpoint with a tenant (tenant true) or without one, or nil when one
+// might: the SSRF guard in force for such an endpoint refuses its host, a
+// literal address or localhost. Names are not judged (DNS may change;
+// every dial is checked).
+type Unreachable func(endpointURL string, tenant bool) error
+
+// WithUnreachable refuses, at create and update, an endpoint whose URL
+// check says no delivery could reach (400 naming url).
+func WithUnreachable(check Unreachable) Option { return func(a *handler) { a.unreachable = check } }
+
 // WithConfigPath names the config file in the 409 answers for endpoints it
 // owns.
 func WithConfigPath(path string) Option { return func(a *handler) { a.configPath = path } }
@@ -117,32 +128,17 @@ func (a *handler) managed(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// fieldError is an answer naming the offending fields: every problem in
-// Errors, the first also in Error and Field (the answer's shape before
-// Errors existed).
-type fieldError struct {
-	Error  string         `json:"error"`
-	Field  string         `json:"field"`
-	Errors []fieldProblem `json:"errors"`
-}
-
-// fieldProblem is one problem of a request and the field it is about.
-type fieldProblem struct {
-	Field string `json:"field"`
-	Error string `json:"error"`
-}
-
 func writeFieldError(w http.ResponseWriter, status int, field, msg string) {
-	writeJSON(w, status, fieldError{Error: msg, Field: field, Errors: []fieldProblem{{Field: field, Error: msg}}})
+	writeJSON(w, status, api.Answer(api.Problem{Field: field, Error: msg}))
 }
 
 // writeFieldErrors answers 400 with every problem of fes.
 func writeFieldErrors(w http.ResponseWriter, fes []*config.FieldError) {
-	out := fieldError{Error: fes[0].Error(), Field: fes[0].Key}
-	for _, fe := range fes {
-		out.Errors = append(out.Errors, fieldProblem{Field: fe.Key, Error: fe.Error()})
+	ps := make([]api.Problem, len(fes))
+	for i, fe := range fes {
+		ps[i] = api.Problem{Field: fe.Key, Error: fe.Error()}
 	}
-	writeJSON(w, http.StatusBadRequest, out)
+	writeJSON(w, http.StatusBadRequest, api.Answer(ps...))
 }
 
 // fieldErrors returns every [*config.FieldError] in err's tree, in order.
@@ -218,12 +214,18 @@ func (a *handler) failEndpoint(w http.ResponseWriter, r *http.Request, err error
 // readBody reads a request body of at most maxBody bytes, answering 413
 // for a longer one. An empty body reads as nil.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	return readBodyN(w, r, maxBody)
+}
+
+// readBodyN reads a request body of at most n bytes, answering 413 for a
+// longer one.
+func readBodyN(w http.ResponseWriter, r *http.Request, n int64) ([]byte, bool) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, n))
 	if err != nil {
 		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", maxBody))
+			writeFieldError(w, http.StatusRequestEntityTooLarge, "body", fmt.Sprintf("body: larger than %d bytes", n))
 		} else {
-			writeError(w, http.StatusBadRequest, "body: "+err.Error())
+			writeFieldError(w, http.StatusBadRequest, "body", "body: "+err.Error())
 		}
 		return nil, false
 	}
@@ -236,22 +238,33 @@ func decodeStrict(w http.ResponseWriter, body []byte, v any) bool {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return true
 	}
+	return decodeRequired(w, body, v, "")
+}
+
+// decodeRequired decodes a JSON object body into v, refusing unknown
+// fields, trailing data and an empty body (empty says what to send
+// instead). It answers 400 naming the field at fault itself, in JSON's
+// words (never a Go type).
+func decodeRequired(w http.ResponseWriter, body []byte, v any, empty string) bool {
+	if empty == "" {
+		empty = "a JSON object is required"
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
-	if err == nil && dec.More() {
-		err = errors.New("must hold one JSON object and nothing after it")
-	}
 	if err == nil {
+		if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
+			writeFieldError(w, http.StatusBadRequest, "body", "body: must hold one JSON object and nothing after it")
+			return false
+		}
+		if bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
+			writeFieldError(w, http.StatusBadRequest, "body", "body: "+empty)
+			return false
+		}
 		return true
 	}
-	field, msg := "body", err.Error()
-	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		field, msg = strings.Trim(name, `"`), "unknown field"
-	} else if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
-		field, msg = te.Field, "want "+te.Type.String()+", got "+te.Value
-	}
-	writeFieldError(w, http.StatusBadRequest, field, field+": "+msg)
+	p := api.DecodeProblem(err, empty)
+	writeFieldError(w, http.StatusBadRequest, p.Field, p.Error)
 	return false
 }
 
@@ -318,8 +331,9 @@ func (a *handler) objectOf(ctx context.Context, ep config.Endpoint) endpointObje
 	}
 }
 
-// resolve checks spec as the config file would, plus security.https_only,
-// and reports every problem at once.
+// resolve checks spec as the config file would, plus security.https_only
+// and the SSRF guard in force for it (WithUnreachable), and reports every
+// problem at once.
 func (a *handler) resolve(spec config.EndpointSpec) (config.Endpoint, error) {
 	cfg := a.cfg()
 	ep, err := config.ResolveEndpoint(cfg.Defaults, spec)
@@ -330,6 +344,10 @@ func (a *handler) resolve(spec config.EndpointSpec) (config.Endpoint, error) {
 	if !badURL {
 		if uerr := cfg.Security.CheckURL(spec.URL); uerr != nil {
 			err = errors.Join(err, uerr)
+		} else if a.unreachable != nil {
+			if uerr := a.unreachable(spec.URL, spec.Tenant != ""); uerr != nil {
+				err = errors.Join(err, &config.FieldError{Key: "url", Err: fmt.Errorf("no delivery could ever reach it: %w", uerr)})
+			}
 		}
 	}
 	if err != nil {

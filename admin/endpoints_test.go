@@ -263,7 +263,7 @@ func TestCreateRefusals(t *testing.T) {
 		{"bad event", `{"url":"https://x.example.com/","events":["a..b"]}`, http.StatusBadRequest, "events[0]", ""},
 		{"bad id", `{"id":"Shop!","url":"https://x.example.com/"}`, http.StatusBadRequest, "id", "may contain only"},
 		{"not JSON", `{"url"`, http.StatusBadRequest, "body", "invalid JSON"},
-		{"too large", `{"url":"https://x.example.com/","description":"` + strings.Repeat("x", 64<<10) + `"}`, http.StatusRequestEntityTooLarge, "", "larger than"},
+		{"too large", `{"url":"https://x.example.com/","description":"` + strings.Repeat("x", 64<<10) + `"}`, http.StatusRequestEntityTooLarge, "body", "larger than"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -97,3 +97,53 @@ func TestWritesAreAppliedBeforeTheAnswer(t *testing.T) {
 		t.Fatalf("a refused request was applied: %v", got)
 	}
 }
+
+// Every 400 of the admin API has the one error shape (error, field,
+// errors: [{field, error}]) with the path of the field at fault, in JSON's
+// words, never a Go type name (issue 47, walkthrough 5: a top-level array
+// was "json: cannot unmarshal array into Go value of type ...", and a bad
+// header value was reported on headers, not headers.X-A).
+func TestBadRequestsHaveOneShapeAndFieldPaths(t *testing.T) {
+	f := newFixture(t)
+	if status, _, _ := f.do(t, http.MethodPost, "/api/v1/endpoints", createBody); status != http.StatusCreated {
+		t.Fatal(status)
+	}
+	for _, tt := range []struct{ name, method, path, body, field string }{
+		{"create: top-level array", "POST", "/api/v1/endpoints", `[{"url":"https://x.example.com/"}]`, "body"},
+		{"create: header value not a string", "POST", "/api/v1/endpoints", `{"url":"https://x.example.com/","headers":{"X-A":5,"X-B":"ok"}}`, "headers.X-A"},
+		{"create: pattern not a string", "POST", "/api/v1/endpoints", `{"url":"https://x.example.com/","events":["a.*",7]}`, "events[1]"},
+		{"create: secret not a string", "POST", "/api/v1/endpoints", `{"url":"https://x.example.com/","secrets":[true]}`, "secrets[0]"},
+		{"patch: header value not a string", "PATCH", "/api/v1/endpoints/shop", `{"headers":{"X-A":{"v":1}}}`, "headers.X-A"},
+		{"rotate: top-level array", "POST", "/api/v1/endpoints/shop/secret/rotate", `[]`, "body"},
+		{"rotate: grace not a string", "POST", "/api/v1/endpoints/shop/secret/rotate", `{"grace":5}`, "grace"},
+		{"redeliver: since not a string", "POST", "/api/v1/endpoints/shop/redeliver", `{"since":1}`, "since"},
+		{"replay: top-level array", "POST", "/api/v1/dlq/replay", `[1]`, "body"},
+		{"replay: ids not a list", "POST", "/api/v1/dlq/replay", `{"ids":"evt_1"}`, "ids"},
+		{"replay: null", "POST", "/api/v1/dlq/replay", `null`, "body"},
+		{"replay: two objects", "POST", "/api/v1/dlq/replay", `{} {}`, "body"},
+		{"dlq: bad limit", "GET", "/api/v1/dlq?limit=0", ``, "limit"},
+		{"dlq: bad since", "GET", "/api/v1/dlq?since=yesterday", ``, "since"},
+		{"dlq: bad deleted", "GET", "/api/v1/dlq?deleted=maybe", ``, "deleted"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			status, _, out := f.do(t, tt.method, tt.path, tt.body)
+			if status != http.StatusBadRequest {
+				t.Fatalf("HTTP %d %v, want 400", status, out)
+			}
+			msg, _ := out["error"].(string)
+			list, _ := out["errors"].([]any)
+			if out["field"] != tt.field || len(list) == 0 {
+				t.Fatalf("answer %v: want field %q and errors", out, tt.field)
+			}
+			first, _ := list[0].(map[string]any)
+			if first["field"] != tt.field || first["error"] != msg || !strings.HasPrefix(msg, tt.field+": ") {
+				t.Errorf("answer %v: errors[0] is not field %q with the error", out, tt.field)
+			}
+			for _, goWord := range []string{"Go value", "Go struct", "map[", "json.RawMessage", "[]string", "unmarshal"} {
+				if strings.Contains(msg, goWord) {
+					t.Errorf("the error speaks Go (%q): %s", goWord, msg)
+				}
+			}
+		})
+	}
+}

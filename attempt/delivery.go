@@ -97,20 +97,21 @@ func startsDelivery(recs []Record, rec *Record) bool {
 	if Terminal(recs[len(recs)-1].Class) || deliveryTrigger(rec.Trigger) != deliveryTrigger(recs[0].Trigger) {
 		return true
 	}
-	if !httpAttempt(rec.Class) {
+	if !Sent(rec.Class) {
 		return false
 	}
 	for _, r := range slices.Backward(recs) {
-		if httpAttempt(r.Class) {
+		if Sent(r.Class) {
 			return rec.Attempt <= r.Attempt
 		}
 	}
 	return false
 }
 
-// httpAttempt reports whether class c is the outcome of an HTTP attempt
-// (not a parking, dead letter or expiry).
-func httpAttempt(c string) bool {
+// Sent reports whether class c is the outcome of an HTTP attempt (not a
+// parking, dead letter, expiry or discard, whose records carry the number
+// of attempts made so far rather than a number of their own).
+func Sent(c string) bool {
 	return c != ClassParked && c != ClassDeadLetter && c != ClassExpired && c != ClassDiscarded
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 	"text/tabwriter"
 
 	"github.com/hookjet/hookjet/api"
@@ -102,15 +103,23 @@ func printAttempts(w io.Writer, recs []attempt.Record, withEvent bool) error {
 		if r.Status != 0 {
 			status = fmt.Sprint(r.Status)
 		}
-		resp := r.Response
-		if len(resp) > 60 {
-			resp = resp[:60] + "..."
+		resp := "-"
+		if r.Response != "" {
+			resp = r.Response
+			if len(resp) > 60 {
+				resp = resp[:60] + "..."
+			}
+			resp = strconv.Quote(resp)
+		}
+		num := "-" // a dead letter, parking or expiry is no attempt of its own
+		if attempt.Sent(r.Class) {
+			num = strconv.Itoa(r.Attempt)
 		}
 		ev := ""
 		if withEvent {
 			ev = r.EventID + "\t" + r.EventType + "\t"
 		}
-		fmt.Fprintf(tw, "%s\t%s%d\t%s\t%s\t%s\t%.1f\t%s\t%q\n", r.StartedAt.UTC().Format("2006-01-02T15:04:05.000Z"), ev, r.Attempt, r.Trigger, r.Class, status, r.DurationMS, orDash(why), resp)
+		fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%.1f\t%s\t%s\n", r.StartedAt.UTC().Format("2006-01-02T15:04:05.000Z"), ev, num, r.Trigger, r.Class, status, r.DurationMS, orDash(why), resp)
 	}
 	return tw.Flush()
 }

@@ -235,7 +235,7 @@ func printEndpoint(stdout io.Writer, e api.EndpointStatus) {
 		{"source", e.Source}, {"tenant", orDash(e.Tenant)}, {"owner", orDash(e.Owner)}, {"description", e.Description},
 		{"created", fmtTime(e.CreatedAt)}, {"updated", fmtTime(e.UpdatedAt)},
 		{"breaker", fmt.Sprintf("%s (%d consecutive failures)", e.Breaker.State, e.Breaker.ConsecutiveFailures)},
-		{"latency", fmt.Sprintf("p50 %.1fms p95 %.1fms p99 %.1fms (%d samples)", e.LatencyMS.P50, e.LatencyMS.P95, e.LatencyMS.P99, e.LatencyMS.Samples)},
+		{"latency", latencyText(e.LatencyMS)},
 		{"pending", fmt.Sprint(e.Pending)}, {"dead letters", fmt.Sprint(e.DeadLetters)},
 		{"last test", lastTestText(e.LastTest)},
 		{"secrets", fmt.Sprint(e.Secrets)}, {"headers", strings.Join(e.HeaderNames, " ")},
@@ -584,4 +584,14 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// latencyText is the latency line of endpoints show: "-" while there are
+// no samples.
+func latencyText(l api.Latency) string {
+	if l.Samples == 0 {
+		return "- (no samples yet)"
+	}
+	p50, p95, p99 := latencies(l)
+	return fmt.Sprintf("p50 %s p95 %s p99 %s (%d samples)", p50, p95, p99, l.Samples)
 }

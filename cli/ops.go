@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -240,8 +241,9 @@ func runEndpoints(ctx context.Context, args []string, getenv func(string) string
 		if e.Disabled {
 			st = "disabled"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1fms\t%.1fms\t%.1fms\t%d\t%.1f%%\t%d\t%d\t%s\t%s\n", e.ID, st, e.Breaker.State,
-			e.Breaker.ConsecutiveFailures, e.LatencyMS.P50, e.LatencyMS.P95, e.LatencyMS.P99, e.LatencyMS.Samples,
+		p50, p95, p99 := latencies(e.LatencyMS)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%.1f%%\t%d\t%d\t%s\t%s\n", e.ID, st, e.Breaker.State,
+			e.Breaker.ConsecutiveFailures, p50, p95, p99, e.LatencyMS.Samples,
 			100*e.FirstAttemptSuccessRate, e.Pending, e.DeadLetters, api.Brief(e.Waiting), e.URL)
 	}
 	if list.Next != "" {
@@ -407,4 +409,14 @@ func printDLQStats(stdout io.Writer, stats []api.DLQStat) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.1f\t%s\t%s\n", s.Endpoint, s.Count, s.MostCommonReason, statusText(s.MostCommonStatus), s.MostCommonError, s.AverageAttempts, s.First, s.Last)
 	}
 	return tw.Flush()
+}
+
+// latencies are an endpoint's p50, p95 and p99 as "12.3ms", or "-" each
+// while it has no samples (no delivery yet: not 0 ms).
+func latencies(l api.Latency) (p50, p95, p99 string) {
+	if l.Samples == 0 {
+		return "-", "-", "-"
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) + "ms" }
+	return f(l.P50), f(l.P95), f(l.P99)
 }

@@ -334,20 +334,36 @@ func (d *patchDecoder) field(p *EndpointPatch, name string, raw json.RawMessage)
 	case "owner":
 		p.Owner, err = optString(raw, null)
 	case "events":
-		err = strict(raw, &p.Events, "a list of patterns")
+		var list []json.RawMessage
+		if err = strict(raw, &list, "a list of patterns"); err == nil && list != nil {
+			p.Events = make([]string, len(list))
+			for i, v := range list {
+				if ierr := strict(v, &p.Events[i], "a string"); ierr != nil {
+					d.fail(fmt.Sprintf("events[%d]", i), ierr)
+				}
+			}
+		}
 	case "secrets":
-		var s []string
-		if err = strict(raw, &s, "a list of whsec_... secrets"); err == nil && s != nil {
-			p.Secrets = make([]Secret, len(s))
-			for i, v := range s {
-				p.Secrets[i] = NewSecret(v)
+		var list []json.RawMessage
+		if err = strict(raw, &list, "a list of whsec_... secrets"); err == nil && list != nil {
+			p.Secrets = make([]Secret, len(list))
+			for i, v := range list {
+				var sv string
+				if ierr := strict(v, &sv, "a string"); ierr != nil {
+					d.fail(fmt.Sprintf("secrets[%d]", i), ierr)
+				}
+				p.Secrets[i] = NewSecret(sv)
 			}
 		}
 	case "headers":
-		var h map[string]string
+		var h map[string]json.RawMessage
 		if err = strict(raw, &h, "an object of header names to values"); err == nil && h != nil {
 			p.Headers = make(map[string]Secret, len(h))
-			for k, v := range h {
+			for _, k := range slices.Sorted(maps.Keys(h)) {
+				var v string
+				if ierr := strict(h[k], &v, "a string"); ierr != nil {
+					d.fail("headers."+k, ierr)
+				}
 				p.Headers[k] = NewSecret(v)
 			}
 		}

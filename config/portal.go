@@ -28,6 +28,11 @@ type Portal struct {
 	AllowPrivateNetworks bool `yaml:"allow_private_networks"`
 }
 
+// TenantGuardReason is why the SSRF guard refuses an address to an
+// endpoint with a tenant while [Portal.AllowPrivateNetworks] is off, in the
+// operator's words; the portal shows its customers other words for it.
+const TenantGuardReason = "the endpoint belongs to a tenant: portal.allow_private_networks is off"
+
 // validatePortal checks the portal section.
 func (c *Config) validatePortal(p *problems) {
 	if l := c.Portal.Listen; l != "" {

@@ -1,10 +1,13 @@
 package console
 
 import (
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hookjet/hookjet/api"
+	"github.com/hookjet/hookjet/config"
 )
 
 // The portal speaks to a platform's customer, who knows neither circuit
@@ -75,4 +78,46 @@ func clock(t time.Time) string {
 		return t.Format("Jan 2 15:04 UTC")
 	}
 	return t.Format("15:04 UTC")
+}
+
+// operatorWords are the phrases of hookjet's messages that name the
+// operator's settings, and what the portal says instead: a customer
+// cannot change the platform's configuration, only their endpoint.
+var operatorWords = strings.NewReplacer(
+	" ("+config.TenantGuardReason+")", " (deliveries go only to public internet addresses; use one)",
+	" (security.https_only is set)", " (deliveries go only to https URLs)",
+)
+
+// maxEndpointsWords is the 409 of a create past security.max_endpoints.
+var maxEndpointsWords = regexp.MustCompile(`security\.max_endpoints \(\d+\) reached`)
+
+// customerWords is msg, an error of the admin API or of a delivery, in
+// the customer's words: never an operator config key.
+func customerWords(msg string) string {
+	msg = operatorWords.Replace(msg)
+	return maxEndpointsWords.ReplaceAllString(msg, "the most endpoints this platform allows already exist")
+}
+
+// expiresIn says how long until t, rounded to the minute, for a customer:
+// "2h", "1h 30m", "45m", "6d 23h"; "now" once it is past.
+func expiresIn(t time.Time) string {
+	d := time.Until(t).Round(time.Minute)
+	if d <= 0 {
+		return "now"
+	}
+	days, hours, mins := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour), int(d%time.Hour/time.Minute)
+	var parts []string
+	if days > 0 {
+		parts = append(parts, strconv.Itoa(days)+"d")
+	}
+	if hours > 0 {
+		parts = append(parts, strconv.Itoa(hours)+"h")
+	}
+	if mins > 0 && days == 0 {
+		parts = append(parts, strconv.Itoa(mins)+"m")
+	}
+	if len(parts) == 0 {
+		return "less than a minute"
+	}
+	return strings.Join(parts, " ")
 }

@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/config"
 )
 
@@ -30,32 +30,34 @@ func (c *Console) createPortalSession(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		field, msg := "body", "body: "+err.Error()
-		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			field = strings.Trim(name, `"`)
-			msg = field + ": unknown field"
-		} else if errors.Is(err, io.EOF) {
-			msg = `body: a JSON object is required, such as {"tenant": "acme", "ttl": "1h"}`
+		p := api.DecodeProblem(err, `a JSON object is required, such as {"tenant": "acme", "ttl": "1h"}`)
+		status := http.StatusBadRequest
+		if _, large := errors.AsType[*http.MaxBytesError](err); large {
+			status, p = http.StatusRequestEntityTooLarge, api.FieldProblem("body", "larger than 8192 bytes")
 		}
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": msg, "field": field})
+		writeJSON(w, status, api.Answer(p))
+		return
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		writeJSON(w, http.StatusBadRequest, api.Answer(api.FieldProblem("body", "must hold one JSON object and nothing after it")))
 		return
 	}
 	// The tenant rule of endpoints and events: a session of a name no
 	// endpoint or event can carry would see nothing, or, if the rules
 	// ever differed, another tenant's endpoints.
 	if err := config.CheckTenant(req.Tenant); err != nil {
-		msg := "tenant: " + err.Error()
+		p := api.FieldProblem("tenant", err.Error())
 		if req.Tenant == "" {
-			msg = "tenant: required: a session sees that tenant's endpoints only"
+			p = api.FieldProblem("tenant", "required: a session sees that tenant's endpoints only")
 		}
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": msg, "field": "tenant"})
+		writeJSON(w, http.StatusBadRequest, api.Answer(p))
 		return
 	}
 	ttl := defaultPortalTTL
 	if req.TTL != "" {
 		d, err := time.ParseDuration(req.TTL)
 		if err != nil || d <= 0 || d > maxPortalTTL {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "ttl: want a Go duration above 0s and at most 168h (7 days), such as 1h", "field": "ttl"})
+			writeJSON(w, http.StatusBadRequest, api.Answer(api.FieldProblem("ttl", "want a Go duration above 0s and at most 168h (7 days), such as 1h")))
 			return
 		}
 		ttl = d
@@ -171,7 +173,7 @@ func (c *Console) portalCreate(w http.ResponseWriter, r *http.Request, p *page, 
 	body["tenant"] = sess.Tenant
 	var ep endpoint
 	if _, err := c.api.call(r.Context(), http.MethodPost, "/api/v1/endpoints", body, &ep); err != nil {
-		p.Error = "Not created: " + err.Error()
+		p.Error = "Not created: " + customerWords(err.Error())
 		c.renderPortalHome(w, r, p, sess, statusOf(err), r.PostForm)
 		return
 	}
@@ -235,9 +237,11 @@ func (c *Console) renderPortalEndpoint(w http.ResponseWriter, r *http.Request, p
 	}
 	d.Attempts, d.Chart = pg.Attempts, latencyChart(pg.Attempts)
 	for i := range d.Attempts {
-		if a := &d.Attempts[i]; a.Class == "parked" { // not a request: say why it waits
+		a := &d.Attempts[i]
+		if a.Class == "parked" { // not a request: say why it waits
 			a.Class, a.Reason = "waiting", customerReason(a.Reason)
 		}
+		a.Error = customerWords(a.Error)
 	}
 	var list struct {
 		Entries []dlqEntry `json:"entries"`
@@ -247,6 +251,9 @@ func (c *Console) renderPortalEndpoint(w http.ResponseWriter, r *http.Request, p
 		return
 	}
 	d.DeadLetters = list.Entries
+	for i := range d.DeadLetters {
+		d.DeadLetters[i].LastError = customerWords(d.DeadLetters[i].LastError)
+	}
 	if c.o.HideResponses != nil && c.o.HideResponses(ep.URL) {
 		d.ResponsesHidden = true
 		for i := range d.Attempts {
@@ -307,6 +314,6 @@ func (c *Console) portalAction(w http.ResponseWriter, r *http.Request, p *page, 
 		http.NotFound(w, r)
 		return
 	}
-	p.Error = err.Error()
+	p.Error = customerWords(err.Error())
 	c.renderPortalEndpoint(w, r, p, sess, statusOf(err))
 }

@@ -89,6 +89,7 @@ var funcs = template.FuncMap{
 	"pct":           func(v float64) string { return strconv.FormatFloat(v*100, 'f', 1, 64) + "%" },
 	"join":          strings.Join,
 	"customerState": customerState, // console/customer.go
+	"expiresIn":     expiresIn,
 	"dur": func(s loose) string {
 		if s == "" {
 			return "–"

@@ -193,6 +193,18 @@ type attempt struct {
 	Response   string    `json:"response"`
 }
 
+// Number is the attempt's number as a table shows it: "–" for a record
+// that is no request of its own (a dead letter, a parking, shown to a
+// customer as "waiting", an expiry), whose attempt field only repeats how
+// many requests went before it.
+func (a attempt) Number() string {
+	switch a.Class {
+	case "dead_letter", "parked", "waiting", "expired", "discarded":
+		return "–"
+	}
+	return strconv.Itoa(a.Attempt)
+}
+
 type attemptPage struct {
 	Attempts []attempt `json:"attempts"`
 	Next     string    `json:"next"`

@@ -32,12 +32,19 @@ type RefusedError struct {
 	// Why, when not empty, says which rule refused it, e.g. "the
 	// endpoint belongs to a tenant: portal.allow_private_networks is off".
 	Why string
+	// Name, when not empty, is the host name that stands for Addr
+	// ("localhost").
+	Name string
 }
 
-// Error returns, for example, "refused: 10.0.0.5 is a private address".
+// Error returns, for example, "refused: 10.0.0.5 is a private address" or
+// "refused: localhost is 127.0.0.1, a loopback address".
 func (e *RefusedError) Error() string {
 	msg := "refused: " + e.Kind
-	if e.Addr.IsValid() {
+	switch {
+	case e.Addr.IsValid() && e.Name != "":
+		msg = fmt.Sprintf("refused: %s is %s, %s", e.Name, e.Addr, e.Kind)
+	case e.Addr.IsValid():
 		msg = fmt.Sprintf("refused: %s is %s", e.Addr, e.Kind)
 	}
 	if e.Why != "" {

@@ -2,7 +2,9 @@ package deliver
 
 import (
 	"context"
+	"errors"
 	"net/netip"
+	"strings"
 	"syscall"
 )
 
@@ -134,6 +136,28 @@ func (g *Guard) Check(ip netip.Addr) error {
 		return nil
 	}
 	return &RefusedError{Addr: ip, Kind: kind, Why: g.why}
+}
+
+// CheckHost judges the host of an endpoint URL before any delivery: a
+// literal IP address as [Guard.Check] does, and "localhost" or a name
+// under .localhost (RFC 6761: always the loopback address) as 127.0.0.1.
+// It returns nil for every other name: what a name resolves to is judged
+// at each dial, since DNS may change. A refusal here means no delivery to
+// the URL can ever be made.
+func (g *Guard) CheckHost(host string) error {
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return g.Check(ip)
+	}
+	lower := strings.ToLower(host)
+	if lower != "localhost" && !strings.HasSuffix(lower, ".localhost") {
+		return nil
+	}
+	err := g.Check(netip.AddrFrom4([4]byte{127, 0, 0, 1}))
+	if re, ok := errors.AsType[*RefusedError](err); ok {
+		re.Name = host
+	}
+	return err
 }
 
 // refusal returns the kind of the refused range ip falls in, or "" when ip

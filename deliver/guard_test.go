@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -196,4 +197,41 @@ func ExampleGuard_Check() {
 	// 10.1.2.3 <nil>
 	// 169.254.169.254 refused: 169.254.169.254 is a link-local address
 	// 64:ff9b::7f00:1 refused: 64:ff9b::7f00:1 is a NAT64 address embedding 127.0.0.1 (a loopback address)
+}
+
+// CheckHost refuses the hosts of URLs no delivery could reach, literal
+// addresses and localhost, and leaves names to the dial.
+func TestGuardCheckHost(t *testing.T) {
+	strict, open := NewGuard(false, nil), NewGuard(true, nil)
+	cidr := NewGuard(false, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")})
+	for _, tt := range []struct {
+		name, host string
+		g          *Guard
+		refused    bool
+		says       string
+	}{
+		{"loopback", "127.0.0.1", strict, true, "127.0.0.1 is a loopback address"},
+		{"ipv6 loopback", "::1", strict, true, "loopback"},
+		{"bracketed", "[::1]", strict, true, "loopback"},
+		{"localhost", "localhost", strict, true, "localhost is 127.0.0.1, a loopback address"},
+		{"LOCALHOST.", "LOCALHOST.", strict, true, "loopback"},
+		{"under .localhost", "api.localhost", strict, true, "loopback"},
+		{"private", "10.0.0.5", strict, true, "private"},
+		{"metadata", "169.254.169.254", strict, true, "link-local"},
+		{"public", "93.184.215.14", strict, false, ""},
+		{"a name", "hooks.example.com", strict, false, ""},
+		{"a name that looks local", "localhost.example.com", strict, false, ""},
+		{"open: loopback", "127.0.0.1", open, false, ""},
+		{"open: localhost", "localhost", open, false, ""},
+		{"open: unspecified", "0.0.0.0", open, true, "unspecified"},
+		{"cidr: inside", "10.1.2.3", cidr, false, ""},
+		{"cidr: outside", "192.168.1.1", cidr, true, "private"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.g.CheckHost(tt.host)
+			if (err != nil) != tt.refused || err != nil && !strings.Contains(err.Error(), tt.says) || err != nil && !errors.Is(err, ErrRefused) {
+				t.Errorf("CheckHost(%q) = %v, want refused %v saying %q", tt.host, err, tt.refused, tt.says)
+			}
+		})
+	}
 }

@@ -24,6 +24,10 @@ func timePtr(t time.Time) *time.Time {
 
 func ms(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Microsecond)) / 1000 }
 
+// InForce is the number of endpoints in force in this process: the config
+// file's, the admin API's and those other processes share from their files.
+func (d *Dispatcher) InForce() int { return d.table.Len() }
+
 // Endpoints returns the status of every endpoint, ordered by id.
 func (d *Dispatcher) Endpoints(ctx context.Context) ([]api.EndpointStatus, error) {
 	out, _, err := d.EndpointPage(ctx, "", "", 0)

@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -127,8 +128,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // its events (ids generated where missing) or every problem.
 func decode(body []byte, maxData int) ([]Event, []Problem) {
 	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, []Problem{{Field: "body", Error: "body: a JSON object is required: " + err.Error()}}
+	if err := json.Unmarshal(body, &top); err != nil || top == nil {
+		p := api.FieldProblem("body", `a JSON object is required: one event {"type", "data", ...} or {"events": [...]}`)
+		if err != nil && len(bytes.TrimSpace(body)) > 0 {
+			p = api.DecodeProblem(err, p.Error)
+		}
+		return nil, []Problem{{Field: p.Field, Error: p.Error}}
 	}
 	raw, batch := top["events"]
 	if !batch {
@@ -193,7 +198,9 @@ func decodeEvent(obj map[string]json.RawMessage, prefix string, maxData int) (Ev
 			ps = append(ps, Problem{Field: prefix + k, Error: prefix + k + ": unknown field (an event has id, type, data, tenant and key)"})
 		}
 	}
-	if raw, ok := obj["data"]; ok {
+	if raw, ok := obj["data"]; ok && isNull(raw) {
+		ps = append(ps, Problem{Field: prefix + "data", Error: prefix + "data: is null; the payload must be a JSON value other than null (an empty object {} for none)"})
+	} else if ok {
 		e.Data = raw
 	} else {
 		ps = append(ps, Problem{Field: prefix + "data", Error: prefix + "data: is required (the payload, any JSON value)"})
@@ -208,6 +215,9 @@ func decodeEvent(obj map[string]json.RawMessage, prefix string, maxData int) (Ev
 	}
 	return e, ps
 }
+
+// isNull reports whether raw is the JSON null.
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
 
 func sortedKeys(m map[string]json.RawMessage) []string {
 	keys := make([]string, 0, len(m))

@@ -20,6 +20,9 @@ func TestDecodeNamesEveryBadField(t *testing.T) {
 	}{
 		{"not an object", `[1]`, []string{"body"}, false},
 		{"no type, no data", `{}`, []string{"data", "type"}, false},
+		{"null data", `{"type":"a","data":null}`, []string{"data"}, false},
+		{"null data in a batch", `{"events":[{"type":"a","data":1},{"type":"a","data": null }]}`, []string{"events[1].data"}, false},
+		{"null body", `null`, []string{"body"}, false},
 		{"wildcard type", `{"type":"order.*","data":{}}`, []string{"type"}, false},
 		{"bad tenant and key", `{"type":"a","data":1,"tenant":"Acme","key":"` + long + `"}`, []string{"tenant", "key"}, false},
 		{"id with a space, unknown field", `{"id":"a b","type":"a","data":1,"extra":1}`, []string{"extra", "id"}, false},
@@ -52,14 +55,14 @@ func TestDecodeNamesEveryBadField(t *testing.T) {
 
 // A good request decodes to its events, generated ids where none is given.
 func TestDecodeEvents(t *testing.T) {
-	evs, ps := decode([]byte(`{"events":[{"id":"evt_1","type":"order.created","data":{"n":1},"tenant":"acme","key":"c-1"},{"type":"order.paid","data":null}]}`), 0)
+	evs, ps := decode([]byte(`{"events":[{"id":"evt_1","type":"order.created","data":{"n":1},"tenant":"acme","key":"c-1"},{"type":"order.paid","data":"paid"}]}`), 0)
 	if len(ps) > 0 || len(evs) != 2 {
 		t.Fatalf("%v %v", evs, ps)
 	}
 	if e := evs[0]; e.ID != "evt_1" || e.Type != "order.created" || string(e.Data) != `{"n":1}` || e.Tenant != "acme" || e.Key != "c-1" {
 		t.Errorf("first event %+v", e)
 	}
-	if e := evs[1]; !strings.HasPrefix(e.ID, "evt_") || len(e.ID) != 30 || string(e.Data) != "null" {
+	if e := evs[1]; !strings.HasPrefix(e.ID, "evt_") || len(e.ID) != 30 || string(e.Data) != `"paid"` {
 		t.Errorf("second event %+v: want a generated id", e)
 	}
 }
@@ -124,4 +127,60 @@ func TestHandlerNamesTheDuplicates(t *testing.T) {
 	if !strings.Contains(rec.Body.String(), `"duplicate_ids": []`) {
 		t.Errorf("no duplicates: %s, want \"duplicate_ids\": []", rec.Body)
 	}
+}
+
+// Every 400 has the one error shape (error, field, errors: [{field,
+// error}]) and speaks JSON, never Go: a top-level array is "body: must be
+// an object, got array", not "cannot unmarshal array into Go value of type
+// map[string]json.RawMessage"; "data": null is refused, not stored to be
+// POSTed as null (issue 47, walkthrough 5).
+func TestHandlerErrorsHaveOneShapeInJSONWords(t *testing.T) {
+	store := &recordingStore{}
+	c := New(store, WithWriters(1))
+	defer func() { _ = c.Close(context.Background()) }()
+	h := NewHandler(c)
+	for _, tt := range []struct{ name, body, field string }{
+		{"top-level array", `[{"type":"a","data":1}]`, "body"},
+		{"top-level string", `"x"`, "body"},
+		{"not JSON", `{"type":`, "body"},
+		{"empty", ``, "body"},
+		{"null data", `{"type":"order.created","data":null}`, "data"},
+		{"events not a list", `{"events":{"type":"a"}}`, "events"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodPost, "/api/v1/events", strings.NewReader(tt.body))
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			var out struct {
+				Error  string `json:"error"`
+				Field  string `json:"field"`
+				Errors []struct {
+					Field string `json:"field"`
+					Error string `json:"error"`
+				} `json:"errors"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
+				t.Fatalf("answer %q: %v", rec.Body.String(), err)
+			}
+			if rec.Code != http.StatusBadRequest || out.Field != tt.field || len(out.Errors) == 0 ||
+				out.Errors[0].Field != out.Field || out.Errors[0].Error != out.Error {
+				t.Errorf("HTTP %d %s, want 400 naming %s in field and errors", rec.Code, rec.Body.String(), tt.field)
+			}
+			for _, goWord := range []string{"Go value", "Go struct", "map[", "json.RawMessage", "unmarshal"} {
+				if strings.Contains(rec.Body.String(), goWord) {
+					t.Errorf("the answer speaks Go (%q): %s", goWord, rec.Body.String())
+				}
+			}
+		})
+	}
+	if n := store.count(); n != 0 {
+		t.Errorf("%d refused events were stored", n)
+	}
+}
+
+// count is how many events s stored (recordingStore: probe_review_test.go).
+func (s *recordingStore) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.got)
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -95,16 +96,19 @@ type Server struct {
 	// started): the dispatcher's endpoint table holds those.
 	cfg *config.Config
 
-	log      *slog.Logger
-	node     *jetstream.Node // the embedded server (or none) and the connection
-	db       *bolt.DB
-	disp     *dispatch.Dispatcher
-	admin    *http.Server
-	adminLn  net.Listener
-	handler  *startingHandler // the admin API once started
-	registry *prometheus.Registry
-	client   *deliver.Client
-	ledger   *dedupe.Ledger
+	log *slog.Logger
+	// guard and strictGuard are the SSRF guards deliveries dial through:
+	// the operator's endpoints', and those of endpoints with a tenant.
+	guard, strictGuard *deliver.Guard
+	node               *jetstream.Node // the embedded server (or none) and the connection
+	db                 *bolt.DB
+	disp               *dispatch.Dispatcher
+	admin              *http.Server
+	adminLn            net.Listener
+	handler            *startingHandler // the admin API once started
+	registry           *prometheus.Registry
+	client             *deliver.Client
+	ledger             *dedupe.Ledger
 	// The delivery log's writer and reader (server/deliverylog.go); nil when
 	// log.enabled is false.
 	logw *jetstream.LogWriter
@@ -243,7 +247,7 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	}
 	// The endpoint table holds the file's endpoints now: the parsed copy
 	// (35 MB at 100,000) is not kept beside it.
-	endpoints := len(cfg.Endpoints)
+	fromFile := len(cfg.Endpoints)
 	cfg.Endpoints = nil
 	// Start-up garbage (the parsed config, the endpoint batches) is a few
 	// times what hookjet keeps: with 100,000 endpoints it would sit in RSS
@@ -254,7 +258,7 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	if s.node.Embedded() {
 		natsURL = s.node.ClientURL() + " (embedded)"
 	}
-	log.Info("hookjet serving", "version", Version, "nats", natsURL, "admin", "http://"+s.adminLn.Addr().String(), "endpoints", endpoints, "data_dir", cfg.DataDir)
+	log.Info("hookjet serving", "version", Version, "nats", natsURL, "admin", "http://"+s.adminLn.Addr().String(), "endpoints", s.disp.InForce(), "from_file", fromFile, "data_dir", cfg.DataDir)
 	return s, nil
 }
 
@@ -331,9 +335,10 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, o Options) error {
 	if err := s.startTally(setupCtx); err != nil {
 		return err
 	}
+	s.guard, s.strictGuard = deliver.NewGuard(cfg.Security.AllowPrivateNetworks, cfg.Security.Prefixes()), tenantGuard(cfg)
 	s.client = deliver.NewClient(deliver.ClientOptions{
-		Guard:        deliver.NewGuard(cfg.Security.AllowPrivateNetworks, cfg.Security.Prefixes()),
-		StrictGuard:  tenantGuard(cfg),
+		Guard:        s.guard,
+		StrictGuard:  s.strictGuard,
 		HTTPSOnly:    cfg.Security.HTTPSOnly,
 		UserAgent:    UserAgent(),
 		Resolver:     o.Resolver,
@@ -451,7 +456,8 @@ func (s *Server) listenAdmin() error {
 func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) error {
 	h := admin.NewHandler(s.withTally(s.withInbound(s.adminBackend())), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
 		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath),
-		admin.WithDurability(api.Durability(s.durability)), s.logOption(), admin.WithDiscard(s.discardDeadLetters), s.publishOption())
+		admin.WithDurability(api.Durability(s.durability)), s.logOption(), admin.WithDiscard(s.discardDeadLetters), s.publishOption(),
+		admin.WithUnreachable(s.unreachable))
 	h, err := s.mountConsole(h)
 	if err != nil {
 		return err
@@ -678,6 +684,23 @@ func (s *Server) abort() {
 	s.clearRunning() // last: a stop cut short leaves the marker
 }
 
+// unreachable reports why no delivery could reach endpointURL: the guard
+// the delivery client dials an endpoint with (the strict one for a
+// tenant's) refuses its host, a literal address or localhost.
+func (s *Server) unreachable(endpointURL string, tenant bool) error {
+	u, err := url.Parse(endpointURL)
+	if err != nil {
+		return nil // the URL's validation says what is wrong with it
+	}
+	if tenant {
+		return s.strictGuard.CheckHost(u.Hostname())
+	}
+	if err := s.guard.CheckHost(u.Hostname()); err != nil {
+		return fmt.Errorf("%w (security.allow_private_networks or security.allow_cidrs would open it)", err)
+	}
+	return nil
+}
+
 // tenantGuard is the SSRF guard of endpoints with a tenant: the default one,
 // which security.allow_private_networks and allow_cidrs do not open, unless
 // portal.allow_private_networks opens it.
@@ -685,5 +708,5 @@ func tenantGuard(cfg *config.Config) *deliver.Guard {
 	if cfg.Portal.AllowPrivateNetworks {
 		return deliver.NewGuard(true, nil)
 	}
-	return deliver.NewGuard(false, nil).Because("the endpoint belongs to a tenant: portal.allow_private_networks is off")
+	return deliver.NewGuard(false, nil).Because(config.TenantGuardReason)
 }

@@ -53,6 +53,14 @@ func (in *idInbox) has(id string) bool { return slices.Contains(in.got(), id) }
 // as a tenant would, and returns the HTTP status.
 func createPortalEndpoint(t *testing.T, link, origin, endpointURL, events string) int {
 	t.Helper()
+	code, _ := createPortalEndpointPage(t, link, origin, endpointURL, events)
+	return code
+}
+
+// createPortalEndpointPage is createPortalEndpoint, returning the page
+// answered too.
+func createPortalEndpointPage(t *testing.T, link, origin, endpointURL, events string) (int, string) {
+	t.Helper()
 	resp, err := http.Get(link)
 	if err != nil {
 		t.Fatal(err)
@@ -67,8 +75,9 @@ func createPortalEndpoint(t *testing.T, link, origin, endpointURL, events string
 	if err != nil {
 		t.Fatal(err)
 	}
+	answer, _ := io.ReadAll(cresp.Body)
 	cresp.Body.Close()
-	return cresp.StatusCode
+	return cresp.StatusCode, string(answer)
 }
 
 // With the real binary: two tenants with an endpoint each for order.*, an
@@ -211,21 +220,30 @@ func TestPortalEndpointNeverReceivesAnotherTenantsEvents(t *testing.T) {
 
 // An endpoint with a tenant dials through the strict SSRF guard: with
 // security.allow_private_networks on and portal.allow_private_networks off,
-// its delivery to a loopback URL is refused and dead-lettered (rejected,
-// the reason naming the key) while the operator's endpoint at the same
-// address is delivered to; with portal.allow_private_networks on it is
-// delivered.
+// the portal refuses to create one at a loopback URL (400, in the
+// customer's words), and the config file's, which is not refused, has its
+// delivery refused and dead-lettered (rejected, the reason naming the key
+// for the operator, not for the customer) while the operator's endpoint at
+// the same address is delivered to; with portal.allow_private_networks on
+// the portal's is created and delivered to.
 func TestTenantEndpointObeysStrictSSRFGuard(t *testing.T) {
 	for _, open := range []bool{false, true} {
 		t.Run(fmt.Sprintf("portal.allow_private_networks=%v", open), func(t *testing.T) {
 			ops, tenant := newIDInbox(t), newIDInbox(t)
-			cfg := testConfig(t, t.TempDir(), fmt.Sprintf("portal:\n  allow_private_networks: %v\n", open),
-				endpointYAML{ID: "ops", URL: ops.URL, Events: []string{"order.*"}})
+			eps := []endpointYAML{{ID: "ops", URL: ops.URL, Events: []string{"order.*"}}}
+			if !open {
+				eps = append(eps, endpointYAML{ID: "acme-file", URL: tenant.URL, Events: []string{"order.*"}, Extra: "    tenant: acme\n"})
+			}
+			cfg := testConfig(t, t.TempDir(), fmt.Sprintf("portal:\n  allow_private_networks: %v\n", open), eps...)
 			cfg.Admin.Token = config.NewSecret(consoleToken)
 			h := startHookjet(t, cfg, cli.Options{})
 			link := portalLink(t, h, map[string]any{"tenant": "acme", "ttl": "10m"})
-			if code := createPortalEndpoint(t, link, "http://"+h.srv.AdminAddr(), tenant.URL, "order.*"); code >= 400 {
+			code, page := createPortalEndpointPage(t, link, "http://"+h.srv.AdminAddr(), tenant.URL, "order.*")
+			switch {
+			case open && code >= 400:
 				t.Fatalf("portal create: HTTP %d", code)
+			case !open && (code != http.StatusBadRequest || !strings.Contains(page, "loopback") || strings.Contains(page, "portal.allow_private_networks")):
+				t.Fatalf("portal create at a loopback URL: HTTP %d, want 400 saying why in the customer's words:\n%s", code, page)
 			}
 			time.Sleep(2500 * time.Millisecond)
 			h.publishFor("acme", "order.created", "acme-1", []byte(`{}`))
@@ -250,6 +268,15 @@ func TestTenantEndpointObeysStrictSSRFGuard(t *testing.T) {
 			dl := h.dlq("?ids=acme-1")
 			if len(dl) != 1 || dl[0].Reason != "rejected" || !strings.Contains(dl[0].LastError, "loopback") || !strings.Contains(dl[0].LastError, "portal.allow_private_networks") {
 				t.Errorf("dead letters %+v: want one, reason rejected, naming the loopback address and portal.allow_private_networks", dl)
+			}
+			resp, err := http.Get(strings.TrimSuffix(link, "/") + "/endpoints/acme-file")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "loopback") || strings.Contains(string(body), "portal.allow_private_networks") {
+				t.Errorf("the portal's page of acme-file: HTTP %d, want the refusal in the customer's words (no portal.allow_private_networks):\n%s", resp.StatusCode, body)
 			}
 		})
 	}
