@@ -261,6 +261,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		defer d.background.Done()
 		d.drains.keepAlive(d.sendCtx)
 	}()
+	// The lane's lease is sought once before the fan-out starts, so that a
+	// process that takes it bounds its endpoints' entries from the first
+	// event on (lane_bound.go).
+	ls := d.lane.firstLease(ctx, d.loopCtx)
 	d.loops.Add(5)
 	go func() {
 		defer d.loops.Done()
@@ -268,7 +272,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}()
 	go func() {
 		defer d.loops.Done()
-		d.lane.runLease(d.loopCtx)
+		d.lane.runLease(d.loopCtx, ls)
 	}()
 	go func() {
 		defer d.loops.Done()

@@ -63,16 +63,27 @@ func (l *lane) tally(k *laneKey, e *laneEntry, sign int) {
 	if failing(k.why) {
 		c.failing.add(e, sign)
 	}
-	if c.all.n <= 0 {
-		delete(l.counts, k.id.ep)
+	l.setCounts(k.id.ep, c)
+}
+
+// setCounts keeps c as endpoint ep's counts, none when it holds nothing.
+// l.mu is held.
+func (l *lane) setCounts(ep string, c laneCounts) {
+	if c.all.n <= 0 && c.failingKeys <= 0 {
+		delete(l.counts, ep)
 		return
 	}
-	l.counts[k.id.ep] = c
+	l.counts[ep] = c
 }
 
 // laneCounts are an endpoint's entries in the lane: all, and those of its
-// failing keys.
-type laneCounts struct{ all, failing laneCount }
+// failing keys, and how many keys fail (each may hold a second copy of its
+// first entry for a moment, while a retry stores it again: lane_owner.go
+// again).
+type laneCounts struct {
+	all, failing laneCount
+	failingKeys  int
+}
 
 // setWhy says why k waits ("": it does not), moving its entries into or out
 // of its endpoint's failing count. l.mu is held.
@@ -86,18 +97,48 @@ func (l *lane) setWhy(k *laneKey, why string, since time.Time) {
 		return
 	}
 	c := l.counts[k.id.ep]
+	sign := -1
+	if is {
+		sign = 1
+	}
+	c.failingKeys += sign
 	for _, e := range k.entries {
-		if !e.counted() {
-			continue
-		}
-		if is {
-			c.failing.add(e, 1)
-		} else {
-			c.failing.add(e, -1)
+		if e.counted() {
+			c.failing.add(e, sign)
 		}
 	}
-	if c.all.n > 0 {
-		l.counts[k.id.ep] = c
+	l.setCounts(k.id.ep, c)
+	if is {
+		l.trim(k)
+	}
+}
+
+// trim dead-letters k's newest waiting entries as overflow while its
+// endpoint's entries pass its bounds: k has just started to fail, and its
+// first entry's retry may need room for a second copy. Only at an endpoint
+// that counts every entry (not proven): there every entry was admitted
+// within the bounds, so at most one per failing key goes. A proven
+// endpoint's entries were admitted while it delivered and stay, as a
+// healthy endpoint's busy tasks do (bounds.go). The first entry, replays
+// and hold markers stay. l.mu is held; the dead letters are stored on the
+// term's goroutines.
+func (l *lane) trim(k *laneKey) {
+	e := l.d.endpoint(k.id.ep)
+	if e == nil || !l.owner || len(k.entries) < 2 || l.proven(e.id) {
+		return
+	}
+	gen := l.gen
+	for i := len(k.entries) - 1; i >= 1; i-- {
+		why := l.passed(e, k)
+		if why == "" {
+			return
+		}
+		v := k.entries[i]
+		if !v.counted() || v == k.cur {
+			continue
+		}
+		l.unfile(k, v)
+		l.wg.Go(func() { l.overflow(gen, k, v, e, why) })
 	}
 }
 
@@ -107,11 +148,25 @@ func (l *lane) setWhy(k *laneKey, why string, since time.Time) {
 // this process stored and the feed has not read yet count as every
 // entry, and as failing ones when k fails. l.mu is held.
 func (l *lane) over(e *endpoint, k *laneKey, key string, size int64) string {
-	limit := int64(e.set.Load().ep.MaxBacklog)
+	return l.bounds(e, k, key, 1, size)
+}
+
+// passed says why endpoint e's entries pass its bounds now ("": they do
+// not). l.mu is held.
+func (l *lane) passed(e *endpoint, k *laneKey) string {
+	return l.bounds(e, k, k.id.key, 0, 0)
+}
+
+// bounds says why endpoint e's entries, with n more of size bytes for key
+// (k: its key, nil when it has none), pass its max_backlog or its share of
+// the lane ("": they do not). Each failing key counts one entry more: the
+// copy a retry stores before its first is removed. l.mu is held.
+func (l *lane) bounds(e *endpoint, k *laneKey, key string, n int, size int64) string {
+	limit := e.set.Load().ep.MaxBacklog
 	share := jetstream.LaneBytes(l.d.tasksMax) / endpointShare
 	c, ahead := l.counts[e.id], l.ahead[e.id]
-	all := laneCount{n: c.all.n + ahead.n, bytes: c.all.bytes + ahead.bytes}
-	if (limit <= 0 || int64(all.n) < limit) && all.bytes+size <= share {
+	all := laneCount{n: c.all.n + ahead.n + c.failingKeys + n, bytes: c.all.bytes + ahead.bytes + size}
+	if (limit <= 0 || all.n <= limit) && all.bytes <= share {
 		return "" // within both bounds whatever counts
 	}
 	count, what := all, ""
@@ -119,13 +174,13 @@ func (l *lane) over(e *endpoint, k *laneKey, key string, size int64) string {
 		if k == nil || !failing(k.why) {
 			return ""
 		}
-		count = laneCount{n: c.failing.n + ahead.n, bytes: c.failing.bytes + ahead.bytes}
+		count = laneCount{n: c.failing.n + ahead.n + c.failingKeys + n, bytes: c.failing.bytes + ahead.bytes + size}
 		what = fmt.Sprintf(" while ordering key %q fails", key)
 	}
 	switch {
-	case limit > 0 && int64(count.n) >= limit:
+	case limit > 0 && count.n > limit:
 		return fmt.Sprintf("the endpoint's backlog reached max_backlog (%d waiting deliveries)%s", limit, what)
-	case count.bytes+size > share:
+	case count.bytes > share:
 		return fmt.Sprintf("the endpoint's waiting ordered deliveries reached 1/%d of %s (%d bytes)%s", endpointShare, jetstream.LaneStream, share, what)
 	}
 	return ""
@@ -217,7 +272,7 @@ func (l *lane) bound(k *laneKey, v *laneEntry, stored time.Time) bool {
 	if e == nil {
 		return false
 	}
-	why := l.over(e, k, k.id.key, 0)
+	why := l.over(e, k, k.id.key, v.size)
 	if why == "" {
 		return false
 	}

@@ -29,31 +29,48 @@ const (
 	leaseTakeover = 5 * time.Second
 )
 
-// runLease keeps or seeks the lane's ownership until ctx ends, and runs the
-// owner's term while it holds it.
-func (l *lane) runLease(ctx context.Context) {
-	var kv natsjs.KeyValue
-	for kv == nil {
-		var err error
-		if kv, err = l.d.o.JS.KeyValue(ctx, jetstream.LaneBucket); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			l.d.log.Warn("bucket of the ordered lane's owner", "bucket", jetstream.LaneBucket, "err", err)
-			sleep(ctx, 2*time.Second)
-		}
+// firstLease seeks the lane's ownership once, within start's context
+// (the term runs under loop), and returns the state runLease goes on with;
+// nil when the bucket could not be read (runLease then seeks it).
+func (l *lane) firstLease(start, loop context.Context) *leaseState {
+	ctx, cancel := context.WithTimeout(start, 5*time.Second)
+	defer cancel()
+	kv, err := l.d.o.JS.KeyValue(ctx, jetstream.LaneBucket)
+	if err != nil {
+		return nil
 	}
-	ls := leaseState{l: l, kv: kv, id: nuid.Next()}
+	ls := &leaseState{l: l, kv: kv, id: nuid.Next()}
+	ls.step(loop)
+	return ls
+}
+
+// runLease keeps or seeks the lane's ownership until ctx ends, and runs the
+// owner's term while it holds it; ls is where firstLease left off (nil:
+// nothing yet).
+func (l *lane) runLease(ctx context.Context, ls *leaseState) {
+	for ls == nil {
+		kv, err := l.d.o.JS.KeyValue(ctx, jetstream.LaneBucket)
+		if err == nil {
+			ls = &leaseState{l: l, kv: kv, id: nuid.Next()}
+			ls.step(ctx)
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		l.d.log.Warn("bucket of the ordered lane's owner", "bucket", jetstream.LaneBucket, "err", err)
+		sleep(ctx, 2*time.Second)
+	}
 	t := time.NewTicker(leaseRenew)
 	defer t.Stop()
 	for {
-		ls.step(ctx)
 		select {
 		case <-ctx.Done():
 			ls.let(ctx)
 			return
 		case <-t.C:
 		}
+		ls.step(ctx)
 		l.gaugeHeld()
 	}
 }

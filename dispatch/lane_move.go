@@ -223,7 +223,7 @@ func (l *lane) movable(gen uint64, k *laneKey, above, reach uint64) []laneMove {
 	}
 	l.advanceLow()
 	switch {
-	case len(moves) == 0, len(l.live) == len(k.entries) && len(l.removals) == 0:
+	case len(moves) == 0, len(l.live) == len(k.entries) && !l.othersRemoving(k):
 		return nil
 	case reach == 0 && lowest != l.low:
 		return nil
@@ -235,6 +235,17 @@ func (l *lane) movable(gen uint64, k *laneKey, above, reach uint64) []laneMove {
 	}
 	k.unremoved++ // until moved: nothing of k starts, and the purge waits
 	return moves
+}
+
+// othersRemoving reports whether some removal waiting is not k's own copy
+// stored again (again): moving k lets a purge take those. l.mu is held.
+func (l *lane) othersRemoving(k *laneKey) bool {
+	for _, r := range l.removals {
+		if r.of != k {
+			return true
+		}
+	}
+	return false
 }
 
 // unmark ends the moves: nothing was stored.

@@ -243,6 +243,7 @@ func (l *lane) consider(k *laneKey) {
 		if k.timer != nil {
 			k.timer.Stop()
 		}
+		l.setWhy(k, "", time.Time{}) // it fails no more: it has nothing
 		delete(l.keys, k.id)
 		if m := l.byEp[k.id.ep]; m != nil {
 			delete(m, k.id.key)
@@ -676,7 +677,10 @@ func (l *lane) again(gen uint64, k *laneKey, cur *laneEntry, dl *delivery, wait 
 		}
 		l.unfile(k, cur)
 		l.file(k, &e)
-		l.drop(cur.seq) // the key waits for the new entry, not for this
+		// The key waits for the new entry, not for this; deleted at once
+		// unless a purge covers it, so that the endpoint's entries in the
+		// stream stay within its bounds (lane_bound.go).
+		l.removeLater(laneRemoval{seq: cur.seq, at: time.Now(), urgent: true, of: k})
 	}
 	l.mu.Unlock()
 	if stale {

@@ -50,7 +50,10 @@ type laneRemoval struct {
 	k      *laneKey
 	gen    uint64
 	urgent bool // deleted at once when no purge covers it
-	moved  bool // an original of an entry moved behind k (lane_move.go)
+	// of is the key a dropped entry was stored again for (again): its own
+	// removal is nothing a move of that key would let a purge pass.
+	of    *laneKey
+	moved bool // an original of an entry moved behind k (lane_move.go)
 }
 
 // file adds e to k, keeping its message in memory while there is room.
