@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/hookjet/hookjet/backoff"
 	"github.com/hookjet/hookjet/breaker"
 	"github.com/hookjet/hookjet/deliver"
 	"github.com/hookjet/hookjet/tracing"
@@ -125,7 +126,7 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission, done func()) {
 		st.Error = res.Reason()
 	}
 	act := decide(*st, res.Outcome, ep.Settings, dl.ev.at, d.now(), func(n int) time.Duration {
-		return deliver.Backoff(ep.Retry.Base, ep.Retry.Cap, n-1, nil)
+		return backoff.Full(ep.Retry.Base, ep.Retry.Cap, n-1, nil)
 	})
 	d.carryOut(dl, adm, act)
 }
