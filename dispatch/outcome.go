@@ -6,7 +6,7 @@ import (
 
 	"github.com/hookjet/hookjet/backoff"
 	"github.com/hookjet/hookjet/config"
-	"github.com/hookjet/hookjet/deliver"
+	"github.com/hookjet/hookjet/destination"
 )
 
 // verb is what happens to a delivery after an attempt.
@@ -34,17 +34,17 @@ type action struct {
 // this attempt; published is when the event was published (retry.max_age
 // counts from there). jitter draws the full-jitter delay for an attempt
 // number; it is a parameter so that decide stays a pure function.
-func decide(st attemptState, res deliver.Outcome, s config.Settings, published, now time.Time, jitter func(attempt int) time.Duration) action {
+func decide(st attemptState, res *destination.Result, s config.Settings, published, now time.Time, jitter func(attempt int) time.Duration) action {
 	switch res.Class {
-	case deliver.Success:
+	case destination.Success:
 		return action{Verb: actAck}
-	case deliver.Gone:
+	case destination.Gone:
 		return action{Verb: actDeadLetter, Reason: "gone", Disable: true}
-	case deliver.Rejected:
+	case destination.Rejected:
 		return action{Verb: actDeadLetter, Reason: "rejected"}
-	case deliver.Transient:
+	case destination.Transient:
 		return retryOrGiveUp(st, s, published, now, jitter(st.Attempts), false)
-	case deliver.RateLimited:
+	case destination.RateLimited:
 		return retryOrGiveUp(st, s, published, now, backoff.RateLimit(res.RetryAfter, s.Retry.Cap, nil), true)
 	default:
 		return action{Verb: actDeadLetter, Reason: "permanent"}
