@@ -7,7 +7,7 @@
 // implementation, the way database/sql/driver sits below database/sql and
 // the drivers: the engine holds Destinations and knows none by name; an
 // implementation imports this package and nothing of the engine. The HTTP
-// webhook (package deliver; type [Webhook]) is the first; a broker (NATS, Kafka,
+// webhook (package deliver, its type Webhook) is the first; a broker (NATS, Kafka,
 // RabbitMQ) is a package of its own that returns a Destination from an
 // [Opener] the server registers under its type.
 //
