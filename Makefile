@@ -82,7 +82,7 @@ promtool: $(TOOLS)/promtool
 
 ## bench: micro benchmarks (delivery with tracing off and on, hookjettest.Start), then the end-to-end harness against the raw HTTP ceiling and the JetStream-only floor (about 7 minutes)
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./signature ./deliver ./breaker ./dedupe ./webhook ./tracing ./hookjettest
+	$(GO) test -run '^$$' -bench . -benchmem ./signature ./deliver ./backoff ./breaker ./dedupe ./webhook ./tracing ./hookjettest
 	$(GO) run ./test/bench -out bench-results.json
 
 ## bench-ordered: the per-key ordering scenarios (test/bench/ordered.go), left out of `make bench` for its time budget

@@ -12,49 +12,35 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/hookjet/hookjet/destination"
 )
 
-// Class is what an attempt's outcome means for the message being delivered.
-type Class int
+// Class is what an attempt's outcome means for the message being delivered:
+// the classes every destination shares ([destination.Class]). The HTTP
+// meaning of each is documented at [Classify].
+type Class = destination.Class
 
 // The classes of an attempt's outcome.
 const (
 	// Success is a 2xx response: acknowledge the message.
-	Success Class = iota
+	Success = destination.Success
 	// Transient is a failure worth retrying after a backoff: timeouts,
 	// refused or reset connections, DNS failures, 408, 425 and 5xx.
-	Transient
+	Transient = destination.Transient
 	// RateLimited is 429, or 503 with a valid Retry-After: retry after the
 	// receiver's Retry-After and slow the whole endpoint down.
-	RateLimited
+	RateLimited = destination.RateLimited
 	// Permanent is any other 4xx, a 3xx (redirects are never followed), a
 	// 1xx, or a TLS certificate error: dead-letter at once.
-	Permanent
+	Permanent = destination.Permanent
 	// Gone is 410: dead-letter the message and disable the endpoint.
-	Gone
+	Gone = destination.Gone
 	// Rejected means hookjet refused to send: the address is forbidden by
 	// the SSRF guard, the URL is invalid, or it is http:// while HTTPS is
 	// required. Dead-letter at once.
-	Rejected
+	Rejected = destination.Rejected
 )
-
-var classNames = [...]string{
-	Success:     "success",
-	Transient:   "transient",
-	RateLimited: "rate_limited",
-	Permanent:   "permanent",
-	Gone:        "gone",
-	Rejected:    "rejected",
-}
-
-// String returns the class's name as used in metrics and dead letters:
-// "success", "transient", "rate_limited", "permanent", "gone" or "rejected".
-func (c Class) String() string {
-	if c >= 0 && int(c) < len(classNames) {
-		return classNames[c]
-	}
-	return "Class(" + strconv.Itoa(int(c)) + ")"
-}
 
 // Outcome is the classified result of one delivery attempt.
 type Outcome struct {
@@ -63,7 +49,7 @@ type Outcome struct {
 	// Status is the HTTP status code; 0 when there was no response.
 	Status int
 	// RetryAfter is the receiver's Retry-After, greater than zero only when
-	// the header was present and valid. It is not clamped: see [RateLimitWait].
+	// the header was present and valid. It is not clamped: the engine clamps it (package backoff).
 	RetryAfter time.Duration
 	// Err is the transport or refusal error, or nil when a response was
 	// fully read. It never contains bodies or header values.

@@ -4,14 +4,18 @@
 // tells the caller whether to acknowledge, retry, slow down or dead-letter.
 //
 // The package is deliberately free of queueing concerns: it knows nothing
-// about NATS, JetStream or local state. A delivery worker calls
-// [Client.Do] once per attempt and decides what to do with the [Result]:
+// about NATS, JetStream or local state. It is the first implementation of
+// package destination: [Client.Open] returns an endpoint's [Webhook], whose
+// Send is one attempt, and the engine decides what to do with the class:
 //
 //   - [Success]: acknowledge.
-//   - [Transient]: retry after [Backoff].
-//   - [RateLimited]: retry after [RateLimitWait] of [Outcome.RetryAfter], and
-//     slow the whole endpoint down.
+//   - [Transient]: retry after a full-jitter backoff (package backoff).
+//   - [RateLimited]: retry after [Outcome.RetryAfter], clamped and
+//     jittered, and slow the whole endpoint down.
 //   - [Permanent], [Gone], [Rejected]: dead-letter at once.
+//
+// [Client.Do] is the same attempt with the HTTP-level [Request] and
+// [Result], for callers that hold no endpoint.
 //
 // # Signing
 //

@@ -11,8 +11,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/hookjet/hookjet/backoff"
 	"github.com/hookjet/hookjet/breaker"
-	"github.com/hookjet/hookjet/deliver"
+	"github.com/hookjet/hookjet/destination"
 	"github.com/hookjet/hookjet/tracing"
 )
 
@@ -74,23 +75,19 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission, done func()) {
 		d.deadLetter(dl, reason)
 		return
 	}
-	req := deliver.Request{
-		URL:                ep.URL,
-		ID:                 dl.ev.id,
-		Body:               dl.data,
-		ContentType:        dl.hdr.Get(jetstream.HdrContentType),
-		Header:             dl.s.header,
-		Signer:             dl.s.signer,
-		Timeout:            ep.Timeout,
-		InsecureSkipVerify: ep.InsecureSkipVerify,
-		Strict:             ep.Tenant != "", // a tenant's endpoint: the strict SSRF guard (portal.allow_private_networks)
-		OrderingKey:        jetstream.OrderingKey(dl.hdr),
+	req := destination.Request{
+		EventID:     dl.ev.id,
+		EventType:   dl.ev.typ,
+		Tenant:      dl.ev.tenant,
+		OrderingKey: jetstream.OrderingKey(dl.hdr),
+		ContentType: dl.hdr.Get(jetstream.HdrContentType),
+		Payload:     dl.data,
 	}
 	// tracing: a span per attempt, child of the event's traceparent.
 	span := d.o.Tracer.StartAttempt(d.sendCtx, tracing.Header(dl.hdr), tracing.Attempt{Endpoint: dl.e.id, EventType: dl.ev.typ, EventID: dl.ev.id, Number: dl.st.Attempts + 1, Replay: strings.HasPrefix(dl.ev.key, "r")})
-	req.TraceHeader = span.Header()
+	req.Trace = span.Header()
 	adm.spend()
-	res := d.o.Client.Do(d.sendCtx, &req)
+	res := dl.s.dest.Send(d.sendCtx, req)
 	done()
 	dl.g.claim()
 	span.EndAttempt(&res)
@@ -107,25 +104,25 @@ func (d *Dispatcher) attempt(dl *delivery, adm *admission, done func()) {
 	st.Last, st.Status = res.Sent, res.Status
 	d.recordAttempt(dl, &res) // delivery log
 	first := st.Attempts == 1
-	d.observeAttempt(dl.e, res.Class.String(), first, res.Latency.Seconds(), res.Class != deliver.Rejected)
+	d.observeAttempt(dl.e, res.Class.String(), first, res.Latency.Seconds(), res.Class != destination.Rejected)
 	switch res.Class {
-	case deliver.Success:
+	case destination.Success:
 		d.o.Breakers.Record(dl.e.id, breaker.Success, res.Latency, first)
 		dl.e.last.Store(&attempt.LastDelivery{EventID: dl.ev.id, Status: res.Status, LatencyMS: ms(res.Latency), At: res.Sent.UTC()})
-	case deliver.Transient:
+	case destination.Transient:
 		d.o.Breakers.Record(dl.e.id, breaker.Failure, res.Latency, first)
-	case deliver.Rejected:
+	case destination.Rejected:
 		d.o.Breakers.ReleaseProbe(dl.e.id, adm.probe)
 	default:
 		d.o.Breakers.Record(dl.e.id, breaker.Neutral, res.Latency, first)
 	}
 	adm.breaker = false
-	d.hour.add(d.now(), res.Class == deliver.Success)
-	if res.Class != deliver.Success {
-		st.Error = res.Reason()
+	d.hour.add(d.now(), res.Class == destination.Success)
+	if res.Class != destination.Success {
+		st.Error = res.Reason
 	}
-	act := decide(*st, res.Outcome, ep.Settings, dl.ev.at, d.now(), func(n int) time.Duration {
-		return deliver.Backoff(ep.Retry.Base, ep.Retry.Cap, n-1, nil)
+	act := decide(*st, &res, ep.Settings, dl.ev.at, d.now(), func(n int) time.Duration {
+		return backoff.Full(ep.Retry.Base, ep.Retry.Cap, n-1, nil)
 	})
 	d.carryOut(dl, adm, act)
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/hookjet/hookjet/routing"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,7 +19,7 @@ import (
 	"github.com/hookjet/hookjet/breaker"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/dedupe"
-	"github.com/hookjet/hookjet/deliver"
+	"github.com/hookjet/hookjet/destination"
 	"github.com/hookjet/hookjet/tracing"
 )
 
@@ -30,9 +29,12 @@ type Options struct {
 	NC *nats.Conn
 	// FanoutNC is the connection the fan-out pulls and acks events on
 	// (jetstream.Node.FanoutConn); nil: NC's.
-	FanoutNC     *nats.Conn
-	JS           natsjs.JetStream
-	Client       *deliver.Client
+	FanoutNC *nats.Conn
+	JS       natsjs.JetStream
+	// Destinations opens each endpoint's destination, by destination type
+	// (destination.Webhook: the HTTP POST, package deliver). The engine
+	// knows none of them by name.
+	Destinations map[string]destination.Opener
 	Breakers     *breaker.Registry
 	Ledger       *dedupe.Ledger
 	Metrics      *Metrics
@@ -162,15 +164,17 @@ type endpoint struct {
 }
 
 type settings struct {
-	ep      *config.Endpoint // the table's copy: never changed
-	signer  *deliver.Signer
-	header  http.Header
+	ep      *config.Endpoint        // the table's copy: never changed
+	dest    destination.Destination // opened from ep (table.go)
 	limiter *rate.Limiter
 	expires time.Time // earliest SecretExpiry still ahead; zero: none
 }
 
 // NewDispatcher prepares a dispatcher; Start begins delivering.
 func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
+	if o.Destinations[destination.Webhook] == nil {
+		return nil, fmt.Errorf("dispatch: Options.Destinations has no %q opener", destination.Webhook)
+	}
 	cfg := o.Config
 	d := &Dispatcher{
 		o:              o,

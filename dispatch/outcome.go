@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hookjet/hookjet/backoff"
 	"github.com/hookjet/hookjet/config"
-	"github.com/hookjet/hookjet/deliver"
+	"github.com/hookjet/hookjet/destination"
 )
 
 // verb is what happens to a delivery after an attempt.
@@ -31,20 +32,20 @@ type action struct {
 
 // decide maps one attempt's result to what happens next. st already counts
 // this attempt; published is when the event was published (retry.max_age
-// counts from there). backoff draws the full-jitter delay for an attempt
+// counts from there). jitter draws the full-jitter delay for an attempt
 // number; it is a parameter so that decide stays a pure function.
-func decide(st attemptState, res deliver.Outcome, s config.Settings, published, now time.Time, backoff func(attempt int) time.Duration) action {
+func decide(st attemptState, res *destination.Result, s config.Settings, published, now time.Time, jitter func(attempt int) time.Duration) action {
 	switch res.Class {
-	case deliver.Success:
+	case destination.Success:
 		return action{Verb: actAck}
-	case deliver.Gone:
+	case destination.Gone:
 		return action{Verb: actDeadLetter, Reason: "gone", Disable: true}
-	case deliver.Rejected:
+	case destination.Rejected:
 		return action{Verb: actDeadLetter, Reason: "rejected"}
-	case deliver.Transient:
-		return retryOrGiveUp(st, s, published, now, backoff(st.Attempts), false)
-	case deliver.RateLimited:
-		return retryOrGiveUp(st, s, published, now, deliver.RateLimitWait(res.RetryAfter, s.Retry.Cap, nil), true)
+	case destination.Transient:
+		return retryOrGiveUp(st, s, published, now, jitter(st.Attempts), false)
+	case destination.RateLimited:
+		return retryOrGiveUp(st, s, published, now, backoff.RateLimit(res.RetryAfter, s.Retry.Cap, nil), true)
 	default:
 		return action{Verb: actDeadLetter, Reason: "permanent"}
 	}

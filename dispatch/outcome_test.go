@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/hookjet/hookjet/config"
-	"github.com/hookjet/hookjet/deliver"
+	"github.com/hookjet/hookjet/destination"
 )
 
 // decide covers every row of DESIGN's outcomes table, and the limits that
@@ -21,24 +21,24 @@ func TestDecide(t *testing.T) {
 		name      string
 		attempts  int
 		published time.Time
-		out       deliver.Outcome
+		out       destination.Result
 		want      action
 	}{
-		{"2xx acks", 1, fresh, deliver.Outcome{Class: deliver.Success, Status: 204}, action{Verb: actAck}},
-		{"timeout retries after backoff", 3, fresh, deliver.Outcome{Class: deliver.Transient, Err: errors.New("timeout")}, action{Verb: actRetry, Wait: 3 * time.Second}},
-		{"503 retries", 1, fresh, deliver.Outcome{Class: deliver.Transient, Status: 503}, action{Verb: actRetry, Wait: time.Second}},
-		{"429 holds the endpoint for Retry-After", 1, fresh, deliver.Outcome{Class: deliver.RateLimited, Status: 429, RetryAfter: 30 * time.Second}, action{Verb: actRetry, Hold: true}},
-		{"410 dead-letters and disables", 1, fresh, deliver.Outcome{Class: deliver.Gone, Status: 410}, action{Verb: actDeadLetter, Reason: "gone", Disable: true}},
-		{"other 4xx is permanent", 1, fresh, deliver.Outcome{Class: deliver.Permanent, Status: 422}, action{Verb: actDeadLetter, Reason: "permanent"}},
-		{"3xx is permanent", 1, fresh, deliver.Outcome{Class: deliver.Permanent, Status: 302}, action{Verb: actDeadLetter, Reason: "permanent"}},
-		{"refused by the guard is rejected", 1, fresh, deliver.Outcome{Class: deliver.Rejected, Err: errors.New("private address")}, action{Verb: actDeadLetter, Reason: "rejected"}},
-		{"max_attempts reached: exhausted", 20, fresh, deliver.Outcome{Class: deliver.Transient, Status: 500}, action{Verb: actDeadLetter, Reason: "exhausted"}},
-		{"429 at max_attempts: exhausted", 20, fresh, deliver.Outcome{Class: deliver.RateLimited, Status: 429}, action{Verb: actDeadLetter, Reason: "exhausted"}},
-		{"next attempt past max_age: expired", 2, now.Add(-24*time.Hour + time.Second), deliver.Outcome{Class: deliver.Transient, Status: 500}, action{Verb: actDeadLetter, Reason: "expired"}},
+		{"2xx acks", 1, fresh, destination.Result{Class: destination.Success, Status: 204}, action{Verb: actAck}},
+		{"timeout retries after backoff", 3, fresh, destination.Result{Class: destination.Transient, Err: errors.New("timeout")}, action{Verb: actRetry, Wait: 3 * time.Second}},
+		{"503 retries", 1, fresh, destination.Result{Class: destination.Transient, Status: 503}, action{Verb: actRetry, Wait: time.Second}},
+		{"429 holds the endpoint for Retry-After", 1, fresh, destination.Result{Class: destination.RateLimited, Status: 429, RetryAfter: 30 * time.Second}, action{Verb: actRetry, Hold: true}},
+		{"410 dead-letters and disables", 1, fresh, destination.Result{Class: destination.Gone, Status: 410}, action{Verb: actDeadLetter, Reason: "gone", Disable: true}},
+		{"other 4xx is permanent", 1, fresh, destination.Result{Class: destination.Permanent, Status: 422}, action{Verb: actDeadLetter, Reason: "permanent"}},
+		{"3xx is permanent", 1, fresh, destination.Result{Class: destination.Permanent, Status: 302}, action{Verb: actDeadLetter, Reason: "permanent"}},
+		{"refused by the guard is rejected", 1, fresh, destination.Result{Class: destination.Rejected, Err: errors.New("private address")}, action{Verb: actDeadLetter, Reason: "rejected"}},
+		{"max_attempts reached: exhausted", 20, fresh, destination.Result{Class: destination.Transient, Status: 500}, action{Verb: actDeadLetter, Reason: "exhausted"}},
+		{"429 at max_attempts: exhausted", 20, fresh, destination.Result{Class: destination.RateLimited, Status: 429}, action{Verb: actDeadLetter, Reason: "exhausted"}},
+		{"next attempt past max_age: expired", 2, now.Add(-24*time.Hour + time.Second), destination.Result{Class: destination.Transient, Status: 500}, action{Verb: actDeadLetter, Reason: "expired"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := decide(attemptState{Attempts: tt.attempts}, tt.out, s, tt.published, now, backoff)
+			got := decide(attemptState{Attempts: tt.attempts}, &tt.out, s, tt.published, now, backoff)
 			if tt.want.Hold {
 				// Retry-After plus up to 10% jitter, clamped to the cap.
 				if got.Verb != actRetry || !got.Hold || got.Wait < 30*time.Second || got.Wait > 33*time.Second {

@@ -7,7 +7,7 @@ import (
 	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/attempt"
 	"github.com/hookjet/hookjet/config"
-	"github.com/hookjet/hookjet/deliver"
+	"github.com/hookjet/hookjet/destination"
 	"github.com/hookjet/hookjet/endpoints"
 )
 
@@ -69,9 +69,9 @@ func trigger(dl *delivery, attempts int) string {
 	return attempt.TriggerDelivery
 }
 
-// recordAttempt logs the outcome of one HTTP attempt of dl (st.Attempts
+// recordAttempt logs the outcome of one attempt of dl (st.Attempts
 // already counts it).
-func (d *Dispatcher) recordAttempt(dl *delivery, res *deliver.Result) {
+func (d *Dispatcher) recordAttempt(dl *delivery, res *destination.Result) {
 	if d.o.Recorder == nil {
 		return
 	}
@@ -89,8 +89,8 @@ func (d *Dispatcher) recordAttempt(dl *delivery, res *deliver.Result) {
 		Status:            res.Status,
 		Class:             res.Class.String(),
 	}
-	if res.Class != deliver.Success {
-		r.Error = res.Reason()
+	if res.Class != destination.Success {
+		r.Error = res.Reason
 		r.Response = string(res.Response)
 	}
 	d.o.Recorder.Record(r)

@@ -23,6 +23,7 @@ import (
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/dedupe"
 	"github.com/hookjet/hookjet/deliver"
+	"github.com/hookjet/hookjet/destination"
 	"github.com/hookjet/hookjet/internal/testkit"
 	"github.com/hookjet/hookjet/jetstream"
 	"github.com/hookjet/hookjet/signature"
@@ -163,8 +164,8 @@ func startEngine(t *testing.T, node *jetstream.Node, cfg *config.Config, share b
 	go func() { defer owned.Done(); r.breakers.Run(ctx) }()
 	d, err := NewDispatcher(setup, Options{
 		NC: node.Conn(), FanoutNC: node.FanoutConn(), JS: node.JetStream(), Breakers: r.breakers, Ledger: r.ledger,
-		Client:  deliver.NewClient(deliver.ClientOptions{Guard: deliver.NewGuard(true, nil), UserAgent: "dispatch-test"}),
-		Metrics: NewMetrics(r.reg), Log: log, Config: cfg,
+		Destinations: webhooks(deliver.NewClient(deliver.ClientOptions{Guard: deliver.NewGuard(true, nil), UserAgent: "dispatch-test"})),
+		Metrics:      NewMetrics(r.reg), Log: log, Config: cfg,
 		OnDeadLetter: func(endpoint, eventID string) {
 			r.mu.Lock()
 			r.dead = append(r.dead, endpoint+" "+eventID)
@@ -413,4 +414,12 @@ func ids(prefix string, n int) []string {
 		out[i] = fmt.Sprintf("%s%d", prefix, i)
 	}
 	return out
+}
+
+// webhooks opens every endpoint's destination as the server does: a webhook
+// through c.
+func webhooks(c *deliver.Client) map[string]destination.Opener {
+	return map[string]destination.Opener{
+		destination.Webhook: func(ep destination.Endpoint) (destination.Destination, error) { return c.Open(ep), nil },
+	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/hookjet/hookjet/console"
 	"github.com/hookjet/hookjet/dedupe"
 	"github.com/hookjet/hookjet/deliver"
+	"github.com/hookjet/hookjet/destination"
 	"github.com/hookjet/hookjet/dispatch"
 	"github.com/hookjet/hookjet/internal/memtrim"
 	"github.com/hookjet/hookjet/jetstream"
@@ -365,7 +366,7 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, o Options) error {
 	}
 	s.breakersRun = goOwned(ctx, breakers.Run)
 	d, err := dispatch.NewDispatcher(setupCtx, dispatch.Options{
-		NC: s.node.Conn(), FanoutNC: s.node.FanoutConn(), JS: s.node.JetStream(), Client: s.client, Breakers: breakers, Ledger: s.ledger,
+		NC: s.node.Conn(), FanoutNC: s.node.FanoutConn(), JS: s.node.JetStream(), Destinations: s.destinations(), Breakers: breakers, Ledger: s.ledger,
 		Metrics: metrics, Log: log, Config: cfg, OnDeadLetter: o.OnDeadLetter,
 		Tracer: tracing.New(tp), Recorder: s.recorder(), Seen: s.seen,
 	})
@@ -699,6 +700,19 @@ func (s *Server) unreachable(endpointURL string, tenant bool) error {
 		return fmt.Errorf("%w (security.allow_private_networks or security.allow_cidrs would open it)", err)
 	}
 	return nil
+}
+
+// destinations are the destination types endpoints may name, each with
+// what opens an endpoint's destination: the HTTP webhook through the
+// process's one client. A broker destination is one more entry here and a
+// package of its own; the engine knows none of them by name.
+func (s *Server) destinations() map[string]destination.Opener {
+	client := s.client
+	return map[string]destination.Opener{
+		destination.Webhook: func(ep destination.Endpoint) (destination.Destination, error) {
+			return client.Open(ep), nil
+		},
+	}
 }
 
 // tenantGuard is the SSRF guard of endpoints with a tenant: the default one,

@@ -12,10 +12,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/hookjet/hookjet/deliver"
+	"github.com/hookjet/hookjet/destination"
 	"github.com/hookjet/hookjet/tracing"
 )
 
-var deliverOK = deliver.Result{Outcome: deliver.Outcome{Class: deliver.Success, Status: 204}}
+var deliverOK = destination.Result{Class: destination.Success, Status: 204}
 
 // benchTracers are the two cases every benchmark runs: tracing off (the nil
 // Tracer the engine holds by default) and on, sampling every span into a
@@ -51,7 +52,8 @@ func BenchmarkAttempt(b *testing.B) {
 }
 
 // BenchmarkDelivery is one signed delivery over keep-alive loopback HTTP
-// with the tracing calls the engine makes around it, off and on.
+// through its destination, with the tracing calls the engine makes around
+// it, off and on.
 func BenchmarkDelivery(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -61,23 +63,21 @@ func BenchmarkDelivery(b *testing.B) {
 	c := deliver.NewClient(deliver.ClientOptions{Guard: deliver.NewGuard(true, nil)})
 	b.Cleanup(c.CloseIdleConnections)
 	h := tracing.Header{"traceparent": {traceparent}, "Nats-Msg-Id": {"evt_1"}}
+	dest := c.Open(destination.Endpoint{
+		URL:    srv.URL + "/hooks",
+		Signer: deliver.NewSigner([]byte("0123456789abcdef0123456789abcdef")),
+	})
+	body := bytes.Repeat([]byte("x"), 500)
 	for _, tc := range benchTracers(b) {
 		b.Run(tc.name, func(b *testing.B) {
-			req := deliver.Request{
-				URL:    srv.URL + "/hooks",
-				ID:     "evt_1",
-				Body:   bytes.Repeat([]byte("x"), 500),
-				Signer: deliver.NewSigner([]byte("0123456789abcdef0123456789abcdef")),
-			}
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
 				sp := tc.tr.StartAttempt(ctx, h, tracing.Attempt{Endpoint: "crm", EventType: "order.created", EventID: "evt_1", Number: 1})
-				req.TraceHeader = sp.Header()
-				res := c.Do(ctx, &req)
+				res := dest.Send(ctx, destination.Request{EventID: "evt_1", Payload: body, Trace: sp.Header()})
 				sp.EndAttempt(&res)
-				if res.Class != deliver.Success {
-					b.Fatalf("Do = %+v", res.Outcome)
+				if res.Class != destination.Success {
+					b.Fatalf("Send = %+v", res)
 				}
 			}
 		})

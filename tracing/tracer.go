@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/hookjet/hookjet/deliver"
+	"github.com/hookjet/hookjet/destination"
 )
 
 // ScopeName is the instrumentation scope of hookjet's spans.
@@ -217,7 +217,7 @@ func (s Span) Inject(h Header) {
 // EndAttempt records an attempt's result on its span and ends it: the HTTP
 // status (when there was a response) and the class, with status Error and
 // the outcome's reason unless the attempt succeeded.
-func (s Span) EndAttempt(res *deliver.Result) {
+func (s Span) EndAttempt(res *destination.Result) {
 	if s.s == nil {
 		return
 	}
@@ -225,8 +225,8 @@ func (s Span) EndAttempt(res *deliver.Result) {
 		s.s.SetAttributes(AttrHTTPStatus.Int(res.Status))
 	}
 	s.s.SetAttributes(AttrClass.String(res.Class.String()))
-	if res.Class != deliver.Success {
-		s.s.SetStatus(codes.Error, res.Class.String()+": "+res.Reason())
+	if res.Class != destination.Success {
+		s.s.SetStatus(codes.Error, res.Class.String()+": "+res.Reason)
 	}
 	s.s.End()
 }

@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/hookjet/hookjet/deliver"
+	"github.com/hookjet/hookjet/destination"
 	"github.com/hookjet/hookjet/tracing"
 )
 
@@ -53,18 +53,18 @@ func TestAttemptSpan(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
 		header    tracing.Header
-		res       deliver.Result
+		res       destination.Result
 		wantTrace string // "" : a new trace
 		status    codes.Code
 	}{
 		{"lower-case traceparent, success", tracing.Header{"traceparent": {traceparent}},
-			deliver.Result{Outcome: deliver.Outcome{Class: deliver.Success, Status: 204}}, parentTrace, codes.Unset},
+			destination.Result{Class: destination.Success, Status: 204}, parentTrace, codes.Unset},
 		{"canonical Traceparent, transient", tracing.Header{"Traceparent": {traceparent}, "Nats-Msg-Id": {"x"}},
-			deliver.Result{Outcome: deliver.Outcome{Class: deliver.Transient, Status: 503}}, parentTrace, codes.Error},
+			destination.Result{Class: destination.Transient, Status: 503, Reason: "HTTP 503 Service Unavailable"}, parentTrace, codes.Error},
 		{"no traceparent, connection refused", tracing.Header{"Nats-Msg-Id": {"x"}},
-			deliver.Result{Outcome: deliver.Outcome{Class: deliver.Transient, Err: errors.New("connection refused")}}, "", codes.Error},
+			destination.Result{Class: destination.Transient, Err: errors.New("connection refused"), Reason: "connection refused"}, "", codes.Error},
 		{"nil header", nil,
-			deliver.Result{Outcome: deliver.Outcome{Class: deliver.Permanent, Status: 400}}, "", codes.Error},
+			destination.Result{Class: destination.Permanent, Status: 400, Reason: "HTTP 400 Bad Request"}, "", codes.Error},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tr, exp := newTracer(t)
@@ -100,6 +100,9 @@ func TestAttemptSpan(t *testing.T) {
 			if s.Status.Code != tt.status {
 				t.Errorf("status = %v %q, want %v", s.Status.Code, s.Status.Description, tt.status)
 			}
+			if want := tt.res.Class.String() + ": " + tt.res.Reason; tt.status == codes.Error && s.Status.Description != want {
+				t.Errorf("status description = %q, want %q", s.Status.Description, want)
+			}
 			// The request carries the attempt span, not the publisher's.
 			want2 := "00-" + s.SpanContext.TraceID().String() + "-" + s.SpanContext.SpanID().String() + "-01"
 			if got := h.Get("traceparent"); got != want2 {
@@ -127,7 +130,7 @@ func TestDeadLetterReplayChain(t *testing.T) {
 	rp.End(errors.New("publish failed"))
 
 	at := tr.StartAttempt(ctx, replayMsg, tracing.Attempt{Endpoint: "crm", EventType: "order.created", EventID: "evt_1", Number: 1, Replay: true})
-	at.EndAttempt(&deliver.Result{Outcome: deliver.Outcome{Class: deliver.Success, Status: 200}})
+	at.EndAttempt(&destination.Result{Class: destination.Success, Status: 200})
 
 	spans := exp.GetSpans()
 	if len(spans) != 3 {
@@ -168,7 +171,7 @@ func TestDeadLetterReplayChain(t *testing.T) {
 func TestNilTracerAllocsNothing(t *testing.T) {
 	var tr *tracing.Tracer
 	h := tracing.Header{"traceparent": {traceparent}}
-	res := &deliver.Result{Outcome: deliver.Outcome{Class: deliver.Transient, Status: 503}}
+	res := &destination.Result{Class: destination.Transient, Status: 503, Reason: "HTTP 503 Service Unavailable"}
 	ctx := context.Background()
 	n := testing.AllocsPerRun(1000, func() {
 		sp := tr.StartAttempt(ctx, h, tracing.Attempt{Endpoint: "crm", EventType: "order.created", EventID: "evt_1", Number: 1})
