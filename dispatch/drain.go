@@ -346,6 +346,11 @@ func (r *drainer) poke() {
 const (
 	rescanEvery = 10 * time.Second
 	quickRescan = time.Second
+	// quickRescanFor bounds the quick rescans after a start: each reads
+	// every endpoint's count of due tasks, so an hour of them (the default
+	// retry.cap) would cost ten times the usual rescans; the retries due
+	// later are found by those, within rescanEvery.
+	quickRescanFor = 2 * time.Minute
 )
 
 // run starts drains as endpoints become due, and every rescan looks for
@@ -392,7 +397,8 @@ func (r *drainer) run(ctx context.Context) {
 // this process started (retries, guards) whose due times it does not know.
 // The server turns each into a due task within the longest retry.cap or
 // timeout of any endpoint after it was stored, so the quick rescans end
-// then, or once no schedule is left.
+// then (at most quickRescanFor after the start), or once no schedule is
+// left.
 func (r *drainer) quickenForSchedules() {
 	d := r.d
 	var longest time.Duration
@@ -403,7 +409,7 @@ func (r *drainer) quickenForSchedules() {
 	}
 	d.mu.RUnlock()
 	r.mu.Lock()
-	r.quickUntil = d.now().Add(longest + schedLate)
+	r.quickUntil = d.now().Add(min(longest+schedLate, quickRescanFor))
 	r.mu.Unlock()
 }
 
