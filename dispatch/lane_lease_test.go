@@ -8,7 +8,6 @@ import (
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -27,7 +26,8 @@ func (stalledKV) Update(ctx context.Context, _ string, _ []byte, _ uint64) (uint
 // over (leaseTakeover after it); it used to go on until a renewal
 // returned more than leaseLost after the last, 5-7 s in.
 func TestLeaseStopsBeforeATakeoverWhenRenewalsHang(t *testing.T) {
-	js := startJSOnly(t)
+	node, _ := sharedNode(t)
+	js := node.JetStream()
 	kv, err := js.KeyValue(t.Context(), jetstream.LaneBucket)
 	if err != nil {
 		t.Fatal(err)
@@ -50,26 +50,4 @@ func TestLeaseStopsBeforeATakeoverWhenRenewalsHang(t *testing.T) {
 	if ls.owner || stopped >= leaseTakeover {
 		t.Errorf("an owner whose renewals hang still delivered %s after its last renewal: another process may take over after %s", stopped.Round(10*time.Millisecond), leaseTakeover)
 	}
-}
-
-// startJSOnly starts an embedded server with hookjet's streams and buckets,
-// and no dispatcher.
-func startJSOnly(t *testing.T) natsjs.JetStream {
-	t.Helper()
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	cfg.NATS.Listen = "127.0.0.1:-1"
-	log := slog.New(slog.DiscardHandler)
-	node, err := jetstream.OpenNode(cfg.NATS, cfg.DataDir, "lease-test", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		node.CloseConn(time.Second, log)
-		node.Shutdown()
-	})
-	if err := jetstream.EnsureStreams(ctx5(t), node.JetStream(), &cfg, log); err != nil {
-		t.Fatal(err)
-	}
-	return node.JetStream()
 }
