@@ -673,7 +673,7 @@ func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg 
 			dl.log(d.log, -4, "settle task", "err", err)
 		}
 	}
-	if staleTask(msg.Headers(), s.ep.CreatedAt) || !mayReceive(s.ep.Tenant, ev.tenant) {
+	if notForEndpoint(msg.Headers(), &ev, s.ep) {
 		adm.release()
 		dl.log(d.log, slog.LevelInfo, "task discarded: stored for another endpoint with this id (deleted since), or an event of another tenant", "task_endpoint_created", msg.Headers().Get(hdrIncarnation))
 		dl.done(true)

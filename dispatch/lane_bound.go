@@ -55,13 +55,16 @@ func (e *laneEntry) counted() bool { return !e.front }
 
 // tally adds sign times e to its endpoint's counts. l.mu is held.
 func (l *lane) tally(k *laneKey, e *laneEntry, sign int) {
-	if !e.counted() {
+	if e.hold {
 		return
 	}
 	c := l.counts[k.id.ep]
-	c.all.add(e, sign)
-	if failing(k.why) {
-		c.failing.add(e, sign)
+	c.deliveries += sign
+	if e.counted() {
+		c.all.add(e, sign)
+		if failing(k.why) {
+			c.failing.add(e, sign)
+		}
 	}
 	l.setCounts(k.id.ep, c)
 }
@@ -69,7 +72,7 @@ func (l *lane) tally(k *laneKey, e *laneEntry, sign int) {
 // setCounts keeps c as endpoint ep's counts, none when it holds nothing.
 // l.mu is held.
 func (l *lane) setCounts(ep string, c laneCounts) {
-	if c.all.n <= 0 && c.failingKeys <= 0 {
+	if c.deliveries <= 0 && c.failingKeys <= 0 {
 		delete(l.counts, ep)
 		return
 	}
@@ -83,6 +86,9 @@ func (l *lane) setCounts(ep string, c laneCounts) {
 type laneCounts struct {
 	all, failing laneCount
 	failingKeys  int
+	// deliveries counts every entry but hold markers, replays included:
+	// what the endpoint's views count as waiting (ordering_view.go).
+	deliveries int
 }
 
 // setWhy says why k waits ("": it does not), moving its entries into or out

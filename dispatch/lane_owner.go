@@ -468,15 +468,9 @@ func (l *lane) delivery(ctx context.Context, gen uint64, k *laneKey, cur *laneEn
 	if err != nil {
 		return nil, err
 	}
-	if staleTask(msg.hdr, s.ep.CreatedAt) {
-		return nil, nil
-	}
 	ev, st := taskOf(msg.hdr, msg.at)
-	if ev.badTenant != "" || !mayReceive(s.ep.Tenant, ev.tenant) {
-		// The endpoint changed tenant since the entry was stored: the
-		// event is its former tenant's, and never goes to the new one's
-		// URL (the drain discards such a task alike).
-		l.d.log.Info("ordered entry discarded: an event of another tenant than the endpoint's", "endpoint", e.id, "event_id", ev.id)
+	if notForEndpoint(msg.hdr, &ev, s.ep) {
+		l.d.log.Info("ordered entry discarded: stored for another endpoint with this id (deleted since), or an event of another tenant", "endpoint", e.id, "event_id", ev.id)
 		return nil, nil
 	}
 	if !cur.front && !strings.HasPrefix(ev.key, redeliverKey) {

@@ -52,18 +52,24 @@ func (l *lane) views() (map[string]laneView, bool) {
 	now := l.d.now()
 	all := map[string]laneView{}
 	for ep, keys := range l.byEp {
-		var v laneView
+		// The count is kept as entries come and go (lane_bound.go); only a
+		// key's first entries can be due later or be its oldest (replays,
+		// then its events in publish order), so the view reads those, not
+		// every entry waiting, under the lane's lock.
+		v := laneView{Waiting: uint64(max(0, l.counts[ep].deliveries))}
 		for _, k := range keys {
 			for _, e := range k.entries {
 				if e.hold {
 					continue
 				}
-				v.Waiting++
 				if e.due.After(now) {
 					v.Retrying++
 				}
 				if v.Oldest.IsZero() || e.first.Before(v.Oldest) {
 					v.Oldest = e.first
+				}
+				if !e.front {
+					break // the key's later events were published after
 				}
 			}
 		}

@@ -127,6 +127,15 @@ func staleTask(h nats.Header, ep time.Time) bool {
 	return v != "" && v != incarnation(ep)
 }
 
+// notForEndpoint reports whether a stored delivery (a task or an ordered
+// entry) with headers h, of event ev, is no longer the delivery of the
+// endpoint with settings ep: stored for another incarnation of its id, or
+// an event its tenant may not receive (the endpoint moved to another
+// tenant since). Such a delivery is discarded, never attempted.
+func notForEndpoint(h nats.Header, ev *event, ep *config.Endpoint) bool {
+	return staleTask(h, ep.CreatedAt) || ev.badTenant != "" || !mayReceive(ep.Tenant, ev.tenant)
+}
+
 // traceHeaders are copied from an event to its tasks, so a trace continues
 // across retries.
 var traceHeaders = []string{"traceparent", "tracestate"}
