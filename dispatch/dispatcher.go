@@ -73,30 +73,24 @@ type Options struct {
 // messages, wait for in-flight deliveries for the grace period, then cancel
 // the rest.
 type Dispatcher struct {
-	o        Options
-	log      *slog.Logger
-	now      func() time.Time
-	stateKV  natsjs.KeyValue
-	shared   *sharedSeen   // nil with the embedded server: one process, the local ledger suffices
-	global   chan struct{} // worker.concurrency: requests in flight
-	share    *poolShare    // divides global between the endpoints using it
-	waitingN atomic.Int32  // fan-out deliveries waiting for an endpoint's slot
-	// fastWaitingN: those waiting past waitingN's bounds for an endpoint
-	// that frees its slots fast (startWaiting).
-	fastWaitingN atomic.Int32
-	// workerWaits counts fan-out deliveries waiting for a worker (launchSoon).
-	workerWaits atomic.Int32
-	jobs        *jobs     // background NATS work (tasks, dead letters)
-	guards      guards    // fan-out deliveries in flight (guard.go)
-	tasksUsed   taskBytes // HOOKJET_TASKS bytes (bounds.go)
-	tasksMax    int64     // streams.tasks_max_bytes
+	o         Options
+	log       *slog.Logger
+	now       func() time.Time
+	stateKV   natsjs.KeyValue
+	shared    *sharedSeen // nil with the embedded server: one process, the local ledger suffices
+	gate      *admitter   // the admit stage and the workers (dispatch/admit.go)
+	send      *sendStage  // the send stage (dispatch/attempt.go)
+	share     *poolShare  // divides the workers between the endpoints using them
+	jobs      *jobs       // background NATS work (tasks, dead letters)
+	guards    guards      // fan-out deliveries in flight (guard.go)
+	tasksUsed taskBytes   // HOOKJET_TASKS bytes (bounds.go)
+	tasksMax  int64       // streams.tasks_max_bytes
 	// tasksAge is HOOKJET_TASKS' MaxAge as last read or raised
 	// (coverTaskAge): 0 not read yet, negative unlimited.
 	tasksAge  atomic.Int64
 	unsettled chan struct{} // fan-out events not yet settled in this process
 	// unsettledBytes bounds their payload bytes.
 	unsettledBytes *byteBudget
-	maxPayload     int            // security.max_payload_bytes; SIGHUP reloads endpoints only
 	table          *routing.Table // the endpoints in force and the pattern index (Install, Uninstall: endpoint.go)
 	series         *series
 	drains         *drainer
@@ -108,7 +102,6 @@ type Dispatcher struct {
 	stopSends  context.CancelFunc
 	loops      sync.WaitGroup
 	inflight   sync.WaitGroup
-	inFlightN  atomic.Int64
 	background sync.WaitGroup
 
 	mu sync.RWMutex // guards the fields below; never held while waiting
@@ -135,7 +128,8 @@ type Dispatcher struct {
 	applied     routing.Revisions        // API endpoint revisions in force (dispatch/apply.go)
 	apiSource   apiSource                // where WatchEndpoints resolves API endpoints from; guarded by applied's lock
 	resets      resets                   // breaker resets from other processes (dispatch/reset.go)
-	rec         recorded                 // the delivery log's last test per endpoint (dispatch/record.go)
+	rec         *recorder                // the delivery log's records (dispatch/record.go)
+	settle      *settler                 // the settle stage (dispatch/settle.go)
 	leftover    Leftover                 // what waited at start (dispatch/drain.go)
 
 }
@@ -184,14 +178,12 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 		eps:            map[string]*endpoint{},
 		unshare:        map[string]bool{},
 		states:         map[string]endpointState{},
-		global:         make(chan struct{}, cfg.Worker.Concurrency),
 		share:          &poolShare{total: cfg.Worker.Concurrency, lazy: true},
 		jobs:           newJobs(),
 		guards:         guards{in: map[*guard]struct{}{}},
 		tasksMax:       cfg.Streams.TasksMaxBytes,
 		unsettled:      make(chan struct{}, 2*cfg.Worker.Concurrency),
 		unsettledBytes: newByteBudget(unsettledBytes),
-		maxPayload:     cfg.Security.MaxPayloadBytes,
 		series:         newSeries(o.Metrics, maxSeries(cfg)),
 	}
 	if d.log == nil {
@@ -199,6 +191,21 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	}
 	if d.now == nil {
 		d.now = time.Now
+	}
+	d.loopCtx, d.stopLoops = context.WithCancel(context.WithoutCancel(ctx))
+	d.sendCtx, d.stopSends = context.WithCancel(context.WithoutCancel(ctx))
+	d.rec = &recorder{out: o.Recorder, now: d.now, eps: d}
+	d.settle = &settler{
+		log: d.log, now: d.now, ctx: d.sendCtx, js: o.JS, ledger: o.Ledger, tasks: engineTasks{d}, states: d,
+		rec: d.rec, series: d.series, tracer: o.Tracer, inflight: &d.inflight, onDeadLetter: o.OnDeadLetter,
+	}
+	d.send = &sendStage{
+		log: d.log, now: d.now, ctx: d.sendCtx, maxPayload: cfg.Security.MaxPayloadBytes, fan: d, breakers: o.Breakers,
+		tracer: o.Tracer, rec: d.rec, series: d.series, hour: &d.hour, settle: d.settle,
+	}
+	d.gate = &admitter{
+		now: d.now, states: d, breakers: o.Breakers, metrics: o.Metrics, send: d.send, park: d.settle.park, inflight: &d.inflight,
+		global: make(chan struct{}, cfg.Worker.Concurrency), unsettled: cap(d.unsettled),
 	}
 	d.drains = newDrainer(d)
 	d.lane = newLane(d)
@@ -210,8 +217,6 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	if cfg.NATS.URL != "" && o.Seen != nil {
 		d.shared = &sharedSeen{ids: o.Seen}
 	}
-	d.loopCtx, d.stopLoops = context.WithCancel(context.WithoutCancel(ctx))
-	d.sendCtx, d.stopSends = context.WithCancel(context.WithoutCancel(ctx))
 	return d, nil
 }
 
@@ -318,7 +323,7 @@ func (d *Dispatcher) Stop(grace time.Duration) {
 	// The grace runs from now: the drains wait for their deliveries before
 	// the loops return, and those must be cut off at the grace too.
 	over := time.AfterFunc(grace, func() {
-		d.log.Warn("grace period over; cancelling in-flight deliveries", "in_flight", d.inFlightN.Load())
+		d.log.Warn("grace period over; cancelling in-flight deliveries", "in_flight", d.gate.inFlightN.Load())
 		d.stopSends()
 	})
 	d.stopLoops()
@@ -356,4 +361,31 @@ func (d *Dispatcher) fanoutConn() *nats.Conn {
 		return d.o.FanoutNC
 	}
 	return d.o.JS.Conn()
+}
+
+// engineTasks is the task store settlement hands deliveries to.
+type engineTasks struct{ d *Dispatcher }
+
+func (t engineTasks) reserve(dl *delivery, busy bool) bool { return t.d.reserve(dl, busy) }
+func (t engineTasks) unreserve(dl *delivery, busy bool)    { t.d.unreserve(dl, busy) }
+func (t engineTasks) stored(dl *delivery)                  { t.d.stored(dl) }
+func (t engineTasks) noteRetry(endpoint, key string, at time.Time) {
+	t.d.drains.noteRetry(endpoint, key, at)
+}
+func (t engineTasks) noteDue(endpoint string) { t.d.drains.note(endpoint, time.Time{}) }
+func (t engineTasks) goJob(f func())          { t.d.goJob(f) }
+
+// Forwarders for the drains and the lane, until they are rooms of their own.
+func (d *Dispatcher) deadLetter(dl *delivery, reason string)              { d.settle.deadLetter(dl, reason) }
+func (d *Dispatcher) publish(msg *nats.Msg) error                         { return d.settle.publish(msg) }
+func (d *Dispatcher) publishSeq(msg *nats.Msg) (uint64, error)            { return d.settle.publishSeq(msg) }
+func (d *Dispatcher) admit(e *endpoint, s *settings) (*admission, string) { return d.gate.admit(e, s) }
+func (d *Dispatcher) admitHolding(e *endpoint, s *settings) (*admission, string) {
+	return d.gate.admitHolding(e, s)
+}
+func (d *Dispatcher) admitBreaker(e *endpoint, token *rate.Reservation) (*admission, time.Duration) {
+	return d.gate.admitBreaker(e, token)
+}
+func (d *Dispatcher) launch(ctx context.Context, dl *delivery, adm *admission, wait bool) {
+	d.gate.launch(ctx, dl, adm, wait)
 }

@@ -95,7 +95,7 @@ func (d *Dispatcher) migrateConsumer(ctx context.Context, st natsjs.Stream, name
 			}
 			ev, _ := eventOf(msg, meta)
 			if ok, _ := d.o.Ledger.Delivered(endpoint, ev.id); !ok {
-				if err := d.publish(taskMsg(endpoint, &ev, attemptState{}, msg.Data(), msg.Headers(), time.Time{})); err != nil {
+				if err := d.settle.publish(taskMsg(endpoint, &ev, attemptState{}, msg.Data(), msg.Headers(), time.Time{})); err != nil {
 					return n, err
 				}
 				n++
@@ -139,7 +139,7 @@ func (d *Dispatcher) migrateReplays(ctx context.Context) error {
 			endpoint := strings.TrimPrefix(msg.Subject(), "hookjet.replay.")
 			h := msg.Headers()
 			ev := event{id: h.Get(jetstream.HdrEventID), typ: h.Get(jetstream.HdrEventType), key: "r" + h.Get(jetstream.HdrReplayOf), at: d.now()}
-			if err := d.publish(taskMsg(endpoint, &ev, attemptState{}, msg.Data(), h, time.Time{})); err != nil {
+			if err := d.settle.publish(taskMsg(endpoint, &ev, attemptState{}, msg.Data(), h, time.Time{})); err != nil {
 				return err
 			}
 			if meta == nil || meta.Sequence.Stream >= last || meta.NumPending == 0 {

@@ -227,7 +227,7 @@ func (d *Dispatcher) Summary(ctx context.Context) (api.Summary, error) {
 // summary is Summary and what waits in the ordered lane, per endpoint.
 func (d *Dispatcher) summary(ctx context.Context) (api.Summary, map[string]laneView, error) {
 	d.mu.RLock()
-	s := api.Summary{InFlight: d.inFlightN.Load(), Endpoints: len(d.eps)}
+	s := api.Summary{InFlight: d.gate.inFlightN.Load(), Endpoints: len(d.eps)}
 	for _, st := range d.states {
 		if st.Disabled {
 			s.DisabledEndpoints++

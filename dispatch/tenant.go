@@ -27,7 +27,7 @@ func (d *Dispatcher) rejectBadTenant(msg natsjs.Msg, ev *event, targets []string
 		if d.alreadyDelivered(dl) {
 			continue
 		}
-		d.deadLetter(dl, "rejected")
+		d.settle.deadLetter(dl, "rejected")
 	}
 	if len(targets) == 0 {
 		d.log.Warn("event delivered to no endpoint: its tenant header is not valid, and no endpoint without a tenant matches it",
@@ -47,14 +47,14 @@ func (d *Dispatcher) rejectBadTenant(msg natsjs.Msg, ev *event, targets []string
 // incarnationOf is the incarnation (Hookjet-Endpoint-Created) of dl's
 // endpoint: its settings' created_at; for the safety net's deliveries,
 // which carry no settings, the task's own mark or the endpoint in force.
-func (d *Dispatcher) incarnationOf(dl *delivery) string {
+func incarnationOf(dl *delivery, eps endpointFinder) string {
 	if dl.s != nil {
 		return incarnation(dl.s.ep.CreatedAt)
 	}
 	if v := dl.hdr.Get(hdrIncarnation); v != "" && dl.hdr.Get(hdrEventKey) != "" {
 		return v // a task's
 	}
-	if e := d.endpoint(dl.e.id); e != nil {
+	if e := eps.endpoint(dl.e.id); e != nil {
 		return incarnation(e.set.Load().ep.CreatedAt)
 	}
 	return ""
