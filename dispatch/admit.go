@@ -107,8 +107,8 @@ func (a *admitter) stopWaiting(e *endpoint, fast bool) {
 type admission struct {
 	breakers *breaker.Registry
 	e        *endpoint
-	breaker bool
-	probe   bool // the breaker's permission is its half-open probe
+	breaker  bool
+	probe    bool // the breaker's permission is its half-open probe
 	// token is the rate-limit reservation until a request spends it;
 	// release hands an unspent one back.
 	token *rate.Reservation

@@ -145,36 +145,3 @@ func (d *sendStage) attempt(dl *delivery, adm *admission, done func()) {
 	})
 	d.settle.carryOut(dl, adm, act)
 }
-
-// late reports whether dl, a fan-out delivery about to be attempted, could
-// no longer be settled in time: its event was pulled longer ago than half
-// the fan-out's AckWait (this process was paused, or starved: the server
-// has handed the event, or is about to hand it, to another process), or
-// the NATS connection is down, so its ack cannot be sent now, or the
-// server has not confirmed reading the acks written before. The checks
-// are made holding an in-flight slot of the endpoint, so a pause or a
-// partition right after them repeats at most max_in_flight deliveries
-// there; without them every event the process holds unsettled (up to
-// 2 x worker.concurrency) could be.
-func (d *Dispatcher) late(dl *delivery) bool {
-	if dl.fan == nil {
-		return false
-	}
-	if time.Since(dl.fan.pulled) > time.Duration(d.fanoutHold.Load()) {
-		return true
-	}
-	if d.acks == nil {
-		// The embedded server's in-process connection: it is not cut
-		// while the process runs, and asking it (IsConnected) would wait
-		// for the connection's lock, held while the flusher hands its
-		// buffer to the server through a synchronous pipe.
-		return false
-	}
-	if !d.fanoutConn().IsConnected() {
-		return true
-	}
-	// The acks written before may have been lost in a silent partition or
-	// with a failed cluster node (ackproof.go): wait for their answers,
-	// at most until the delivery would be late.
-	return !d.acks.confirmed(dl.fan.pulled.Add(time.Duration(d.fanoutHold.Load())))
-}

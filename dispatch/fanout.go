@@ -59,7 +59,7 @@ const (
 // above what the server still holds: the fan-out then sat idle with every
 // event settled and no pull at the server until the missing heartbeat, 30 s
 // later, made Consume pull again.)
-func (d *Dispatcher) runFanout(ctx context.Context, cons natsjs.Consumer) {
+func (d *fanout) runFanout(ctx context.Context, cons natsjs.Consumer) {
 	for ctx.Err() == nil {
 		err := d.consumeFanout(ctx, cons)
 		if ctx.Err() != nil {
@@ -74,9 +74,9 @@ func (d *Dispatcher) runFanout(ctx context.Context, cons natsjs.Consumer) {
 		// which would resend every event older than the ledger's TTL; the
 		// ledger absorbs what this process sees again. Retried until
 		// JetStream answers.
-		from := d.fanoutFloor.Load() + 1
+		from := d.floor.Load() + 1
 		for ctx.Err() == nil {
-			c, err := jetstream.EnsureFanoutConsumerFrom(ctx, d.o.JS, d.fanoutAckWait, from)
+			c, err := jetstream.EnsureFanoutConsumerFrom(ctx, d.js, d.ackWait, from)
 			if err == nil {
 				d.log.Warn("the fan-out consumer was missing; created it again", "consumer", jetstream.FanoutConsumer, "from_seq", from)
 				cons = c
@@ -238,14 +238,14 @@ func (a *aheadQueue) pace(ctx context.Context) {
 
 // consumeFanout pulls cons until ctx is done or the consumer is gone, and
 // returns why it stopped.
-func (d *Dispatcher) consumeFanout(ctx context.Context, cons natsjs.Consumer) error {
+func (d *fanout) consumeFanout(ctx context.Context, cons natsjs.Consumer) error {
 	var workers, recv sync.WaitGroup
 	// The pulls only fill the events held ahead; the fan-out workers take
 	// each with an unsettled slot: a slow NATS call of one event (a task's
 	// publish over the network) delays one worker, not the pulls.
-	ahead := newAheadQueue(int64(jetstream.MaxMsgSize(d.cfg)))
+	ahead := newAheadQueue(int64(d.maxMsg))
 	info := cons.CachedInfo()
-	p := newFanoutPuller(d.fanoutConn(), info.Stream, info.Name, ahead)
+	p := newFanoutPuller(d.conn, info.Stream, info.Name, ahead)
 	workers.Add(d.fanoutWorkers())
 	for range d.fanoutWorkers() {
 		go func() {
@@ -325,7 +325,7 @@ func listenPast(ctx context.Context, grace time.Duration) (context.Context, func
 
 // nextPull sends pulls of fanoutChunk events as room for them frees, until
 // ctx is done (nil) or a pull fails (its error).
-func (d *Dispatcher) nextPull(ctx context.Context, p *fanoutPuller, failed <-chan error) error {
+func (d *fanout) nextPull(ctx context.Context, p *fanoutPuller, failed <-chan error) error {
 	ahead := p.ahead
 	for {
 		select {
@@ -353,8 +353,8 @@ func (d *Dispatcher) nextPull(ctx context.Context, p *fanoutPuller, failed <-cha
 // hands it back to JetStream: at shutdown, and when it was held for half of
 // AckWait (the process was paused, and JetStream may have handed it to
 // another process).
-func (d *Dispatcher) takeOn(ctx context.Context, p pulledEvent) {
-	if time.Since(p.at) < d.fanoutAckWait/2 {
+func (d *fanout) takeOn(ctx context.Context, p pulledEvent) {
+	if time.Since(p.at) < d.ackWait/2 {
 		select {
 		case d.unsettled <- struct{}{}:
 			d.fanOut(ctx, p)
@@ -370,7 +370,7 @@ func (d *Dispatcher) takeOn(ctx context.Context, p pulledEvent) {
 // fanoutWorkers is how many events this process fans out at once: more with
 // nats.url, where the NATS calls of a fan-out (tasks parked) are network
 // round trips.
-func (d *Dispatcher) fanoutWorkers() int {
+func (d *fanout) fanoutWorkers() int {
 	if d.shared != nil {
 		// One per unsettled event: with R3 under load a task's publish
 		// takes tens of milliseconds, and the rate is workers / round trip.
@@ -384,7 +384,7 @@ func (d *Dispatcher) fanoutWorkers() int {
 // deliveries already made are then recognised by the ledger, and tasks
 // already stored by their Nats-Msg-Id.
 type fanEvent struct {
-	d    *Dispatcher
+	d    *fanout
 	msg  natsjs.Msg
 	size int64        // bytes taken from the dispatcher's byte budget
 	left atomic.Int32 // deliveries not settled
@@ -423,7 +423,7 @@ func (f *fanEvent) settle(ok bool) {
 		// unanswered), it comes back later each time, so that it does not
 		// spin through MaxDeliver to the safety net's dead letter without
 		// an attempt.
-		if time.Since(f.pulled) < f.d.fanoutAckWait*3/4 {
+		if time.Since(f.pulled) < f.d.ackWait*3/4 {
 			if err := f.msg.NakWithDelay(forsakenDelay(f.msg)); err != nil {
 				f.d.log.Debug("hand back forsaken event", "err", err)
 			}
@@ -465,7 +465,7 @@ func eventOf(msg natsjs.Msg, meta *natsjs.MsgMetadata) (ev event, noID bool) {
 }
 
 // fanOut delivers one event to every endpoint whose patterns match it.
-func (d *Dispatcher) fanOut(ctx context.Context, p pulledEvent) {
+func (d *fanout) fanOut(ctx context.Context, p pulledEvent) {
 	msg := p.msg
 	meta, err := msg.Metadata()
 	if err != nil {
@@ -475,10 +475,10 @@ func (d *Dispatcher) fanOut(ctx context.Context, p pulledEvent) {
 	}
 	ev, noID := eventOf(msg, meta)
 	if noID && meta.NumDelivered == 1 {
-		d.o.Metrics.MissingID.Inc() // once per event: its first fan-out
+		d.metrics.MissingID.Inc() // once per event: its first fan-out
 	}
 	if d.duplicate(&ev) {
-		d.o.Metrics.Duplicates.WithLabelValues("ledger").Inc()
+		d.metrics.Duplicates.WithLabelValues("ledger").Inc()
 		if err := msg.Ack(); err != nil {
 			d.log.Warn("ack duplicate event", "err", err)
 		}
@@ -486,7 +486,7 @@ func (d *Dispatcher) fanOut(ctx context.Context, p pulledEvent) {
 		return
 	}
 	var buf [8]string
-	targets := d.table.Match(ev.tenant, ev.typ, buf[:0])
+	targets := d.match.match(&ev, buf[:0])
 	if ev.badTenant != "" {
 		d.rejectBadTenant(msg, &ev, targets) // dispatch/tenant.go
 		<-d.unsettled
@@ -511,7 +511,7 @@ func (d *Dispatcher) fanOut(ctx context.Context, p pulledEvent) {
 	f.holding.Store(int32(len(targets)))
 	exhausted := meta.NumDelivered >= uint64(jetstream.EventsMaxDeliver-1)
 	for _, id := range targets {
-		e := d.endpoint(id)
+		e := d.eps.endpoint(id)
 		if e == nil || d.guards.inFlight(id, ev.id) {
 			// Removed meanwhile, or an earlier delivery of this event is
 			// still in flight there: the event came back because another
@@ -521,14 +521,14 @@ func (d *Dispatcher) fanOut(ctx context.Context, p pulledEvent) {
 			f.over()
 			continue
 		}
-		dl := &delivery{e: e, s: d.current(e), ev: &ev, data: msg.Data(), hdr: msg.Headers(), done: f.settle}
+		dl := &delivery{e: e, s: d.eps.current(e), ev: &ev, data: msg.Data(), hdr: msg.Headers(), done: f.settle}
 		d.guarded(dl, f.over)
 		if d.alreadyDelivered(dl) {
 			continue
 		}
 		if ordered(dl) {
 			// Its key's turn comes in the ordered lane (lane.go).
-			d.lane.enqueue(dl)
+			d.ordered.enqueue(dl)
 			continue
 		}
 		if exhausted {
@@ -545,8 +545,8 @@ func (d *Dispatcher) fanOut(ctx context.Context, p pulledEvent) {
 }
 
 // duplicate reports whether ev's id was already accepted as another message.
-func (d *Dispatcher) duplicate(ev *event) bool {
-	_, dup, err := d.o.Ledger.FirstSeen(ev.id, ev.seq)
+func (d *fanout) duplicate(ev *event) bool {
+	_, dup, err := d.ledger.FirstSeen(ev.id, ev.seq)
 	if err != nil {
 		d.log.Warn("ledger lookup", "event_id", ev.id, "err", err)
 		return false
@@ -562,20 +562,20 @@ func (d *Dispatcher) duplicate(ev *event) bool {
 // alreadyDelivered settles dl at once when the ledger says its endpoint has
 // it. It is checked on every delivery, not only redeliveries: a server that
 // lost consumer state in a crash redelivers with a count of 1.
-func (d *Dispatcher) alreadyDelivered(dl *delivery) bool {
-	done, err := d.o.Ledger.Delivered(dl.e.id, dl.ev.id)
+func (d *fanout) alreadyDelivered(dl *delivery) bool {
+	done, err := d.ledger.Delivered(dl.e.id, dl.ev.id)
 	if err != nil || !done {
 		return false
 	}
-	d.o.Metrics.Duplicates.WithLabelValues("delivered").Inc()
+	d.metrics.Duplicates.WithLabelValues("delivered").Inc()
 	dl.done(true)
 	return true
 }
 
 // route sends dl now if its endpoint can take it, waits briefly for an
 // in-flight slot, or parks it as a task.
-func (d *Dispatcher) route(ctx context.Context, dl *delivery) {
-	if 2*dl.s.ep.Timeout+15*time.Second > d.fanoutAckWait {
+func (d *fanout) route(ctx context.Context, dl *delivery) {
+	if 2*dl.s.ep.Timeout+15*time.Second > d.ackWait {
 		d.settle.park(dl, "slow")
 		return
 	}
@@ -609,4 +609,3 @@ func (d *Dispatcher) route(ctx context.Context, dl *delivery) {
 		d.settle.park(dl, cause)
 	}
 }
-

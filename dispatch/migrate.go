@@ -41,7 +41,7 @@ func migrate(ctx context.Context, d *Dispatcher) error {
 	if len(legacy) > 0 {
 		if _, err := d.o.JS.Consumer(ctx, jetstream.EventsStream, jetstream.FanoutConsumer); errors.Is(err, natsjs.ErrConsumerNotFound) {
 			last := st.CachedInfo().State.LastSeq
-			if _, err := jetstream.EnsureFanoutConsumerFrom(ctx, d.o.JS, d.fanoutAckWait, last+1); err != nil {
+			if _, err := jetstream.EnsureFanoutConsumerFrom(ctx, d.o.JS, d.fan.ackWait, last+1); err != nil {
 				return err
 			}
 		}

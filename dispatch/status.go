@@ -243,7 +243,7 @@ func (d *Dispatcher) summary(ctx context.Context) (api.Summary, map[string]laneV
 	} else if info, err := c.Info(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("consumer info %s: %w", jetstream.FanoutConsumer, err))
 	} else {
-		d.fanoutFloor.Store(info.AckFloor.Stream)
+		d.fan.floor.Store(info.AckFloor.Stream)
 		s.Pending += info.NumPending + uint64(info.NumAckPending)
 		if s.Pending > 0 {
 			if t, ok := d.firstTime(ctx, jetstream.EventsStream, info.AckFloor.Stream+1); ok {

@@ -15,14 +15,14 @@ import (
 // "rejected" and the reason as its last error, where the operator sees
 // it. The event is acked once every copy is stored, and comes back when
 // one is not.
-func (d *Dispatcher) rejectBadTenant(msg natsjs.Msg, ev *event, targets []string) {
+func (d *fanout) rejectBadTenant(msg natsjs.Msg, ev *event, targets []string) {
 	ok := true
 	for _, id := range targets {
-		e := d.endpoint(id)
+		e := d.eps.endpoint(id)
 		if e == nil {
 			continue
 		}
-		dl := &delivery{e: e, s: d.current(e), ev: ev, data: msg.Data(), hdr: msg.Headers(), st: attemptState{Error: ev.badTenant}}
+		dl := &delivery{e: e, s: d.eps.current(e), ev: ev, data: msg.Data(), hdr: msg.Headers(), st: attemptState{Error: ev.badTenant}}
 		dl.done = func(stored bool) { ok = ok && stored }
 		if d.alreadyDelivered(dl) {
 			continue
