@@ -20,6 +20,7 @@ import (
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/dedupe"
 	"github.com/hookjet/hookjet/destination"
+	"github.com/hookjet/hookjet/dispatch/query"
 	"github.com/hookjet/hookjet/tracing"
 )
 
@@ -113,7 +114,8 @@ type Dispatcher struct {
 	unshare   map[string]bool          // removed config endpoints not yet deleted from the bucket
 	applied   routing.Revisions        // API endpoint revisions in force (dispatch/apply.go)
 	apiSource apiSource                // where WatchEndpoints resolves API endpoints from; guarded by applied's lock
-	resets    resets                   // breaker resets from other processes (dispatch/reset.go)
+	queries   *query.Queries           // the operator's questions (package query, dispatch/query_source.go)
+	operator  *Operator                // the operator's actions (dispatch/operator.go)
 	rec       *recorder                // the delivery log's records (dispatch/record.go)
 	settle    *settler                 // the settle stage (dispatch/settle.go)
 	leftover  Leftover                 // what waited at start (dispatch/drain.go)
@@ -208,6 +210,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	if d.stateKV, err = o.JS.KeyValue(ctx, jetstream.StateBucket); err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", jetstream.StateBucket, err)
 	}
+	d.queries, d.operator = newQueries(d), newOperator(d)
 	if cfg.NATS.URL != "" && o.Seen != nil {
 		d.fan.shared = &sharedSeen{ids: o.Seen}
 	}

@@ -164,7 +164,7 @@ func TestHeldKeyLetsThePurgePass(t *testing.T) {
 	refuse.Store(false)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := r.d.Replay(ctx, api.ReplayRequest{Endpoint: "ord", IDs: []string{"k0-0"}}); err != nil {
+	if _, err := r.d.Queries().Replay(ctx, api.ReplayRequest{Endpoint: "ord", IDs: []string{"k0-0"}}); err != nil {
 		t.Fatal(err)
 	}
 	rcv.waitDelivered(want, 20*time.Second)

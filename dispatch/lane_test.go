@@ -157,7 +157,7 @@ func TestOrderedKeyHoldsAfterADeadLetterUntilReplayed(t *testing.T) {
 	refuse.Store(false)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := r.d.Replay(ctx, api.ReplayRequest{Endpoint: "ord", IDs: []string{"k0-0"}}); err != nil {
+	if _, err := r.d.Queries().Replay(ctx, api.ReplayRequest{Endpoint: "ord", IDs: []string{"k0-0"}}); err != nil {
 		t.Fatal(err)
 	}
 	rcv.waitDelivered([]string{"ord k0-0", "ord k0-1", "ord k0-2", "ord k1-0"}, 10*time.Second)

@@ -87,13 +87,13 @@ const TestEventType = "hookjet.test"
 // SendTest sends a signed hookjet.test event to endpoint id only, through
 // its normal delivery path (a task its drain delivers), and returns the
 // event id.
-func (d *Dispatcher) SendTest(ctx context.Context, id string) (string, error) {
-	e := d.endpoint(id)
+func (o *Operator) SendTest(ctx context.Context, id string) (string, error) {
+	e := o.eps.endpoint(id)
 	if e == nil {
 		return "", fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, id)
 	}
 	ep := e.set.Load().ep
-	now := d.now().UTC()
+	now := o.now().UTC()
 	n := nuid.Next()
 	ev := event{id: "test_" + n, typ: TestEventType, key: "t" + n, at: now, tenant: ep.Tenant}
 	body, err := json.Marshal(map[string]string{"type": TestEventType, "endpoint": id, "sent_at": now.Format(time.RFC3339)})
@@ -102,11 +102,11 @@ func (d *Dispatcher) SendTest(ctx context.Context, id string) (string, error) {
 	}
 	msg := taskMsg(id, &ev, attemptState{}, body, nil, time.Time{})
 	markIncarnation(msg.Header, ep.CreatedAt)
-	if err := d.publishCtx(ctx, msg); err != nil {
+	if err := o.publish(ctx, msg); err != nil {
 		return "", fmt.Errorf("test event: %w", err)
 	}
-	d.o.Metrics.Published.Inc()
-	d.drains.note(id, time.Time{})
+	o.metrics.Published.Inc()
+	o.wake(id)
 	return ev.id, nil
 }
 
@@ -115,18 +115,18 @@ func (d *Dispatcher) SendTest(ctx context.Context, id string) (string, error) {
 // as tasks with the original event ids, through the endpoint's normal
 // limits. It reads the log with an ordered consumer, in batches, so memory
 // does not grow with the window. With dryRun it only counts.
-func (d *Dispatcher) Redeliver(ctx context.Context, id string, since, until time.Time, dryRun bool) (matched, queued int, err error) {
-	e := d.endpoint(id)
+func (o *Operator) Redeliver(ctx context.Context, id string, since, until time.Time, dryRun bool) (matched, queued int, err error) {
+	e := o.eps.endpoint(id)
 	if e == nil {
 		return 0, 0, fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, id)
 	}
 	if until.IsZero() {
-		until = d.now()
+		until = o.now()
 	}
 	if !since.Before(until) {
 		return 0, 0, fmt.Errorf("%w: since must be before until", api.ErrBadRequest)
 	}
-	st, err := d.o.JS.Stream(ctx, jetstream.EventsStream)
+	st, err := o.js.Stream(ctx, jetstream.EventsStream)
 	if err != nil {
 		return 0, 0, fmt.Errorf("stream %s: %w", jetstream.EventsStream, err)
 	}
@@ -140,7 +140,7 @@ func (d *Dispatcher) Redeliver(ctx context.Context, id string, since, until time
 		filters = append(filters, jetstream.EventsPrefix+p)
 	}
 	start := since
-	cons, err := d.o.JS.OrderedConsumer(ctx, jetstream.EventsStream, natsjs.OrderedConsumerConfig{
+	cons, err := o.js.OrderedConsumer(ctx, jetstream.EventsStream, natsjs.OrderedConsumerConfig{
 		FilterSubjects: filters, DeliverPolicy: natsjs.DeliverByStartTimePolicy, OptStartTime: &start,
 		InactiveThreshold: jetstream.ReadInactive,
 	})
@@ -176,11 +176,11 @@ func (d *Dispatcher) Redeliver(ctx context.Context, id string, since, until time
 				continue
 			}
 			ev.key = redeliverKey + strconv.FormatUint(ev.seq, 10) + "x" + nonce
-			ev.at = d.now() // retry.max_age counts from the redelivery
+			ev.at = o.now() // retry.max_age counts from the redelivery
 			task := taskMsg(id, &ev, attemptState{}, m.Data(), m.Headers(), time.Time{})
 			markIncarnation(task.Header, ep.CreatedAt)
 			laneRedelivery(task, ep, m.Headers())
-			if err := d.publishCtx(ctx, task); err != nil {
+			if err := o.publish(ctx, task); err != nil {
 				return matched, queued, fmt.Errorf("redeliver seq %d: %w", ev.seq, err)
 			}
 			queued++
@@ -193,9 +193,9 @@ func (d *Dispatcher) Redeliver(ctx context.Context, id string, since, until time
 		}
 	}
 	if queued > 0 {
-		d.drains.note(id, time.Time{})
+		o.wake(id)
 	}
-	d.log.Info("redelivered history", "endpoint", id, "since", since, "until", until, "matched", matched, "queued", queued, "dry_run", dryRun)
+	o.log.Info("redelivered history", "endpoint", id, "since", since, "until", until, "matched", matched, "queued", queued, "dry_run", dryRun)
 	return matched, queued, nil
 }
 
@@ -203,18 +203,18 @@ func (d *Dispatcher) Redeliver(ctx context.Context, id string, since, until time
 // scheduled retries), its drain consumer and its disabled or held state,
 // and returns how many deliveries it dropped. The admin API calls it when
 // it deletes an endpoint it owns; its dead letters stay.
-func (d *Dispatcher) Discard(ctx context.Context, id string) (int, error) {
-	st, err := d.o.JS.Stream(ctx, jetstream.TasksStream)
+func (o *Operator) Discard(ctx context.Context, id string) (int, error) {
+	st, err := o.js.Stream(ctx, jetstream.TasksStream)
 	if err != nil {
 		return 0, fmt.Errorf("stream %s: %w", jetstream.TasksStream, err)
 	}
-	w, err := d.waiting(ctx, id)
+	tasks, err := o.tasks.Tasks(ctx, id)
 	if err != nil {
 		return 0, err
 	}
-	n := int(w[id].due + w[id].scheduled)
-	if err := d.o.JS.DeleteConsumer(ctx, jetstream.TasksStream, jetstream.DrainConsumerName(id)); err != nil && !errors.Is(err, natsjs.ErrConsumerNotFound) {
-		d.log.Debug("delete drain consumer", "endpoint", id, "err", err)
+	n := int(tasks)
+	if err := o.js.DeleteConsumer(ctx, jetstream.TasksStream, jetstream.DrainConsumerName(id)); err != nil && !errors.Is(err, natsjs.ErrConsumerNotFound) {
+		o.log.Debug("delete drain consumer", "endpoint", id, "err", err)
 	}
 	for _, subj := range []string{jetstream.TasksPrefix + id, jetstream.SchedPrefix + id + ".>"} {
 		if err := st.Purge(ctx, natsjs.WithPurgeSubject(subj)); err != nil {
@@ -222,7 +222,7 @@ func (d *Dispatcher) Discard(ctx context.Context, id string) (int, error) {
 		}
 	}
 	// The ordered lane's entries of the endpoint (lane.go).
-	lane, err := d.o.JS.Stream(ctx, jetstream.LaneStream)
+	lane, err := o.js.Stream(ctx, jetstream.LaneStream)
 	if err != nil {
 		return n, fmt.Errorf("stream %s: %w", jetstream.LaneStream, err)
 	}
@@ -232,17 +232,14 @@ func (d *Dispatcher) Discard(ctx context.Context, id string) (int, error) {
 	if err := lane.Purge(ctx, natsjs.WithPurgeSubject(jetstream.LanePrefix+id)); err != nil {
 		return n, fmt.Errorf("discard %s: %w", jetstream.LanePrefix+id, err)
 	}
-	if err := d.stateKV.Purge(ctx, id); err != nil && !errors.Is(err, natsjs.ErrKeyNotFound) {
-		d.log.Warn("remove endpoint state", "endpoint", id, "err", err)
+	if err := o.stateKV.Purge(ctx, id); err != nil && !errors.Is(err, natsjs.ErrKeyNotFound) {
+		o.log.Warn("remove endpoint state", "endpoint", id, "err", err)
 	}
-	d.log.Info("discarded the deliveries waiting for a deleted endpoint", "endpoint", id, "discarded", n)
+	o.log.Info("discarded the deliveries waiting for a deleted endpoint", "endpoint", id, "discarded", n)
 	return n, nil
 }
 
-// publishCtx is publish bounded by ctx as well.
+// publishCtx is publish bounded by ctx as well (the lane's ReleaseHold).
 func (d *Dispatcher) publishCtx(ctx context.Context, msg *nats.Msg) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	_, err := d.o.JS.PublishMsg(ctx, msg)
-	return err
+	return d.operator.publish(ctx, msg)
 }

@@ -57,21 +57,21 @@ func TestHeldKeysCountAsPendingAndWaiting(t *testing.T) {
 		if h := st.HeldKeys; h == nil || len(h.Keys) != 1 || h.Keys[0].EventID != "k0-0" || h.Keys[0].Attempts != rcv.requests("ord", "k0-0") {
 			t.Errorf("process %d: held keys %+v, want k0 at k0-0 with its %d attempts", i, h, rcv.requests("ord", "k0-0"))
 		}
-		page, _, err := p.d.EndpointPage(ctx, "", "", 0)
+		page, _, err := p.d.Queries().EndpointPage(ctx, "", "", 0)
 		if err != nil || len(page) != 1 || page[0].Pending != 2 {
 			t.Errorf("process %d: the endpoint list says %+v (%v), want pending 2", i, page, err)
 		}
-		sum, err := p.d.Summary(ctx)
+		sum, err := p.d.Queries().Summary(ctx)
 		if err != nil || sum.Pending != 2 || sum.OldestPendingAgeSeconds <= 0 {
 			t.Errorf("process %d: summary pending %d, oldest %.3fs (%v), want 2 and an age", i, sum.Pending, sum.OldestPendingAgeSeconds, err)
 		}
-		waits, n, err := p.d.Waiting(ctx)
+		waits, n, err := p.d.Queries().Waiting(ctx)
 		if _, ok := api.Find(waits, api.WaitKeysHeld); err != nil || n != 1 || !ok {
 			t.Errorf("process %d: the summary's waits %+v (%d endpoints, %v), want ord's held key", i, waits, n, err)
 		}
 	}
 	refuse.Store(false)
-	if _, err := r.d.Replay(ctx, api.ReplayRequest{Endpoint: "ord", IDs: []string{"k0-0"}}); err != nil {
+	if _, err := r.d.Queries().Replay(ctx, api.ReplayRequest{Endpoint: "ord", IDs: []string{"k0-0"}}); err != nil {
 		t.Fatal(err)
 	}
 	rcv.waitDelivered([]string{"ord k0-0", "ord k0-1", "ord k0-2", "ord k1-0"}, 10*time.Second)

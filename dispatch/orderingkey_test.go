@@ -72,7 +72,7 @@ func TestOrderingKeyTravelsToTheEndpoint(t *testing.T) {
 		return slices.Equal(r.deadLetters("a"), []string{"k2 permanent"})
 	})
 	rc.waitDelivered([]string{"a bad", "a k1", "a plain"}, 15*time.Second)
-	res, err := r.d.Replay(ctx5(t), api.ReplayRequest{Endpoint: "a", IDs: []string{"k2"}})
+	res, err := r.d.Queries().Replay(ctx5(t), api.ReplayRequest{Endpoint: "a", IDs: []string{"k2"}})
 	if err != nil || res.Replayed != 1 {
 		t.Fatalf("replay: %+v %v", res, err)
 	}

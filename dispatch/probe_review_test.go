@@ -210,7 +210,7 @@ func TestProbeReplayedKeyLosesOrderAfterARetry(t *testing.T) {
 	replaying.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := r.d.Replay(ctx, api.ReplayRequest{Endpoint: "ord"}); err != nil {
+	if _, err := r.d.Queries().Replay(ctx, api.ReplayRequest{Endpoint: "ord"}); err != nil {
 		t.Fatal(err)
 	}
 	rcv.waitDelivered([]string{"ord k0-0", "ord k0-1", "ord k0-2"}, 15*time.Second)
@@ -252,7 +252,7 @@ func TestProbeTenantChangeListsAndLosesOldDeadLetter(t *testing.T) {
 	refuse.Store(false)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := r.d.Replay(ctx, api.ReplayRequest{Endpoint: "plain"})
+	res, err := r.d.Queries().Replay(ctx, api.ReplayRequest{Endpoint: "plain"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,15 +1,13 @@
 package dispatch
 
 import (
+	"math"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/attempt"
-	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/destination"
-	"github.com/hookjet/hookjet/endpoints"
 )
 
 // Recorder takes the delivery log's records (package jetstream's LogWriter
@@ -44,10 +42,6 @@ func (r *recorder) lastTest(id string) (attempt.Record, bool) {
 	rec, ok := r.tests[id]
 	return rec, ok
 }
-
-// LastTest returns the record of the last attempt of a test event to
-// endpoint id made by this process.
-func (d *Dispatcher) LastTest(id string) (attempt.Record, bool) { return d.rec.lastTest(id) }
 
 // tenantOf is the tenant of dl's event, or when it names none (a test
 // event, a task stored before events named theirs) of its endpoint. The
@@ -148,11 +142,5 @@ func (r *recorder) end(dl *delivery, class, reason string) {
 	r.out.Record(rec)
 }
 
-// logStatus adds the endpoint object's owner, effective settings and last
-// test outcome.
-func (d *Dispatcher) logStatus(s *api.EndpointStatus, ep config.Endpoint) {
-	s.Owner, s.Settings = ep.Owner, endpoints.SettingsOf(ep, d.now())
-	if r, ok := d.LastTest(ep.ID); ok {
-		s.LastTest = api.LastTestOf(r)
-	}
-}
+// ms is d in milliseconds, to the microsecond.
+func ms(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Microsecond)) / 1000 }

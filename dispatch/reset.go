@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -30,27 +29,21 @@ type resetNotice struct {
 	Origin   string `json:"origin"` // the process that published it, which has reset already
 }
 
-// resets is a dispatcher's part in breaker resets.
-type resets struct {
-	once   sync.Once
-	origin string // names this dispatcher in the notices it publishes
-}
-
-// self returns d's origin, made on first use.
-func (d *Dispatcher) self() string {
-	d.resets.once.Do(func() { d.resets.origin = nuid.Next() })
-	return d.resets.origin
+// self returns this process's origin, made on first use.
+func (o *Operator) self() string {
+	o.resets.once.Do(func() { o.resets.origin = nuid.Next() })
+	return o.resets.origin
 }
 
 // ResetBreaker closes endpoint id's breaker and lifts a receiver's
 // Retry-After hold, in this process before it returns and in every other
 // process within the latency of a NATS message; its parked deliveries drain
 // at once. A disabled endpoint stays disabled (SetDisabled enables it).
-func (d *Dispatcher) ResetBreaker(ctx context.Context, id string) error {
-	if d.endpoint(id) == nil {
+func (o *Operator) ResetBreaker(ctx context.Context, id string) error {
+	if o.eps.endpoint(id) == nil {
 		return fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, id)
 	}
-	err := d.updateState(ctx, id, func(s *endpointState) bool {
+	err := o.states.updateState(ctx, id, func(s *endpointState) bool {
 		if s.HoldUntil.IsZero() {
 			return false
 		}
@@ -60,40 +53,40 @@ func (d *Dispatcher) ResetBreaker(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	d.resetLocal(id)
-	b, _ := json.Marshal(resetNotice{Endpoint: id, Origin: d.self()})
-	if err := d.o.NC.Publish(jetstream.OpsPrefix+resetKind, b); err != nil {
+	o.resetLocal(id)
+	b, _ := json.Marshal(resetNotice{Endpoint: id, Origin: o.self()})
+	if err := o.nc.Publish(jetstream.OpsPrefix+resetKind, b); err != nil {
 		return fmt.Errorf("tell the other processes: %w", err)
 	}
-	if err := d.o.NC.FlushWithContext(ctx); err != nil {
+	if err := o.nc.FlushWithContext(ctx); err != nil {
 		return fmt.Errorf("tell the other processes: %w", err)
 	}
-	d.log.Info("breaker reset by an operator", "endpoint", id)
+	o.log.Info("breaker reset by an operator", "endpoint", id)
 	return nil
 }
 
 // resetLocal closes this process's breaker of id and starts its drain now.
-func (d *Dispatcher) resetLocal(id string) {
-	if d.endpoint(id) == nil {
+func (o *Operator) resetLocal(id string) {
+	if o.eps.endpoint(id) == nil {
 		return
 	}
-	d.o.Breakers.Reset(id) // a transition publishes hookjet.ops.endpoint.closed
-	d.drains.note(id, time.Time{})
+	o.breakers.Reset(id) // a transition publishes hookjet.ops.endpoint.closed
+	o.wake(id)
 }
 
 // WatchResets applies the breaker resets other processes publish, until
 // Stop. Call it once, after Start.
-func (d *Dispatcher) WatchResets() error {
-	sub, err := d.o.NC.Subscribe(jetstream.OpsPrefix+resetKind, func(m *nats.Msg) {
+func (o *Operator) WatchResets() error {
+	sub, err := o.nc.Subscribe(jetstream.OpsPrefix+resetKind, func(m *nats.Msg) {
 		var n resetNotice
-		if json.Unmarshal(m.Data, &n) != nil || n.Origin == d.self() {
+		if json.Unmarshal(m.Data, &n) != nil || n.Origin == o.self() {
 			return
 		}
-		d.resetLocal(n.Endpoint)
+		o.resetLocal(n.Endpoint)
 	})
 	if err != nil {
 		return fmt.Errorf("subscribe %s: %w", jetstream.OpsPrefix+resetKind, err)
 	}
-	context.AfterFunc(d.loopCtx, func() { _ = sub.Unsubscribe() })
+	context.AfterFunc(o.done, func() { _ = sub.Unsubscribe() })
 	return nil
 }

@@ -182,7 +182,7 @@ func startEngine(t *testing.T, node *jetstream.Node, cfg *config.Config, share b
 	disp = d
 	dmu.Unlock()
 	r.d = d
-	if err := d.WatchResets(); err != nil {
+	if err := d.Operator().WatchResets(); err != nil {
 		t.Fatal(err)
 	}
 	if share {
@@ -227,7 +227,7 @@ func (r *rig) deadLetters(endpoint string) []string {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	dl, err := r.d.DeadLetters(ctx, api.DLQFilter{Endpoint: endpoint})
+	dl, err := r.d.Queries().DeadLetters(ctx, api.DLQFilter{Endpoint: endpoint})
 	if err != nil {
 		r.t.Fatalf("dead letters: %v", err)
 	}
@@ -244,7 +244,7 @@ func (r *rig) status(id string) api.EndpointStatus {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	st, err := r.d.Endpoint(ctx, id)
+	st, err := r.d.Queries().Endpoint(ctx, id)
 	if err != nil {
 		r.t.Fatalf("endpoint %s: %v", id, err)
 	}

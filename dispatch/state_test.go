@@ -59,11 +59,11 @@ func TestDisabledEndpointParksThenDrainsOnEnable(t *testing.T) {
 	if got := r.reasons("paused"); !slices.Equal(got, []string{api.WaitDisabled}) {
 		t.Fatalf("paused waits %v, want [disabled]", got)
 	}
-	waits, n, err := r.d.Waiting(ctx5(t))
+	waits, n, err := r.d.Queries().Waiting(ctx5(t))
 	if err != nil || n != 1 || len(waits) != 1 || waits[0].Endpoint != "paused" || waits[0].Detail != "maintenance" {
 		t.Fatalf("Waiting = %+v, %d, %v", waits, n, err)
 	}
-	sum, err := r.d.Summary(ctx5(t))
+	sum, err := r.d.Queries().Summary(ctx5(t))
 	if err != nil || sum.DisabledEndpoints != 1 || sum.Endpoints != 2 || sum.Pending != 5 {
 		t.Fatalf("summary %+v err %v", sum, err)
 	}
@@ -111,7 +111,7 @@ func TestMaxBacklogOverflowsToTheDeadLetterQueue(t *testing.T) {
 			t.Fatalf("dead letters %v, want reason overflow", dl)
 		}
 	}
-	entries, err := r.d.DeadLetters(ctx5(t), api.DLQFilter{Endpoint: "small", Limit: 1})
+	entries, err := r.d.Queries().DeadLetters(ctx5(t), api.DLQFilter{Endpoint: "small", Limit: 1})
 	if err != nil || len(entries) != 1 || !strings.Contains(entries[0].LastError, "max_backlog (2 waiting deliveries)") {
 		t.Fatalf("dead letter %+v err %v: want the limit named", entries, err)
 	}
@@ -216,10 +216,10 @@ func TestBreakerOpensAndResetDrains(t *testing.T) {
 	}
 	r.settled(15 * time.Second)
 	healthy.Store(true)
-	if err := r.d.ResetBreaker(ctx5(t), "fragile"); err != nil {
+	if err := r.d.Operator().ResetBreaker(ctx5(t), "fragile"); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.d.ResetBreaker(ctx5(t), "nope"); err == nil {
+	if err := r.d.Operator().ResetBreaker(ctx5(t), "nope"); err == nil {
 		t.Fatal("ResetBreaker of an unknown endpoint succeeded")
 	}
 	if h, _ := r.breakers.Health("fragile"); h.State != breaker.Closed {
@@ -346,7 +346,7 @@ func TestWaitsNameTheRateLimitAndTheInFlightCap(t *testing.T) {
 		_, ok := api.Find(r.status("capped").Waiting, api.WaitInFlightFull)
 		return ok
 	})
-	waits, n, err := r.d.Waiting(ctx5(t))
+	waits, n, err := r.d.Queries().Waiting(ctx5(t))
 	if err != nil || n != 2 || len(waits) != 2 || waits[0].Endpoint != "capped" || waits[1].Endpoint != "limited" {
 		t.Fatalf("Waiting = %+v, %d, %v; want capped then limited", waits, n, err)
 	}

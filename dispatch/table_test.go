@@ -43,7 +43,7 @@ func TestApplyChangesTheRunningEngine(t *testing.T) {
 	if h, ok := r.breakers.Health("b"); ok {
 		t.Fatalf("b's breaker is still there: %+v", h)
 	}
-	if _, err := r.d.Endpoint(ctx5(t), "b"); !errors.Is(err, api.ErrUnknownEndpoint) {
+	if _, err := r.d.Queries().Endpoint(ctx5(t), "b"); !errors.Is(err, api.ErrUnknownEndpoint) {
 		t.Fatalf("Endpoint(b) after removal: %v", err)
 	}
 	r.publish("order.created", "v2", "", `{}`)
@@ -96,11 +96,11 @@ func TestAPIEndpointsBesideTheFile(t *testing.T) {
 	if st.Source != config.SourceAPI || st.Tenant != "acme" || st.CreatedAt == nil || !st.CreatedAt.Equal(api1.CreatedAt) {
 		t.Fatalf("api1 status: source %s tenant %s created %v", st.Source, st.Tenant, st.CreatedAt)
 	}
-	page, next, err := r.d.EndpointPage(ctx5(t), "acme", "", 10)
+	page, next, err := r.d.Queries().EndpointPage(ctx5(t), "acme", "", 10)
 	if err != nil || len(page) != 1 || page[0].ID != "api1" || next != "" {
 		t.Fatalf("acme's page: %v next %q err %v", page, next, err)
 	}
-	all, err := r.d.Endpoints(ctx5(t))
+	all, err := r.d.Queries().Endpoints(ctx5(t))
 	if err != nil || len(all) != 2 || all[0].ID != "api1" || all[1].ID != "file" {
 		t.Fatalf("Endpoints: %v err %v", all, err)
 	}
@@ -207,7 +207,7 @@ func TestWatchAndApplyAPIEndpoints(t *testing.T) {
 func TestTestRedeliverAndReplay(t *testing.T) {
 	rc := newReceiver(t)
 	r := newRig(t, []config.Endpoint{endpointTo("a", rc, "order.*"), endpointTo("b", rc, "order.*")}, nil)
-	id, err := r.d.SendTest(ctx5(t), "a")
+	id, err := r.d.Operator().SendTest(ctx5(t), "a")
 	if err != nil || !strings.HasPrefix(id, "test_") {
 		t.Fatalf("SendTest: %q %v", id, err)
 	}
@@ -215,7 +215,7 @@ func TestTestRedeliverAndReplay(t *testing.T) {
 	if body := rc.bodyOf("a", id); !strings.Contains(body, `"type":"hookjet.test"`) || !strings.Contains(body, `"endpoint":"a"`) {
 		t.Fatalf("test body %s", body)
 	}
-	if _, err := r.d.SendTest(ctx5(t), "nope"); !errors.Is(err, api.ErrUnknownEndpoint) {
+	if _, err := r.d.Operator().SendTest(ctx5(t), "nope"); !errors.Is(err, api.ErrUnknownEndpoint) {
 		t.Fatalf("SendTest(nope): %v", err)
 	}
 
@@ -224,11 +224,11 @@ func TestTestRedeliverAndReplay(t *testing.T) {
 	r.publish("order.paid", "h2", "", `{}`)
 	r.publish("user.created", "h3", "", `{}`)
 	rc.waitDelivered([]string{"a " + id, "a h1", "a h2", "b h1", "b h2"}, 15*time.Second)
-	matched, queued, err := r.d.Redeliver(ctx5(t), "b", since, time.Time{}, true)
+	matched, queued, err := r.d.Operator().Redeliver(ctx5(t), "b", since, time.Time{}, true)
 	if err != nil || matched != 2 || queued != 0 {
 		t.Fatalf("dry run: matched %d queued %d err %v", matched, queued, err)
 	}
-	matched, queued, err = r.d.Redeliver(ctx5(t), "b", since, time.Time{}, false)
+	matched, queued, err = r.d.Operator().Redeliver(ctx5(t), "b", since, time.Time{}, false)
 	if err != nil || matched != 2 || queued != 2 {
 		t.Fatalf("redeliver: matched %d queued %d err %v", matched, queued, err)
 	}
@@ -238,7 +238,7 @@ func TestTestRedeliverAndReplay(t *testing.T) {
 	if rc.requests("a", "h1") != 1 {
 		t.Fatal("a redelivery to b reached a")
 	}
-	if _, _, err := r.d.Redeliver(ctx5(t), "b", time.Now(), time.Now().Add(-time.Hour), false); !errors.Is(err, api.ErrBadRequest) {
+	if _, _, err := r.d.Operator().Redeliver(ctx5(t), "b", time.Now(), time.Now().Add(-time.Hour), false); !errors.Is(err, api.ErrBadRequest) {
 		t.Fatalf("since after until: %v", err)
 	}
 
@@ -254,13 +254,13 @@ func TestTestRedeliverAndReplay(t *testing.T) {
 	eventually(t, "d1 dead-lettered at both", 15*time.Second, func() bool {
 		return slices.Equal(r.deadLetters("a"), []string{"d1 permanent"}) && slices.Equal(r.deadLetters("b"), []string{"d1 permanent"})
 	})
-	if _, err := r.d.Replay(ctx5(t), api.ReplayRequest{}); !errors.Is(err, api.ErrBadRequest) {
+	if _, err := r.d.Queries().Replay(ctx5(t), api.ReplayRequest{}); !errors.Is(err, api.ErrBadRequest) {
 		t.Fatalf("Replay of everything without since: %v", err)
 	}
-	if _, err := r.d.Replay(ctx5(t), api.ReplayRequest{Endpoint: "nope"}); !errors.Is(err, api.ErrUnknownEndpoint) {
+	if _, err := r.d.Queries().Replay(ctx5(t), api.ReplayRequest{Endpoint: "nope"}); !errors.Is(err, api.ErrUnknownEndpoint) {
 		t.Fatalf("Replay to an unknown endpoint: %v", err)
 	}
-	res, err := r.d.Replay(ctx5(t), api.ReplayRequest{Endpoint: "a", IDs: []string{"d1"}})
+	res, err := r.d.Queries().Replay(ctx5(t), api.ReplayRequest{Endpoint: "a", IDs: []string{"d1"}})
 	if err != nil || res.Matched != 1 || res.Replayed != 1 || !slices.Equal(res.Targets(), []string{"a"}) {
 		t.Fatalf("Replay: %+v err %v", res, err)
 	}

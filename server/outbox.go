@@ -16,7 +16,6 @@ import (
 	"github.com/hookjet/hookjet/admin"
 	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/config"
-	"github.com/hookjet/hookjet/dispatch"
 	"github.com/hookjet/hookjet/jetstream"
 	"github.com/hookjet/hookjet/outbox"
 )
@@ -119,20 +118,20 @@ func serveRelayHTTP(ln net.Listener, relay *outbox.Relay, g prometheus.Gatherer,
 // in-process outbox relay when one runs (its lag in the summary, its
 // connections in /readyz).
 type adminBackend struct {
-	*dispatch.Dispatcher
+	engine
 	relay *outbox.Relay
 }
 
 func (s *Server) adminBackend() admin.Backend {
 	if s.outbox == nil {
-		return s.disp
+		return newEngine(s.disp)
 	}
-	return adminBackend{Dispatcher: s.disp, relay: s.outbox}
+	return adminBackend{engine: newEngine(s.disp), relay: s.outbox}
 }
 
 // Ready is the engine's readiness, then the relay's.
 func (b adminBackend) Ready(ctx context.Context) error {
-	if err := b.Dispatcher.Ready(ctx); err != nil {
+	if err := b.engine.Ready(ctx); err != nil {
 		return err
 	}
 	return b.relay.Ready() // "outbox: postgresql unavailable since …"
@@ -140,7 +139,7 @@ func (b adminBackend) Ready(ctx context.Context) error {
 
 // Summary is the engine's summary with the relay's lag.
 func (b adminBackend) Summary(ctx context.Context) (api.Summary, error) {
-	sum, err := b.Dispatcher.Summary(ctx)
+	sum, err := b.engine.Summary(ctx)
 	lag := b.relay.Lag().Seconds()
 	sum.OutboxLagSeconds = &lag
 	return sum, err

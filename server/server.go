@@ -259,7 +259,7 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	if s.node.Embedded() {
 		natsURL = s.node.ClientURL() + " (embedded)"
 	}
-	log.Info("hookjet serving", "version", Version, "nats", natsURL, "admin", "http://"+s.adminLn.Addr().String(), "endpoints", s.disp.InForce(), "from_file", fromFile, "data_dir", cfg.DataDir)
+	log.Info("hookjet serving", "version", Version, "nats", natsURL, "admin", "http://"+s.adminLn.Addr().String(), "endpoints", s.disp.Queries().InForce(), "from_file", fromFile, "data_dir", cfg.DataDir)
 	return s, nil
 }
 
@@ -378,10 +378,10 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, o Options) error {
 	if err := d.Start(setupCtx); err != nil {
 		return err
 	}
-	if err := d.WatchResets(); err != nil { // breaker resets of the other processes
+	if err := d.Operator().WatchResets(); err != nil { // breaker resets of the other processes
 		return err
 	}
-	s.gauges = goOwned(ctx, func(ctx context.Context) { d.RunGauges(ctx, 5*time.Second) })
+	s.gauges = goOwned(ctx, func(ctx context.Context) { d.Queries().RunGauges(ctx, 5*time.Second) })
 	return nil
 }
 
@@ -456,7 +456,7 @@ func (s *Server) listenAdmin() error {
 // of it, in place of the start-up answers.
 func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) error {
 	h := admin.NewHandler(s.withTally(s.withInbound(s.adminBackend())), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
-		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath),
+		admin.WithEndpointStore(store, newEngine(s.disp), s.config), admin.WithConfigPath(o.ConfigPath),
 		admin.WithDurability(api.Durability(s.durability)), s.logOption(), admin.WithDiscard(s.discardDeadLetters), s.publishOption(),
 		admin.WithUnreachable(s.unreachable))
 	h, err := s.mountConsole(h)

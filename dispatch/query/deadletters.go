@@ -1,4 +1,4 @@
-package dispatch
+package query
 
 import (
 	"context"
@@ -34,35 +34,40 @@ import (
 
 // ownsDeadLetter reports whether dead letter e belongs to the endpoint in
 // force with its id: its incarnation, and an event its tenant may receive.
-func (d *Dispatcher) ownsDeadLetter(e jetstream.DLQEntry) bool {
-	ep := d.endpoint(e.Endpoint)
-	if ep == nil {
+func (q *Queries) ownsDeadLetter(e jetstream.DLQEntry) bool {
+	o, ok := q.src.Owner(e.Endpoint)
+	if !ok {
 		return e.Incarnation == ""
 	}
-	s := ep.set.Load()
-	return e.Incarnation == incarnation(s.ep.CreatedAt) && mayReceive(s.ep.Tenant, e.Tenant)
+	return o.owns(e)
+}
+
+// owns reports whether dead letter e, of o's endpoint, is o's: its
+// incarnation, and an event of o's tenant (any, when o has none).
+func (o Owner) owns(e jetstream.DLQEntry) bool {
+	return e.Incarnation == o.Incarnation && (o.Tenant == "" || o.Tenant == e.Tenant)
 }
 
 // dlqKeep is the Keep of a listing: the dead letters of the endpoints in
 // force, or with deleted those of deleted ones.
-func (d *Dispatcher) dlqKeep(deleted bool) func(jetstream.DLQEntry) bool {
+func (q *Queries) dlqKeep(deleted bool) func(jetstream.DLQEntry) bool {
 	if deleted {
-		return func(e jetstream.DLQEntry) bool { return !d.ownsDeadLetter(e) }
+		return func(e jetstream.DLQEntry) bool { return !q.ownsDeadLetter(e) }
 	}
-	return d.ownsDeadLetter
+	return q.ownsDeadLetter
 }
 
 // DeadLetters lists dead letters matching f, oldest first: those of the
 // endpoints in force, or with f.Deleted those of deleted endpoints.
-func (d *Dispatcher) DeadLetters(ctx context.Context, f jetstream.DLQFilter) ([]jetstream.DLQEntry, error) {
-	f.Keep = d.dlqKeep(f.Deleted)
-	return jetstream.DeadLetters(ctx, d.o.JS, f)
+func (q *Queries) DeadLetters(ctx context.Context, f jetstream.DLQFilter) ([]jetstream.DLQEntry, error) {
+	f.Keep = q.dlqKeep(f.Deleted)
+	return jetstream.DeadLetters(ctx, q.js, f)
 }
 
 // DeadLetterStats summarises the dead letters of the endpoints in force per
 // endpoint.
-func (d *Dispatcher) DeadLetterStats(ctx context.Context) ([]jetstream.DLQStat, error) {
-	return jetstream.DeadLetterStats(ctx, d.o.JS, d.ownsDeadLetter)
+func (q *Queries) DeadLetterStats(ctx context.Context) ([]jetstream.DLQStat, error) {
+	return jetstream.DeadLetterStats(ctx, q.js, q.ownsDeadLetter)
 }
 
 // ownCounts corrects the per-subject dead-letter counts of the endpoints in
@@ -75,7 +80,7 @@ func (d *Dispatcher) DeadLetterStats(ctx context.Context) ([]jetstream.DLQStat, 
 // the subject is read and counted one by one, which only an id created
 // again, or an endpoint moved to another tenant, while dead letters of
 // before remain costs.
-func (d *Dispatcher) ownCounts(ctx context.Context, ids []string, counts map[string]uint64) error {
+func (q *Queries) ownCounts(ctx context.Context, ids []string, counts map[string]uint64) error {
 	var st natsjs.Stream
 	for _, id := range ids {
 		if counts[id] == 0 {
@@ -83,11 +88,11 @@ func (d *Dispatcher) ownCounts(ctx context.Context, ids []string, counts map[str
 		}
 		if st == nil {
 			var err error
-			if st, err = d.o.JS.Stream(ctx, jetstream.DLQStream); err != nil {
+			if st, err = q.js.Stream(ctx, jetstream.DLQStream); err != nil {
 				return fmt.Errorf("stream %s: %w", jetstream.DLQStream, err)
 			}
 		}
-		own, err := d.ownsEnds(ctx, st, id)
+		own, err := q.ownsEnds(ctx, st, id)
 		if errors.Is(err, natsjs.ErrMsgNotFound) {
 			counts[id] = 0
 			continue
@@ -99,7 +104,7 @@ func (d *Dispatcher) ownCounts(ctx context.Context, ids []string, counts map[str
 			continue
 		}
 		n := uint64(0)
-		err = jetstream.ScanDLQ(ctx, d.o.JS, jetstream.DLQFilter{Endpoint: id, Keep: d.ownsDeadLetter}, func(jetstream.DLQMsg) bool {
+		err = jetstream.ScanDLQ(ctx, q.js, jetstream.DLQFilter{Endpoint: id, Keep: q.ownsDeadLetter}, func(jetstream.DLQMsg) bool {
 			n++
 			return true
 		})
@@ -114,7 +119,7 @@ func (d *Dispatcher) ownCounts(ctx context.Context, ids []string, counts map[str
 // ownsEnds reports whether the oldest dead letter on endpoint id's subject
 // is the endpoint's own and, when the endpoint has a tenant (which it may
 // have changed), the newest too; natsjs.ErrMsgNotFound when it has none.
-func (d *Dispatcher) ownsEnds(ctx context.Context, st natsjs.Stream, id string) (bool, error) {
+func (q *Queries) ownsEnds(ctx context.Context, st natsjs.Stream, id string) (bool, error) {
 	subj := jetstream.DLQPrefix + id
 	first, err := st.GetMsg(ctx, 1, natsjs.WithGetMsgSubject(subj))
 	if err != nil {
@@ -123,21 +128,21 @@ func (d *Dispatcher) ownsEnds(ctx context.Context, st natsjs.Stream, id string) 
 		}
 		return false, fmt.Errorf("first dead letter of %s: %w", id, err)
 	}
-	if !d.ownsDeadLetter(dlqOwner(id, first.Header)) {
+	if !q.ownsDeadLetter(dlqOwner(id, first.Header)) {
 		return false, nil
 	}
-	e := d.endpoint(id)
-	if e == nil || e.set.Load().ep.Tenant == "" {
+	o, ok := q.src.Owner(id)
+	if !ok || o.Tenant == "" {
 		return true, nil
 	}
 	last, err := st.GetLastMsgForSubject(ctx, subj)
 	if err != nil {
 		return false, fmt.Errorf("last dead letter of %s: %w", id, err)
 	}
-	return d.ownsDeadLetter(dlqOwner(id, last.Header)), nil
+	return q.ownsDeadLetter(dlqOwner(id, last.Header)), nil
 }
 
 // dlqOwner is what ownsDeadLetter reads of a dead letter with headers h.
 func dlqOwner(id string, h nats.Header) jetstream.DLQEntry {
-	return jetstream.DLQEntry{Endpoint: id, Incarnation: h.Get(hdrIncarnation), Tenant: h.Get(jetstream.HdrTenant)}
+	return jetstream.DLQEntry{Endpoint: id, Incarnation: h.Get(jetstream.HdrIncarnation), Tenant: h.Get(jetstream.HdrTenant)}
 }
