@@ -22,11 +22,16 @@ type Options struct {
 	Requeue  Requeuer
 	Gauges   GaugeSink
 	JS       natsjs.JetStream
-	NC       *nats.Conn                 // Ready: whether NATS is connected
-	Ledger   interface{ Check() error } // Ready: whether the state file answers
+	NC       *nats.Conn // Ready: whether NATS is connected
+	Ledger   Checker    // Ready: whether the state file answers
 	Breakers *breaker.Registry
 	Log      *slog.Logger     // nil: discarded
 	Now      func() time.Time // nil: time.Now
+}
+
+// Checker says whether a store answers (dedupe.Ledger: the state file).
+type Checker interface {
+	Check() error
 }
 
 // Queries answer the operator's questions about the engine (see the
@@ -37,7 +42,7 @@ type Queries struct {
 	gauges   GaugeSink
 	js       natsjs.JetStream
 	nc       *nats.Conn
-	ledger   interface{ Check() error }
+	ledger   Checker
 	breakers *breaker.Registry
 	log      *slog.Logger
 	now      func() time.Time

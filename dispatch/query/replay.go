@@ -34,8 +34,10 @@ func (q *Queries) Replay(ctx context.Context, r api.ReplayRequest) (api.ReplayRe
 	if r.Endpoint == "" && len(r.IDs) == 0 && r.Since == "" && r.Until == "" {
 		return api.ReplayResult{}, fmt.Errorf("%w: name an endpoint, ids or a time range (replaying everything must be asked for with since)", api.ErrBadRequest)
 	}
-	if _, ok := q.src.Owner(r.Endpoint); r.Endpoint != "" && !ok {
-		return api.ReplayResult{}, fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, r.Endpoint)
+	if r.Endpoint != "" {
+		if _, ok := q.src.Owner(r.Endpoint); !ok {
+			return api.ReplayResult{}, fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, r.Endpoint)
+		}
 	}
 	st, err := q.js.Stream(ctx, jetstream.DLQStream)
 	if err != nil {
