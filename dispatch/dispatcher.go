@@ -206,7 +206,8 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	if d.stateKV, err = o.JS.KeyValue(ctx, jetstream.StateBucket); err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", jetstream.StateBucket, err)
 	}
-	d.queries, d.operator = newQueries(d), newOperator(d)
+	d.queries = newQueries(d)
+	d.operator = newOperator(d, d.queries)
 	if cfg.NATS.URL != "" && o.Seen != nil {
 		d.fan.shared = &sharedSeen{ids: o.Seen}
 	}

@@ -47,11 +47,12 @@ type taskCounter interface {
 // Operator carries out the operator's actions on this engine.
 func (d *Dispatcher) Operator() *Operator { return d.operator }
 
-// newOperator builds d's operator: after d's state bucket and queries.
-func newOperator(d *Dispatcher) *Operator {
+// newOperator builds d's operator, which counts tasks with tasks: after
+// d's state bucket.
+func newOperator(d *Dispatcher, tasks taskCounter) *Operator {
 	return &Operator{
 		log: d.log, now: d.now, js: d.o.JS, nc: d.o.NC, metrics: d.o.Metrics, breakers: d.o.Breakers,
-		stateKV: d.stateKV, eps: d, states: d, tasks: d.queries, done: d.loopCtx,
+		stateKV: d.stateKV, eps: d, states: d, tasks: tasks, done: d.loopCtx,
 		wake: func(id string) { d.drains.note(id, time.Time{}) },
 	}
 }
