@@ -33,18 +33,24 @@ func (q *Queries) EndpointPage(ctx context.Context, tenant, after string, limit 
 	if i < len(ids) && ids[i] == after {
 		i++
 	}
-	var page []Endpoint
+	var pageIDs []string
 	next := ""
 	for ; i < len(ids); i++ {
-		e, ok := q.src.Endpoint(ids[i], now)
-		if !ok || (tenant != "" && e.Config.Tenant != tenant) {
+		o, ok := q.src.Owner(ids[i]) // its tenant, without the rest of its facts
+		if !ok || (tenant != "" && o.Tenant != tenant) {
 			continue
 		}
-		if limit > 0 && len(page) == limit {
-			next = page[len(page)-1].Config.ID
+		if limit > 0 && len(pageIDs) == limit {
+			next = pageIDs[len(pageIDs)-1]
 			break
 		}
-		page = append(page, e)
+		pageIDs = append(pageIDs, ids[i])
+	}
+	page := make([]Endpoint, 0, len(pageIDs))
+	for _, id := range pageIDs {
+		if e, ok := q.src.Endpoint(id, now); ok {
+			page = append(page, e)
+		}
 	}
 	w, err := q.waiting(ctx, "*")
 	if err != nil {
@@ -53,10 +59,6 @@ func (q *Queries) EndpointPage(ctx context.Context, tenant, after string, limit 
 	dlq, err := q.dlqCounts(ctx, "*")
 	if err != nil {
 		return nil, "", err
-	}
-	pageIDs := make([]string, len(page))
-	for i, e := range page {
-		pageIDs[i] = e.Config.ID
 	}
 	if err := q.ownCounts(ctx, pageIDs, dlq); err != nil { // deadletters.go
 		return nil, "", err
