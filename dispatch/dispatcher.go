@@ -20,6 +20,7 @@ import (
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/dedupe"
 	"github.com/hookjet/hookjet/destination"
+	"github.com/hookjet/hookjet/dispatch/lane"
 	"github.com/hookjet/hookjet/tracing"
 )
 
@@ -100,7 +101,7 @@ type Dispatcher struct {
 	table          *routing.Table // the endpoints in force and the pattern index (Install, Uninstall: endpoint.go)
 	series         *series
 	drains         *drainer
-	lane           *lane // per-key ordering (lane.go)
+	lane           *lane.Owner // per-key ordering (lane_engine.go, package lane)
 
 	loopCtx    context.Context // cancelled by Stop: loops stop pulling
 	stopLoops  context.CancelFunc
@@ -201,7 +202,6 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 		d.now = time.Now
 	}
 	d.drains = newDrainer(d)
-	d.lane = newLane(d)
 	d.table = routing.New(tableRuntime{d}, d.log)
 	var err error
 	if d.stateKV, err = o.JS.KeyValue(ctx, jetstream.StateBucket); err != nil {
@@ -212,6 +212,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	}
 	d.loopCtx, d.stopLoops = context.WithCancel(context.WithoutCancel(ctx))
 	d.sendCtx, d.stopSends = context.WithCancel(context.WithoutCancel(ctx))
+	d.lane = newLane(d)
 	return d, nil
 }
 
@@ -268,7 +269,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	// The lane's lease is sought once before the fan-out starts, so that a
 	// process that takes it bounds its endpoints' entries from the first
 	// event on (lane_bound.go).
-	ls := d.lane.firstLease(ctx, d.loopCtx)
+	ls := d.lane.FirstLease(ctx, d.loopCtx)
 	d.loops.Add(5)
 	go func() {
 		defer d.loops.Done()
@@ -276,7 +277,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}()
 	go func() {
 		defer d.loops.Done()
-		d.lane.runLease(d.loopCtx, ls)
+		d.lane.RunLease(d.loopCtx, ls)
 	}()
 	go func() {
 		defer d.loops.Done()

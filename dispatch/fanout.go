@@ -528,8 +528,8 @@ func (d *Dispatcher) fanOut(ctx context.Context, p pulledEvent) {
 			continue
 		}
 		if ordered(dl) {
-			// Its key's turn comes in the ordered lane (lane.go).
-			d.lane.enqueue(dl)
+			// Its key's turn comes in the ordered lane (lane_engine.go).
+			d.enqueueOrdered(dl)
 			continue
 		}
 		if exhausted {

@@ -1,4 +1,4 @@
-package dispatch
+package lane
 
 import (
 	"context"
@@ -80,7 +80,7 @@ type laneMove struct {
 // the lane's lowest filed entry with something above it to remove, and
 // has the originals removed. k is busy (its first entry being settled), so
 // none of them is under way.
-func (l *lane) moveBehind(gen uint64, k *laneKey, above uint64) {
+func (l *Owner) moveBehind(gen uint64, k *laneKey, above uint64) {
 	l.mu.Lock()
 	moves := l.movable(gen, k, above, 0)
 	l.mu.Unlock()
@@ -93,7 +93,7 @@ func (l *lane) moveBehind(gen uint64, k *laneKey, above uint64) {
 // waiting above it for a purge are at least laneUnpinMin and half as many
 // as its entries.
 // l.mu is held; the move goes on the term's goroutine.
-func (l *lane) unpin(gen uint64, waiting int) {
+func (l *Owner) unpin(gen uint64, waiting int) {
 	k := l.live[l.low]
 	if k == nil || k.busy || k.unremoved > 0 || l.keys[k.id] != k || waiting < max(laneUnpinMin, len(k.entries)/2) {
 		return
@@ -112,7 +112,7 @@ const laneAheadKeys = 16
 // or held after a dead letter whose lowest entry the purge's frontier is about to reach (in the lower
 // half of what the feed has read above it), so that it moves on without
 // waiting for them. l.mu is held; the moves go on the term's goroutines.
-func (l *lane) unpinAhead(gen uint64) {
+func (l *Owner) unpinAhead(gen uint64) {
 	if len(l.blocked) == 0 || len(l.blocked) > laneAheadKeys || l.fed <= l.low+2*laneUnpinMin {
 		return
 	}
@@ -129,27 +129,27 @@ func (l *lane) unpinAhead(gen uint64) {
 
 // move stores moves again behind everything in the lane and files the
 // copies in place of their originals.
-func (l *lane) move(gen uint64, k *laneKey, moves []laneMove) {
+func (l *Owner) move(gen uint64, k *laneKey, moves []laneMove) {
 	if len(moves) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(l.d.sendCtx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(l.o.Sends, 5*time.Second)
 	defer cancel()
 	for i := range moves {
 		if moves[i].msg == nil {
 			raw, err := l.load(ctx, moves[i].old)
 			if err != nil {
-				l.d.log.Debug("read an ordered entry to move", "seq", moves[i].old.seq, "err", err)
+				l.log.Debug("read an ordered entry to move", "seq", moves[i].old.seq, "err", err)
 				l.unmark(gen, k, moves)
 				return
 			}
-			moves[i].msg = &keptMsg{hdr: raw.Header, data: raw.Data, at: raw.Time}
+			moves[i].msg = &keptMsg{Msg: Msg{Header: raw.Header, Data: raw.Data, Stored: raw.Time}}
 		}
 	}
 	msgs := make([]*nats.Msg, len(moves))
 	for i, mv := range moves {
 		m := nats.NewMsg(jetstream.LanePrefix + k.id.ep)
-		m.Header = nats.Header(http.Header(mv.msg.hdr).Clone())
+		m.Header = nats.Header(http.Header(mv.msg.Header).Clone())
 		seq := strconv.FormatUint(mv.old.seq, 10)
 		m.Header.Set(jetstream.HdrMsgID, "ord-mv-"+seq)
 		m.Header.Set(hdrLaneMoved, seq)
@@ -157,12 +157,12 @@ func (l *lane) move(gen uint64, k *laneKey, moves []laneMove) {
 			// Held since the first marker's time, not the copy's.
 			m.Header.Set(hdrLaneSince, mv.old.first.UTC().Format(time.RFC3339Nano))
 		}
-		m.Data = mv.msg.data
+		m.Data = mv.msg.Data
 		msgs[i] = m
-		moves[i].msg = keptMsgOf(m.Header, m.Data, mv.msg.at)
+		moves[i].msg = keptMsgOf(m.Header, m.Data, mv.msg.Stored)
 	}
 	seqs := make([]uint64, len(moves))
-	if first, err := jetstream.PublishLaneBatch(ctx, l.d.o.NC, msgs); err == nil {
+	if first, err := jetstream.PublishLaneBatch(ctx, l.o.NC, msgs); err == nil {
 		for i := range seqs {
 			seqs[i] = first + uint64(i)
 		}
@@ -170,7 +170,7 @@ func (l *lane) move(gen uint64, k *laneKey, moves []laneMove) {
 		// A server without atomic batches, or one refused: one by one
 		// (a copy stored by a batch that timed out is a duplicate, and its
 		// PubAck says where it is).
-		l.d.log.Debug("move ordered entries in one batch", "entries", len(msgs), "err", err)
+		l.log.Debug("move ordered entries in one batch", "entries", len(msgs), "err", err)
 		l.publishEach(ctx, msgs, seqs)
 	}
 	l.moved(gen, k, moves, seqs)
@@ -178,10 +178,10 @@ func (l *lane) move(gen uint64, k *laneKey, moves []laneMove) {
 
 // publishEach stores msgs one by one, setting seqs[i] to where msgs[i]
 // is stored (0: not stored).
-func (l *lane) publishEach(ctx context.Context, msgs []*nats.Msg, seqs []uint64) {
+func (l *Owner) publishEach(ctx context.Context, msgs []*nats.Msg, seqs []uint64) {
 	acks := make([]natsjs.PubAckFuture, 0, len(msgs))
 	for _, m := range msgs {
-		f, err := l.d.o.JS.PublishMsgAsync(m)
+		f, err := l.o.JS.PublishMsgAsync(m)
 		if err != nil {
 			break
 		}
@@ -192,7 +192,7 @@ func (l *lane) publishEach(ctx context.Context, msgs []*nats.Msg, seqs []uint64)
 		case ack := <-f.Ok():
 			seqs[i] = ack.Sequence
 		case err := <-f.Err():
-			l.d.log.Debug("move an ordered entry", "err", err)
+			l.log.Debug("move an ordered entry", "err", err)
 		case <-ctx.Done():
 		}
 	}
@@ -205,7 +205,7 @@ func (l *lane) publishEach(ctx context.Context, msgs []*nats.Msg, seqs []uint64)
 // waits to be removed. With reach not 0, the lowest need only be at or
 // below reach (and half as many of the lane's read entries above it as k
 // has). l.mu is held.
-func (l *lane) movable(gen uint64, k *laneKey, above, reach uint64) []laneMove {
+func (l *Owner) movable(gen uint64, k *laneKey, above, reach uint64) []laneMove {
 	if gen != l.gen || l.keys[k.id] != k {
 		return nil
 	}
@@ -239,7 +239,7 @@ func (l *lane) movable(gen uint64, k *laneKey, above, reach uint64) []laneMove {
 
 // othersRemoving reports whether some removal waiting is not k's own copy
 // stored again (again): moving k lets a purge take those. l.mu is held.
-func (l *lane) othersRemoving(k *laneKey) bool {
+func (l *Owner) othersRemoving(k *laneKey) bool {
 	for _, r := range l.removals {
 		if r.of != k {
 			return true
@@ -249,7 +249,7 @@ func (l *lane) othersRemoving(k *laneKey) bool {
 }
 
 // unmark ends the moves: nothing was stored.
-func (l *lane) unmark(gen uint64, k *laneKey, moves []laneMove) {
+func (l *Owner) unmark(gen uint64, k *laneKey, moves []laneMove) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if gen == l.gen {
@@ -261,7 +261,7 @@ func (l *lane) unmark(gen uint64, k *laneKey, moves []laneMove) {
 }
 
 // moveEnded lets k go on once its originals are removed. l.mu is held.
-func (l *lane) moveEnded(k *laneKey) {
+func (l *Owner) moveEnded(k *laneKey) {
 	k.unremoved--
 	if k.unremoved == 0 && l.keys[k.id] == k {
 		l.consider(k)
@@ -272,7 +272,7 @@ func (l *lane) moveEnded(k *laneKey) {
 // originals, which are removed; k waits for that before its next attempt.
 // A copy of an ended term is left to the next owner, which files one of
 // the two.
-func (l *lane) moved(gen uint64, k *laneKey, moves []laneMove, seqs []uint64) {
+func (l *Owner) moved(gen uint64, k *laneKey, moves []laneMove, seqs []uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if gen != l.gen {
@@ -306,7 +306,7 @@ func (l *lane) moved(gen uint64, k *laneKey, moves []laneMove, seqs []uint64) {
 	}
 	l.moveEnded(k)
 	if n > 0 {
-		l.d.log.Debug("moved an ordered key's waiting entries behind it", "endpoint", k.id.ep, "entries", n)
+		l.log.Debug("moved an ordered key's waiting entries behind it", "endpoint", k.id.ep, "entries", n)
 	}
 }
 

@@ -1,4 +1,4 @@
-package dispatch
+package lane
 
 import (
 	"fmt"
@@ -47,14 +47,14 @@ func (c *laneCount) add(e *laneEntry, sign int) {
 
 // failing reports whether a key held for why counts toward its endpoint's
 // bounds.
-func failing(why string) bool { return why != "" && !busyCause(why) }
+func (l *Owner) failing(why string) bool { return why != "" && !l.o.Busy(why) }
 
 // counted reports whether entry e counts toward its endpoint's bounds: a
 // hold marker is no delivery, and a replay was asked for by an operator.
 func (e *laneEntry) counted() bool { return !e.front }
 
 // tally adds sign times e to its endpoint's counts. l.mu is held.
-func (l *lane) tally(k *laneKey, e *laneEntry, sign int) {
+func (l *Owner) tally(k *laneKey, e *laneEntry, sign int) {
 	if e.hold {
 		return
 	}
@@ -62,7 +62,7 @@ func (l *lane) tally(k *laneKey, e *laneEntry, sign int) {
 	c.deliveries += sign
 	if e.counted() {
 		c.all.add(e, sign)
-		if failing(k.why) {
+		if l.failing(k.why) {
 			c.failing.add(e, sign)
 		}
 	}
@@ -71,7 +71,7 @@ func (l *lane) tally(k *laneKey, e *laneEntry, sign int) {
 
 // setCounts keeps c as endpoint ep's counts, none when it holds nothing.
 // l.mu is held.
-func (l *lane) setCounts(ep string, c laneCounts) {
+func (l *Owner) setCounts(ep string, c laneCounts) {
 	if c.deliveries <= 0 && c.failingKeys <= 0 {
 		delete(l.counts, ep)
 		return
@@ -93,11 +93,11 @@ type laneCounts struct {
 
 // setWhy says why k waits ("": it does not), moving its entries into or out
 // of its endpoint's failing count. l.mu is held.
-func (l *lane) setWhy(k *laneKey, why string, since time.Time) {
+func (l *Owner) setWhy(k *laneKey, why string, since time.Time) {
 	if k.why == why {
 		return
 	}
-	was, is := failing(k.why), failing(why)
+	was, is := l.failing(k.why), l.failing(why)
 	k.why, k.since = why, since
 	if was == is {
 		return
@@ -128,14 +128,14 @@ func (l *lane) setWhy(k *laneKey, why string, since time.Time) {
 // healthy endpoint's busy tasks do (bounds.go). The first entry, replays
 // and hold markers stay. l.mu is held; the dead letters are stored on the
 // term's goroutines.
-func (l *lane) trim(k *laneKey) {
-	e := l.d.endpoint(k.id.ep)
-	if e == nil || !l.owner || len(k.entries) < 2 || l.proven(e.id) {
+func (l *Owner) trim(k *laneKey) {
+	limit, ok := l.eng.MaxBacklog(k.id.ep)
+	if !ok || !l.owner || len(k.entries) < 2 || l.proven(k.id.ep) {
 		return
 	}
 	gen := l.gen
 	for i := len(k.entries) - 1; i >= 1; i-- {
-		why := l.passed(e, k)
+		why := l.passed(limit, k)
 		if why == "" {
 			return
 		}
@@ -144,7 +144,7 @@ func (l *lane) trim(k *laneKey) {
 			continue
 		}
 		l.unfile(k, v)
-		l.wg.Go(func() { l.overflow(gen, k, v, e, why) })
+		l.wg.Go(func() { l.overflow(gen, k, v, why) })
 	}
 }
 
@@ -153,31 +153,30 @@ func (l *lane) trim(k *laneKey) {
 // max_backlog or its share of the lane ("": it would not). The entries
 // this process stored and the feed has not read yet count as every
 // entry, and as failing ones when k fails. l.mu is held.
-func (l *lane) over(e *endpoint, k *laneKey, key string, size int64) string {
-	return l.bounds(e, k, key, 1, size)
+func (l *Owner) over(ep string, limit int, k *laneKey, key string, size int64) string {
+	return l.bounds(ep, limit, k, key, 1, size)
 }
 
 // passed says why endpoint e's entries pass its bounds now ("": they do
 // not). l.mu is held.
-func (l *lane) passed(e *endpoint, k *laneKey) string {
-	return l.bounds(e, k, k.id.key, 0, 0)
+func (l *Owner) passed(limit int, k *laneKey) string {
+	return l.bounds(k.id.ep, limit, k, k.id.key, 0, 0)
 }
 
 // bounds says why endpoint e's entries, with n more of size bytes for key
 // (k: its key, nil when it has none), pass its max_backlog or its share of
 // the lane ("": they do not). Each failing key counts one entry more: the
 // copy a retry stores before its first is removed. l.mu is held.
-func (l *lane) bounds(e *endpoint, k *laneKey, key string, n int, size int64) string {
-	limit := e.set.Load().ep.MaxBacklog
-	share := jetstream.LaneBytes(l.d.tasksMax) / endpointShare
-	c, ahead := l.counts[e.id], l.ahead[e.id]
+func (l *Owner) bounds(ep string, limit int, k *laneKey, key string, n int, size int64) string {
+	share := l.o.Share
+	c, ahead := l.counts[ep], l.ahead[ep]
 	all := laneCount{n: c.all.n + ahead.n + c.failingKeys + n, bytes: c.all.bytes + ahead.bytes + size}
 	if (limit <= 0 || all.n <= limit) && all.bytes <= share {
 		return "" // within both bounds whatever counts
 	}
 	count, what := all, ""
-	if l.proven(e.id) {
-		if k == nil || !failing(k.why) {
+	if l.proven(ep) {
+		if k == nil || !l.failing(k.why) {
 			return ""
 		}
 		count = laneCount{n: c.failing.n + ahead.n + c.failingKeys + n, bytes: c.failing.bytes + ahead.bytes + size}
@@ -187,15 +186,15 @@ func (l *lane) bounds(e *endpoint, k *laneKey, key string, n int, size int64) st
 	case limit > 0 && count.n > limit:
 		return fmt.Sprintf("the endpoint's backlog reached max_backlog (%d waiting deliveries)%s", limit, what)
 	case count.bytes > share:
-		return fmt.Sprintf("the endpoint's waiting ordered deliveries reached 1/%d of %s (%d bytes)%s", endpointShare, jetstream.LaneStream, share, what)
+		return fmt.Sprintf("the endpoint's waiting ordered deliveries reached 1/%d of %s (%d bytes)%s", l.o.Shares, jetstream.LaneStream, share, what)
 	}
 	return ""
 }
 
-// proven reports whether endpoint id delivered within laneProven.
-func (l *lane) proven(id string) bool {
-	h, ok := l.d.o.Breakers.Health(id)
-	return ok && !h.LastSuccess.IsZero() && l.d.now().Sub(h.LastSuccess) < laneProven
+// proven reports whether endpoint ep delivered within laneProven.
+func (l *Owner) proven(ep string) bool {
+	last := l.eng.LastSuccess(ep)
+	return !last.IsZero() && l.now().Sub(last) < laneProven
 }
 
 // laneAhead is an entry this process is storing, counted toward its
@@ -206,30 +205,29 @@ type laneAhead struct {
 	size int64
 }
 
-// reserve says why dl, a fan-out delivery, is not stored in the lane:
-// this process owns the lane and dl would pass its endpoint's bounds ("":
-// it is stored, and counted ahead of the feed until landed). Another
-// process's fan-out stores it, and the owner dead-letters it when it
-// reads it (bound).
-func (l *lane) reserve(dl *delivery) (string, laneAhead) {
-	key := jetstream.OrderingKey(dl.hdr)
-	size := taskSize(len(dl.data))
+// Reserve says why an entry of size bytes for key of endpoint ep (its
+// max_backlog limit), which this process's fan-out is about to store (Enqueue), is not
+// stored: this
+// process owns the lane and it would pass its endpoint's bounds ("": it is
+// stored, and counted ahead of the feed until it lands). Another process's
+// fan-out stores it, and the owner dead-letters it when it reads it (bound).
+func (l *Owner) Reserve(ep string, limit int, key string, size int64) (string, Reservation) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.owner {
 		return "", laneAhead{}
 	}
-	if why := l.over(dl.e, l.keys[laneKeyID{dl.e.id, key}], key, size); why != "" {
+	if why := l.over(ep, limit, l.keys[laneKeyID{ep, key}], key, size); why != "" {
 		return why, laneAhead{}
 	}
-	a := laneAhead{gen: l.gen, ep: dl.e.id, size: size}
+	a := laneAhead{gen: l.gen, ep: ep, size: size}
 	l.aheadAdd(a, 1)
 	return "", a
 }
 
 // landed ends a's reservation once its entry is stored at seq (0: it was
 // not): it counts until the feed reads it, unless it has already.
-func (l *lane) landed(a laneAhead, seq uint64) {
+func (l *Owner) landed(a laneAhead, seq uint64) {
 	if a.ep == "" {
 		return
 	}
@@ -247,7 +245,7 @@ func (l *lane) landed(a laneAhead, seq uint64) {
 
 // aheadAdd adds sign times a to its endpoint's entries ahead of the feed.
 // l.mu is held.
-func (l *lane) aheadAdd(a laneAhead, sign int) {
+func (l *Owner) aheadAdd(a laneAhead, sign int) {
 	c := l.ahead[a.ep]
 	c.n += sign
 	c.bytes += int64(sign) * a.size
@@ -260,7 +258,7 @@ func (l *lane) aheadAdd(a laneAhead, sign int) {
 
 // readAhead ends the reservation of the entry at seq, which the feed has
 // read. l.mu is held.
-func (l *lane) readAhead(seq uint64) {
+func (l *Owner) readAhead(seq uint64) {
 	if a, ok := l.aheadSeq[seq]; ok {
 		delete(l.aheadSeq, seq)
 		l.aheadAdd(a, -1)
@@ -270,20 +268,20 @@ func (l *lane) readAhead(seq uint64) {
 // bound takes entry v, just read into k, out of it again when it was
 // stored during this term and passes its endpoint's bounds, and has it
 // dead-lettered as overflow; it reports whether it did. l.mu is held.
-func (l *lane) bound(k *laneKey, v *laneEntry, stored time.Time) bool {
+func (l *Owner) bound(k *laneKey, v *laneEntry, stored time.Time) bool {
 	if !v.counted() || stored.Before(l.began) {
 		return false
 	}
-	e := l.d.endpoint(k.id.ep)
-	if e == nil {
+	limit, ok := l.eng.MaxBacklog(k.id.ep)
+	if !ok {
 		return false
 	}
-	why := l.over(e, k, k.id.key, v.size)
+	why := l.over(k.id.ep, limit, k, k.id.key, v.size)
 	if why == "" {
 		return false
 	}
 	gen := l.gen
-	l.wg.Go(func() { l.overflow(gen, k, v, e, why) })
+	l.wg.Go(func() { l.overflow(gen, k, v, why) })
 	return true
 }
 
@@ -291,9 +289,8 @@ func (l *lane) bound(k *laneKey, v *laneEntry, stored time.Time) bool {
 // overflow because of why, and has it removed from the stream once its
 // dead letter is stored; one whose dead letter could not be stored is
 // filed after all.
-func (l *lane) overflow(gen uint64, k *laneKey, v *laneEntry, e *endpoint, why string) {
-	d := l.d
-	msg, err := l.entryMsg(d.sendCtx, v)
+func (l *Owner) overflow(gen uint64, k *laneKey, v *laneEntry, why string) {
+	msg, err := l.entryMsg(l.o.Sends, v)
 	if isNotFound(err) {
 		return // settled by an earlier term meanwhile
 	}
@@ -301,9 +298,7 @@ func (l *lane) overflow(gen uint64, k *laneKey, v *laneEntry, e *endpoint, why s
 		l.refile(gen, k, v)
 		return
 	}
-	ev, st := taskOf(msg.hdr, msg.at)
-	dl := &delivery{e: e, s: d.current(e), ev: &ev, st: st, data: msg.data, hdr: msg.hdr}
-	dl.done = func(ok bool) {
+	l.eng.Overflow(k.id.ep, msg.Msg, why, func(ok bool) {
 		if !ok {
 			l.refile(gen, k, v)
 			return
@@ -317,13 +312,11 @@ func (l *lane) overflow(gen uint64, k *laneKey, v *laneEntry, e *endpoint, why s
 		if stale {
 			l.deleteStale(v.seq, "dead-lettered")
 		}
-	}
-	dl.again = func(time.Duration) { dl.done(false) }
-	d.overflow(dl, why)
+	})
 }
 
 // refile files v in its key after all: its dead letter was not stored.
-func (l *lane) refile(gen uint64, k *laneKey, v *laneEntry) {
+func (l *Owner) refile(gen uint64, k *laneKey, v *laneEntry) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if gen != l.gen {

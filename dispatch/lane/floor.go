@@ -1,4 +1,4 @@
-package dispatch
+package lane
 
 import "container/heap"
 
@@ -29,7 +29,7 @@ func (q *floorQueue) Pop() any {
 
 // waitFloor files k as waiting for the floor to reach order - 1, waking the
 // poller when it is the first to wait. l.mu is held.
-func (l *lane) waitFloor(k *laneKey, order uint64) {
+func (l *Owner) waitFloor(k *laneKey, order uint64) {
 	if cur, ok := l.floorWait[k.id]; ok && cur == order {
 		return
 	}
@@ -43,7 +43,7 @@ func (l *lane) waitFloor(k *laneKey, order uint64) {
 
 // applyFloor raises the floor and lets the keys that waited for it go.
 // l.mu is held.
-func (l *lane) applyFloor(floor uint64) {
+func (l *Owner) applyFloor(floor uint64) {
 	if floor <= l.floor {
 		return
 	}

@@ -1,4 +1,4 @@
-package dispatch
+package lane
 
 import (
 	"context"
@@ -59,7 +59,7 @@ type laneRemoval struct {
 // file adds e to k, keeping its message in memory while there is room.
 // An entry of the same event already filed keeps the one with more
 // attempts; the other is dropped. l.mu is held.
-func (l *lane) file(k *laneKey, e *laneEntry) {
+func (l *Owner) file(k *laneKey, e *laneEntry) {
 	drop := k.insert(e)
 	if drop == e {
 		e.msg = nil
@@ -83,7 +83,7 @@ func (l *lane) file(k *laneKey, e *laneEntry) {
 }
 
 // unfile takes e out of k. l.mu is held.
-func (l *lane) unfile(k *laneKey, e *laneEntry) {
+func (l *Owner) unfile(k *laneKey, e *laneEntry) {
 	if k.remove(e.seq) {
 		l.tally(k, e, -1)
 	}
@@ -91,7 +91,7 @@ func (l *lane) unfile(k *laneKey, e *laneEntry) {
 }
 
 // forget releases what the lane holds for e, no longer filed. l.mu is held.
-func (l *lane) forget(e *laneEntry) {
+func (l *Owner) forget(e *laneEntry) {
 	delete(l.live, e.seq)
 	if e.msg != nil {
 		l.kept -= e.msg.size
@@ -101,11 +101,11 @@ func (l *lane) forget(e *laneEntry) {
 
 // drop has entry seq, filed nowhere, removed in the background. l.mu is
 // held, so nothing here may wait.
-func (l *lane) drop(seq uint64) {
+func (l *Owner) drop(seq uint64) {
 	l.removeLater(laneRemoval{seq: seq, at: time.Now()})
 }
 
-func (l *lane) removeLater(r laneRemoval) {
+func (l *Owner) removeLater(r laneRemoval) {
 	l.removals = append(l.removals, r)
 	select {
 	case l.removeKick <- struct{}{}:
@@ -121,12 +121,12 @@ func keptMsgOf(h nats.Header, data []byte, at time.Time) *keptMsg {
 			size += len(k) + len(v) + 16
 		}
 	}
-	return &keptMsg{hdr: h, data: data, at: at, size: size}
+	return &keptMsg{Msg: Msg{Header: h, Data: data, Stored: at}, size: size}
 }
 
 // remover removes the entries settled or dropped in the term, until ctx
 // ends.
-func (l *lane) remover(ctx context.Context, gen uint64) {
+func (l *Owner) remover(ctx context.Context, gen uint64) {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
@@ -145,14 +145,14 @@ func (l *lane) remover(ctx context.Context, gen uint64) {
 		// again by the next owner.
 		purgeTo, covered, singles, wait := l.removable(gen)
 		if purgeTo != 0 {
-			if err := l.purge(l.d.sendCtx, purgeTo); err != nil {
-				l.d.log.Debug("purge settled ordered entries", "below", purgeTo, "err", err)
+			if err := l.purge(l.o.Sends, purgeTo); err != nil {
+				l.log.Debug("purge settled ordered entries", "below", purgeTo, "err", err)
 				singles = append(singles, covered...)
 				covered = nil
 			}
 		}
 		l.removed(gen, covered)
-		failed := l.deleteEach(l.d.sendCtx, gen, singles)
+		failed := l.deleteEach(l.o.Sends, gen, singles)
 		if failed {
 			wait = laneRemoveRetry
 		}
@@ -166,7 +166,7 @@ func (l *lane) remover(ctx context.Context, gen uint64) {
 // splits the removals waiting into those a purge below purgeTo removes
 // (purgeTo 0: none needs one), those to delete on their own now, and the
 // rest, which wait (for at most wait).
-func (l *lane) removable(gen uint64) (purgeTo uint64, covered, singles []laneRemoval, wait time.Duration) {
+func (l *Owner) removable(gen uint64) (purgeTo uint64, covered, singles []laneRemoval, wait time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if gen != l.gen {
@@ -209,7 +209,7 @@ func (l *lane) removable(gen uint64) (purgeTo uint64, covered, singles []laneRem
 // filed: one at a time while few are left to pass, or at once to the
 // lowest filed one when the gap is wide (a key held for days while
 // millions of entries went by). l.mu is held.
-func (l *lane) advanceLow() {
+func (l *Owner) advanceLow() {
 	if l.fed >= l.low && uint64(len(l.live))*4 < l.fed-l.low {
 		next := l.fed + 1
 		for seq := range l.live {
@@ -227,7 +227,7 @@ func (l *lane) advanceLow() {
 }
 
 // purge removes every entry of HOOKJET_ORDERED below seq.
-func (l *lane) purge(ctx context.Context, seq uint64) error {
+func (l *Owner) purge(ctx context.Context, seq uint64) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	return l.stream().Purge(ctx, natsjs.WithPurgeSequence(seq))
@@ -235,7 +235,7 @@ func (l *lane) purge(ctx context.Context, seq uint64) error {
 
 // deleteEach deletes the entries of rs on their own, a few at a time, and
 // reports whether some could not be (they wait to go again).
-func (l *lane) deleteEach(ctx context.Context, gen uint64, rs []laneRemoval) (failed bool) {
+func (l *Owner) deleteEach(ctx context.Context, gen uint64, rs []laneRemoval) (failed bool) {
 	if len(rs) == 0 {
 		return false
 	}
@@ -255,7 +255,7 @@ func (l *lane) deleteEach(ctx context.Context, gen uint64, rs []laneRemoval) (fa
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				l.d.log.Debug("delete an ordered entry", "seq", r.seq, "err", err)
+				l.log.Debug("delete an ordered entry", "seq", r.seq, "err", err)
 				again = append(again, r)
 				return
 			}
@@ -275,7 +275,7 @@ func (l *lane) deleteEach(ctx context.Context, gen uint64, rs []laneRemoval) (fa
 }
 
 // removed lets the keys that waited for the removals rs go on.
-func (l *lane) removed(gen uint64, rs []laneRemoval) {
+func (l *Owner) removed(gen uint64, rs []laneRemoval) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if gen != l.gen {

@@ -1,11 +1,10 @@
-package dispatch
+package lane
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -20,17 +19,17 @@ const laneFloorPoll = 20 * time.Millisecond
 
 // begin starts a term as the lane's owner: it reads HOOKJET_ORDERED from its
 // first entry and delivers the keys, until end.
-func (l *lane) begin(parent context.Context) error {
+func (l *Owner) begin(parent context.Context) error {
 	ctx, cancel := context.WithTimeout(parent, 5*time.Second)
 	defer cancel()
-	st, err := l.d.o.JS.Stream(ctx, jetstream.LaneStream)
+	st, err := l.o.JS.Stream(ctx, jetstream.LaneStream)
 	if err != nil {
 		return err
 	}
 	l.mu.Lock()
 	l.gen++
 	gen := l.gen
-	l.owner, l.st, l.read, l.floor, l.began = true, st, 0, 0, l.d.now()
+	l.owner, l.st, l.read, l.floor, l.began = true, st, 0, 0, l.now()
 	l.pendFloor, l.pendLast = 0, 0
 	l.low, l.fed, l.removals = 0, 0, nil
 	l.ctx, l.cancel = context.WithCancel(parent)
@@ -55,7 +54,7 @@ func (l *lane) begin(parent context.Context) error {
 // end ends the owner's term: the feed, the floor poller and the runners
 // stop; attempts in flight finish and delete their entries when they
 // succeed, but change nothing else.
-func (l *lane) end() {
+func (l *Owner) end() {
 	l.mu.Lock()
 	if !l.owner {
 		l.mu.Unlock()
@@ -86,26 +85,28 @@ func (l *lane) end() {
 	l.wg.Wait()
 	// What the term settled leaves the stream, or the next owner would
 	// deliver it again.
-	l.deleteEach(l.d.sendCtx, 0, pending)
+	l.deleteEach(l.o.Sends, 0, pending)
 	l.mu.Lock()
 	l.running = map[string]bool{}
 	l.mu.Unlock()
-	l.d.o.Metrics.OrderingHeld.Reset()
+	if l.o.Held != nil {
+		l.o.Held.Reset()
+	}
 }
 
 // feed reads every entry of HOOKJET_ORDERED into the keys' queues, with
 // one ordered consumer as long as it can, from where it left off after.
-func (l *lane) feed(ctx context.Context, gen uint64) {
+func (l *Owner) feed(ctx context.Context, gen uint64) {
 	for ctx.Err() == nil {
 		l.mu.Lock()
 		start := l.fed + 1 // not read: an idle feed counts deleted entries as read
 		l.mu.Unlock()
-		err := jetstream.ReadLane(ctx, l.d.o.JS, start, laneIdle, func(m natsjs.Msg, meta *natsjs.MsgMetadata) error {
+		err := jetstream.ReadLane(ctx, l.o.JS, start, laneIdle, func(m natsjs.Msg, meta *natsjs.MsgMetadata) error {
 			l.take(gen, meta.Sequence.Stream, m.Headers(), m.Data(), meta.Timestamp)
 			return nil
 		}, func(caughtUp func() bool) { l.idle(gen, caughtUp) })
 		if ctx.Err() == nil {
-			l.d.log.Debug("read the ordered lane", "err", err)
+			l.log.Debug("read the ordered lane", "err", err)
 			sleep(ctx, 100*time.Millisecond)
 		}
 	}
@@ -118,7 +119,7 @@ func (l *lane) feed(ctx context.Context, gen uint64) {
 // Silence alone is not enough: a stalled or recreated ordered consumer is
 // silent too, and a floor applied before a key's earlier entry is read
 // would let its later event go first.
-func (l *lane) idle(gen uint64, caughtUp func() bool) {
+func (l *Owner) idle(gen uint64, caughtUp func() bool) {
 	l.mu.Lock()
 	last := l.pendLast
 	waits := gen == l.gen && last > l.read
@@ -135,7 +136,7 @@ func (l *lane) idle(gen uint64, caughtUp func() bool) {
 
 // readTo notes that the feed has read every entry up to seq, and applies
 // an ack floor that waited for it. l.mu is held.
-func (l *lane) readTo(seq uint64) {
+func (l *Owner) readTo(seq uint64) {
 	l.read = max(l.read, seq)
 	if l.pendLast != 0 && l.read >= l.pendLast {
 		floor := l.pendFloor
@@ -145,7 +146,7 @@ func (l *lane) readTo(seq uint64) {
 }
 
 // take files one entry read from the stream.
-func (l *lane) take(gen, seq uint64, h nats.Header, data []byte, at time.Time) {
+func (l *Owner) take(gen, seq uint64, h nats.Header, data []byte, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if gen != l.gen || !l.owner {
@@ -195,7 +196,7 @@ func (l *lane) take(gen, seq uint64, h nats.Header, data []byte, at time.Time) {
 }
 
 // key returns the key's queue, made when missing.
-func (l *lane) key(id laneKeyID) *laneKey {
+func (l *Owner) key(id laneKeyID) *laneKey {
 	k := l.keys[id]
 	if k == nil {
 		k = &laneKey{id: id}
@@ -210,7 +211,7 @@ func (l *lane) key(id laneKeyID) *laneKey {
 
 // release removes the hold marker of dead-lettered event id at endpoint ep
 // (its dead letter was discarded) and lets its key go on.
-func (l *lane) release(ep, id string) {
+func (l *Owner) release(ep, id string) {
 	for _, k := range l.byEp[ep] {
 		if l.releaseIn(k, id) {
 			l.consider(k)
@@ -218,7 +219,7 @@ func (l *lane) release(ep, id string) {
 	}
 }
 
-func (l *lane) releaseIn(k *laneKey, id string) bool {
+func (l *Owner) releaseIn(k *laneKey, id string) bool {
 	for _, o := range k.entries {
 		if o.hold && o.id == id {
 			l.unfile(k, o)
@@ -234,7 +235,7 @@ func (l *lane) releaseIn(k *laneKey, id string) bool {
 
 // consider starts k's first entry when nothing of k is under way and it may
 // go now, or arranges to look again when it may. l.mu is held.
-func (l *lane) consider(k *laneKey) {
+func (l *Owner) consider(k *laneKey) {
 	if k.busy || k.unremoved > 0 || !l.owner {
 		return
 	}
@@ -255,7 +256,7 @@ func (l *lane) consider(k *laneKey) {
 		return
 	}
 	h := k.entries[0]
-	now := l.d.now()
+	now := l.now()
 	if h.hold {
 		l.setWhy(k, "dead_letter", h.first)
 		l.blocked[k] = struct{}{}
@@ -288,12 +289,12 @@ func (l *lane) consider(k *laneKey) {
 }
 
 // lookAt considers k again at at.
-func (l *lane) lookAt(k *laneKey, at time.Time) {
+func (l *Owner) lookAt(k *laneKey, at time.Time) {
 	if k.timer != nil {
 		k.timer.Stop()
 	}
 	gen := l.gen
-	k.timer = time.AfterFunc(max(0, at.Sub(l.d.now())), func() {
+	k.timer = time.AfterFunc(max(0, at.Sub(l.now())), func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if gen == l.gen && l.keys[k.id] == k {
@@ -305,7 +306,7 @@ func (l *lane) lookAt(k *laneKey, at time.Time) {
 
 // pollFloor reads the fan-out consumer's ack floor while some key waits for
 // it, and lets those keys go once it has risen past them.
-func (l *lane) pollFloor(ctx context.Context, gen uint64) {
+func (l *Owner) pollFloor(ctx context.Context, gen uint64) {
 	t := time.NewTicker(laneFloorPoll)
 	defer t.Stop()
 	for {
@@ -327,7 +328,7 @@ func (l *lane) pollFloor(ctx context.Context, gen uint64) {
 			}
 		}
 		ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		info, err := l.d.fanoutCons.Info(ictx)
+		floor, err := l.eng.AckFloor(ictx)
 		var last uint64
 		if err == nil {
 			// Read after the floor: every entry of an event below it has
@@ -341,13 +342,13 @@ func (l *lane) pollFloor(ctx context.Context, gen uint64) {
 		if err != nil {
 			continue
 		}
-		l.offerFloor(gen, info.AckFloor.Stream, last)
+		l.offerFloor(gen, floor, last)
 	}
 }
 
 // offerFloor applies the fan-out's ack floor, read before the lane's last
 // sequence was last, once the feed has read up to last.
-func (l *lane) offerFloor(gen, floor, last uint64) {
+func (l *Owner) offerFloor(gen, floor, last uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if gen != l.gen || floor <= l.floor {
@@ -362,7 +363,7 @@ func (l *lane) offerFloor(gen, floor, last uint64) {
 
 // run attempts the ready keys of endpoint ep, one after another as the
 // endpoint admits them, until none is ready.
-func (l *lane) run(ctx context.Context, gen uint64, ep string) {
+func (l *Owner) run(ctx context.Context, gen uint64, ep string) {
 	for {
 		l.mu.Lock()
 		q := l.ready[ep]
@@ -382,14 +383,31 @@ func (l *lane) run(ctx context.Context, gen uint64, ep string) {
 	}
 }
 
-// attempt admits k's entry cur at its endpoint and launches the attempt,
-// or puts k back to wait for what keeps it from going. An entry past its
-// endpoint's retry.max_age is dead-lettered as expired even while the
-// endpoint does not admit it (disabled, breaker open).
-func (l *lane) attempt(ctx context.Context, gen uint64, k *laneKey, cur *laneEntry) {
-	d := l.d
-	e := d.endpoint(k.id.ep)
-	if e == nil {
+// attempt hands k's entry cur to the engine to admit and attempt, or puts
+// k back to wait for what keeps it from going (the engine says what). An
+// entry past its endpoint's retry.max_age is dead-lettered as expired even
+// while the endpoint does not admit it (disabled, breaker open).
+func (l *Owner) attempt(ctx context.Context, gen uint64, k *laneKey, cur *laneEntry) {
+	v := l.eng.Attempt(ctx, Attempt{
+		Endpoint:  k.id.ep,
+		Published: cur.first,
+		Front:     cur.front,
+		Load: func(ctx context.Context) (Msg, error) {
+			m, err := l.entryMsg(ctx, cur)
+			if err != nil {
+				return Msg{}, err
+			}
+			return m.Msg, nil
+		},
+		Settle: Settle{
+			Done:  func(o Outcome) { l.done(gen, k, cur, o) },
+			Retry: func(r Retry) error { return l.again(gen, k, cur, r) },
+			Skip:  func(err error) { l.cannotLoad(gen, k, cur, err) },
+		},
+	})
+	switch {
+	case v.Started:
+	case v.Gone:
 		// Deleted (its entries were purged: the load finds none), or not
 		// yet in this process's table.
 		if _, err := l.load(ctx, cur); isNotFound(err) {
@@ -397,55 +415,20 @@ func (l *lane) attempt(ctx context.Context, gen uint64, k *laneKey, cur *laneEnt
 			return
 		}
 		l.wait(gen, k, 5*time.Second, "")
-		return
+	default:
+		l.wait(gen, k, v.Wait, v.Why)
 	}
-	s := d.current(e)
-	if d.now().Sub(cur.first) > s.ep.Retry.MaxAge && !cur.front {
-		l.expire(ctx, gen, k, cur, e, s)
-		return
-	}
-	if cause, until := d.blocked(e.id, d.now()); cause != "" {
-		wait := time.Second
-		if !until.IsZero() {
-			wait = min(wait, until.Sub(d.now()))
-		}
-		l.wait(gen, k, wait, cause)
-		return
-	}
-	if !e.slots.acquire(ctx, time.Second) {
-		l.wait(gen, k, 0, "")
-		return
-	}
-	adm, cause := d.admitHolding(e, s)
-	if cause != "" {
-		l.wait(gen, k, 100*time.Millisecond, cause)
-		return
-	}
-	// Reading the entry is a round trip: it goes with the attempt, on a
-	// goroutine of its own (as many as the endpoint's in-flight slots), so
-	// the runner admits the next key meanwhile.
-	d.inflight.Add(1)
-	go func() {
-		defer d.inflight.Done()
-		dl, err := l.delivery(ctx, gen, k, cur, e, s)
-		if dl == nil {
-			adm.release()
-			l.cannotLoad(gen, k, cur, err)
-			return
-		}
-		d.launch(ctx, dl, adm, true)
-	}()
 }
 
 // load reads cur's message from the stream.
-func (l *lane) load(ctx context.Context, cur *laneEntry) (*natsjs.RawStreamMsg, error) {
+func (l *Owner) load(ctx context.Context, cur *laneEntry) (*natsjs.RawStreamMsg, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	return l.stream().GetMsg(ctx, cur.seq)
 }
 
 // entryMsg is cur's message: kept in memory, or read from the stream.
-func (l *lane) entryMsg(ctx context.Context, cur *laneEntry) (*keptMsg, error) {
+func (l *Owner) entryMsg(ctx context.Context, cur *laneEntry) (*keptMsg, error) {
 	l.mu.Lock()
 	m := cur.msg
 	l.mu.Unlock()
@@ -456,41 +439,13 @@ func (l *lane) entryMsg(ctx context.Context, cur *laneEntry) (*keptMsg, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &keptMsg{hdr: raw.Header, data: raw.Data, at: raw.Time}, nil
+	return &keptMsg{Msg: Msg{Header: raw.Header, Data: raw.Data, Stored: raw.Time}}, nil
 }
 
-// delivery reads cur and makes it e's delivery, settled through the lane;
-// nil with the error when it cannot be read, or (nil error) when it is
-// settled without an attempt: an earlier incarnation's, or one the ledger
-// says this process delivered.
-func (l *lane) delivery(ctx context.Context, gen uint64, k *laneKey, cur *laneEntry, e *endpoint, s *settings) (*delivery, error) {
-	msg, err := l.entryMsg(ctx, cur)
-	if err != nil {
-		return nil, err
-	}
-	ev, st := taskOf(msg.hdr, msg.at)
-	if notForEndpoint(msg.hdr, &ev, s.ep) {
-		l.d.log.Info("ordered entry discarded: stored for another endpoint with this id (deleted since), or an event of another tenant", "endpoint", e.id, "event_id", ev.id)
-		return nil, nil
-	}
-	if !cur.front && !strings.HasPrefix(ev.key, redeliverKey) {
-		// Delivered by this process before a crash that came before the
-		// entry's deletion: settle it, as the fan-out would.
-		if done, err := l.d.o.Ledger.Delivered(e.id, ev.id); err == nil && done {
-			l.d.o.Metrics.Duplicates.WithLabelValues("delivered").Inc()
-			return nil, nil
-		}
-	}
-	dl := &delivery{e: e, s: s, ev: &ev, st: st, data: msg.data, hdr: msg.hdr}
-	dl.done = func(ok bool) { l.done(gen, k, cur, dl, ok) }
-	dl.again = func(wait time.Duration) { l.again(gen, k, cur, dl, wait) }
-	return dl, nil
-}
-
-// cannotLoad puts k back after delivery did not make cur a delivery: gone
+// cannotLoad puts k back after the engine did not attempt cur: gone
 // (settled by an earlier term), or settled without an attempt (err nil),
 // moves on.
-func (l *lane) cannotLoad(gen uint64, k *laneKey, cur *laneEntry, err error) {
+func (l *Owner) cannotLoad(gen uint64, k *laneKey, cur *laneEntry, err error) {
 	switch {
 	case err == nil:
 		l.finish(gen, k, cur, true)
@@ -501,19 +456,8 @@ func (l *lane) cannotLoad(gen uint64, k *laneKey, cur *laneEntry, err error) {
 	}
 }
 
-// expire dead-letters cur, past retry.max_age, without an attempt.
-func (l *lane) expire(ctx context.Context, gen uint64, k *laneKey, cur *laneEntry, e *endpoint, s *settings) {
-	dl, err := l.delivery(ctx, gen, k, cur, e, s)
-	if dl == nil {
-		l.cannotLoad(gen, k, cur, err)
-		return
-	}
-	dl.st.Error = fmt.Sprintf("not delivered within retry.max_age (%s)", s.ep.Retry.MaxAge)
-	l.d.deadLetter(dl, "expired")
-}
-
 // stream is HOOKJET_ORDERED's handle.
-func (l *lane) stream() natsjs.Stream {
+func (l *Owner) stream() natsjs.Stream {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.st
@@ -521,7 +465,7 @@ func (l *lane) stream() natsjs.Stream {
 
 // wait puts k back: it is looked at again after wait, and why says why it
 // waits ("": not held, only delayed).
-func (l *lane) wait(gen uint64, k *laneKey, wait time.Duration, why string) {
+func (l *Owner) wait(gen uint64, k *laneKey, wait time.Duration, why string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if gen != l.gen {
@@ -529,18 +473,18 @@ func (l *lane) wait(gen uint64, k *laneKey, wait time.Duration, why string) {
 	}
 	k.busy, k.cur = false, nil
 	if why != "" {
-		l.setWhy(k, why, l.d.now())
+		l.setWhy(k, why, l.now())
 	}
 	if wait <= 0 {
 		l.consider(k)
 		return
 	}
-	l.lookAt(k, l.d.now().Add(wait))
+	l.lookAt(k, l.now().Add(wait))
 }
 
 // finish takes cur out of k and lets k's next entry go: once cur's entry
 // is removed from the stream when del (lane_remove.go), at once otherwise.
-func (l *lane) finish(gen uint64, k *laneKey, cur *laneEntry, del bool) {
+func (l *Owner) finish(gen uint64, k *laneKey, cur *laneEntry, del bool) {
 	l.mu.Lock()
 	if gen != l.gen {
 		l.mu.Unlock()
@@ -564,15 +508,15 @@ func (l *lane) finish(gen uint64, k *laneKey, cur *laneEntry, del bool) {
 // deleteStale removes entry seq, settled (what) in a term that has ended,
 // at once: the next owner's feed reads the stream, and would deliver it
 // again.
-func (l *lane) deleteStale(seq uint64, what string) {
-	if err := deleteEntry(l.d.sendCtx, l.stream(), seq); err != nil {
-		l.d.log.Warn("delete a "+what+" ordered entry of an ended term", "seq", seq, "err", err)
+func (l *Owner) deleteStale(seq uint64, what string) {
+	if err := deleteEntry(l.o.Sends, l.stream(), seq); err != nil {
+		l.log.Warn("delete a "+what+" ordered entry of an ended term", "seq", seq, "err", err)
 	}
 }
 
 // next lets k's next entry go, its current one settled and removed. l.mu is
 // held.
-func (l *lane) next(k *laneKey) {
+func (l *Owner) next(k *laneKey) {
 	k.busy, k.cur = false, nil
 	if len(k.entries) == 0 || k.entries[0].tries == 0 {
 		l.setWhy(k, "", time.Time{})
@@ -581,50 +525,48 @@ func (l *lane) next(k *laneKey) {
 }
 
 // done settles an attempt of k's entry cur: delivered or dead-lettered
-// (ok), or to come back (a NATS failure, a shutdown).
-func (l *lane) done(gen uint64, k *laneKey, cur *laneEntry, dl *delivery, ok bool) {
-	d := l.d
+// (o.OK), or to come back (a NATS failure, a shutdown).
+func (l *Owner) done(gen uint64, k *laneKey, cur *laneEntry, o Outcome) {
 	// Its own goroutine, not a job: done runs in the ledger's callback,
 	// which must not wait for the job pool. Bounded by the requests in
 	// flight.
-	d.inflight.Add(1)
-	go func() {
-		defer d.inflight.Done()
-		if !ok {
+	l.eng.Go(func() {
+		if !o.OK {
 			l.wait(gen, k, 2*time.Second+jitter(3*time.Second), "")
 			return
 		}
-		if dl.dead && dl.s.ep.HoldsOnDeadLetter() {
-			seq, err := l.holdKey(gen, k, dl)
+		if o.Hold != nil {
+			seq, err := l.holdKey(gen, k, *o.Hold)
 			if err != nil {
-				dl.log(d.log, slog.LevelWarn, "hold marker not stored; the dead letter comes again", "err", err)
+				if o.Log != nil {
+					o.Log(slog.LevelWarn, "hold marker not stored; the dead letter comes again", "err", err)
+				}
 				l.wait(gen, k, 2*time.Second, "")
 				return
 			}
 			l.moveBehind(gen, k, seq)
 		}
 		l.finish(gen, k, cur, true)
-	}()
+	})
 }
 
-// holdKey stores the marker that holds k after dl's dead letter, before dl's
-// entry is deleted, and returns its sequence.
-func (l *lane) holdKey(gen uint64, k *laneKey, dl *delivery) (uint64, error) {
-	d := l.d
-	m := nats.NewMsg(jetstream.LanePrefix + dl.e.id)
-	m.Header.Set(jetstream.HdrMsgID, "ord-hold-"+dl.e.id+"-"+dl.ev.key)
-	m.Header.Set(jetstream.HdrEndpoint, dl.e.id)
+// holdKey stores the marker that holds k after its dead letter h, before
+// the dead letter's entry is deleted, and returns its sequence.
+func (l *Owner) holdKey(gen uint64, k *laneKey, h Hold) (uint64, error) {
+	m := nats.NewMsg(jetstream.LanePrefix + k.id.ep)
+	m.Header.Set(jetstream.HdrMsgID, "ord-hold-"+k.id.ep+"-"+h.EventKey)
+	m.Header.Set(jetstream.HdrEndpoint, k.id.ep)
 	m.Header.Set(jetstream.HdrOrderingKey, k.id.key)
-	m.Header.Set(jetstream.HdrEventID, dl.ev.id)
-	m.Header.Set(hdrLaneHold, dl.ev.id)
-	m.Header.Set(jetstream.HdrAttempts, fmt.Sprint(dl.st.Attempts)) // the held key's view shows them
-	ctx, cancel := context.WithTimeout(d.sendCtx, 5*time.Second)
+	m.Header.Set(jetstream.HdrEventID, h.EventID)
+	m.Header.Set(hdrLaneHold, h.EventID)
+	m.Header.Set(jetstream.HdrAttempts, fmt.Sprint(h.Attempts)) // the held key's view shows them
+	ctx, cancel := context.WithTimeout(l.o.Sends, 5*time.Second)
 	defer cancel()
-	ack, err := d.o.JS.PublishMsg(ctx, m)
+	ack, err := l.o.JS.PublishMsg(ctx, m)
 	if err != nil {
 		return 0, err
 	}
-	e, _ := entryOf(ack.Sequence, m.Header, d.now())
+	e, _ := entryOf(ack.Sequence, m.Header, l.now())
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if gen == l.gen {
@@ -636,32 +578,26 @@ func (l *lane) holdKey(gen uint64, k *laneKey, dl *delivery) (uint64, error) {
 	return ack.Sequence, nil
 }
 
-// again stores k's entry cur again with dl's attempt state, due after wait,
-// and deletes the old one: the key waits for it.
-func (l *lane) again(gen uint64, k *laneKey, cur *laneEntry, dl *delivery, wait time.Duration) {
-	d := l.d
-	if forgotten(dl) {
-		return
-	}
-	at := d.now().Add(wait)
-	m := laneMsg(dl, at)
+// again stores k's entry cur again as r.Msg, with the attempt's state, due
+// after r.Wait, and deletes the old one: the key waits for it. An error:
+// not stored (the engine settles the attempt to come back).
+func (l *Owner) again(gen uint64, k *laneKey, cur *laneEntry, r Retry) error {
+	m := r.Msg
 	if cur.front {
 		m.Header.Set(hdrLaneFront, "1")
 		m.Header.Set(hdrLaneOrder, strconv.FormatUint(cur.order, 10))
 	}
-	ctx, cancel := context.WithTimeout(d.sendCtx, 5*time.Second)
-	ack, err := d.o.JS.PublishMsg(ctx, m)
+	ctx, cancel := context.WithTimeout(l.o.Sends, 5*time.Second)
+	ack, err := l.o.JS.PublishMsg(ctx, m)
 	cancel()
 	if err != nil {
-		dl.log(d.log, slog.LevelWarn, "ordered retry not stored; the attempt comes again", "err", err)
-		dl.done(false)
-		return
+		return err
 	}
-	e, _ := entryOf(ack.Sequence, m.Header, d.now())
+	e, _ := entryOf(ack.Sequence, m.Header, l.now())
 	if !cur.front {
 		e.first = cur.first
 	}
-	e.msg = keptMsgOf(m.Header, m.Data, d.now())
+	e.msg = keptMsgOf(m.Header, m.Data, l.now())
 	e.size = int64(e.msg.size)
 	l.mu.Lock()
 	stale := gen != l.gen
@@ -673,7 +609,7 @@ func (l *lane) again(gen uint64, k *laneKey, cur *laneEntry, dl *delivery, wait 
 		l.file(k, &e)
 		// The key waits for the new entry, not for this; deleted at once
 		// unless a purge covers it, so that the endpoint's entries in the
-		// stream stay within its bounds (lane_bound.go).
+		// stream stay within its bounds (bound.go).
 		l.removeLater(laneRemoval{seq: cur.seq, at: time.Now(), urgent: true, of: k})
 	}
 	l.mu.Unlock()
@@ -682,6 +618,6 @@ func (l *lane) again(gen uint64, k *laneKey, cur *laneEntry, dl *delivery, wait 
 	} else {
 		l.moveBehind(gen, k, ack.Sequence)
 	}
-	l.wait(gen, k, wait, "retrying")
-	dl.log(d.log, slog.LevelInfo, "delivery failed; retrying in its key's turn", "attempt", dl.st.Attempts, "status", dl.st.Status, "error", dl.st.Error, "retry_in", wait.Round(time.Millisecond), "retry_at", at.UTC().Format(time.RFC3339Nano))
+	l.wait(gen, k, r.Wait, "retrying")
+	return nil
 }

@@ -1,10 +1,10 @@
-package dispatch
+package lane
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,12 +14,9 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
-// Per-key ordering: the ordered lane.
-//
 // An endpoint with ordering: key receives the deliveries of events that
 // carry the same Hookjet-Ordering-Key one at a time, in publish order; the
 // next is not attempted before the previous is settled (delivered,
@@ -55,8 +52,10 @@ import (
 // serialise every event. Here the servers hold one subject per ordered
 // endpoint and the entries waiting; memory in the owner grows with the
 // entries waiting (about 200 B each), never with keys that have none.
-type lane struct {
-	d *Dispatcher
+type Owner struct {
+	eng Engine
+	o   Options
+	log *slog.Logger
 
 	mu    sync.Mutex
 	gen   uint64 // ownership term: state of an earlier term is ignored
@@ -155,11 +154,10 @@ type laneEntry struct {
 	msg   *keptMsg  // the entry's message, when kept in memory
 }
 
-// keptMsg is a lane entry's message as read (or stored) by the owner.
+// keptMsg is a lane entry's message as read (or stored) by the owner, and
+// about its size in memory (0: not counted).
 type keptMsg struct {
-	hdr  nats.Header
-	data []byte
-	at   time.Time
+	Msg
 	size int
 }
 
@@ -175,57 +173,73 @@ const (
 	hdrLaneOrder = "Hookjet-Ordered-Order"
 )
 
-func newLane(d *Dispatcher) *lane {
-	return &lane{d: d, keys: map[laneKeyID]*laneKey{}, byEp: map[string]map[string]*laneKey{}, own: map[uint64]struct{}{}, floorWait: map[laneKeyID]uint64{},
+// New makes this process's part in the ordered lane; RunLease starts it.
+func New(eng Engine, o Options) *Owner {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Sends == nil {
+		o.Sends = context.Background()
+	}
+	if o.Busy == nil {
+		o.Busy = func(string) bool { return false }
+	}
+	return &Owner{eng: eng, o: o, log: o.Log, keys: map[laneKeyID]*laneKey{}, byEp: map[string]map[string]*laneKey{}, own: map[uint64]struct{}{}, floorWait: map[laneKeyID]uint64{},
 		ready: map[string][]*laneKey{}, running: map[string]bool{}, wake: make(chan struct{}, 1), removeKick: make(chan struct{}, 1), live: map[uint64]*laneKey{}, moving: map[uint64]struct{}{}, blocked: map[*laneKey]struct{}{}, counts: map[string]laneCounts{}, ahead: map[string]laneCount{}, aheadSeq: map[uint64]laneAhead{}}
 }
 
-// ordered reports whether dl goes through the lane: its endpoint orders by
-// key and its event has one.
-func ordered(dl *delivery) bool {
-	return dl.s.ep.Ordered() && jetstream.OrderingKey(dl.hdr) != ""
+func (l *Owner) now() time.Time { return l.o.Now() }
+
+// Into makes m, a task of an event with ordering key key to endpoint, an
+// entry of the ordered lane: its subject, the key, and a Nats-Msg-Id of the
+// endpoint, the event and attempts, so that storing it twice stores it once.
+// The event's key (Hookjet-Event-Key) is m's.
+func Into(m *nats.Msg, endpoint, key string, attempts int) {
+	m.Subject = jetstream.LanePrefix + endpoint
+	m.Header.Set(jetstream.HdrMsgID, "ord-"+endpoint+"-"+m.Header.Get(jetstream.HdrEventKey)+"-"+strconv.Itoa(attempts))
+	m.Header.Set(jetstream.HdrOrderingKey, key)
 }
 
-// laneMsg is dl's lane entry: its task with the lane's subject and id.
-func laneMsg(dl *delivery, due time.Time) *nats.Msg {
-	msg := taskFor(dl, time.Time{})
-	msg.Subject = jetstream.LanePrefix + dl.e.id
-	msg.Header.Set(jetstream.HdrMsgID, "ord-"+dl.e.id+"-"+dl.ev.key+"-"+strconv.Itoa(dl.st.Attempts))
-	msg.Header.Set(jetstream.HdrOrderingKey, jetstream.OrderingKey(dl.hdr))
+// Front makes m, an entry (Into), a front entry: a replay, which goes
+// before its key's waiting events and releases the key's hold on it.
+func Front(m *nats.Msg) { m.Header.Set(hdrLaneFront, "1") }
+
+// SetDue has entry m not attempted before due (zero: at once).
+func SetDue(m *nats.Msg, due time.Time) {
 	if !due.IsZero() {
-		msg.Header.Set(hdrLaneDue, due.UTC().Format(time.RFC3339Nano))
+		m.Header.Set(hdrLaneDue, due.UTC().Format(time.RFC3339Nano))
 	}
-	return msg
 }
 
-// enqueue stores dl, a fan-out delivery, in the lane and settles it once
-// stored; a refusal (the stream full, NATS failing) brings the event back.
-func (l *lane) enqueue(dl *delivery) {
-	d := l.d
-	if forgotten(dl) {
-		return
+// Release is the message that releases the hold on its key of the dead
+// letter of event eventID at endpoint (its dead letter was discarded).
+func Release(endpoint, eventID string) *nats.Msg {
+	m := nats.NewMsg(jetstream.LanePrefix + endpoint)
+	m.Header.Set(jetstream.HdrEndpoint, endpoint)
+	m.Header.Set(hdrLaneRelease, eventID)
+	return m
+}
+
+// Reservation is room an entry this process's fan-out stores takes in its
+// endpoint's bounds until the feed reads it (Reserve, Enqueue).
+type Reservation = laneAhead
+
+// Enqueue stores m, an entry (Into) that r reserved room for, and ends the
+// reservation once the feed reads it. Full(err): the lane refused it for
+// its limits.
+func (l *Owner) Enqueue(r Reservation, m *nats.Msg) error {
+	ctx, cancel := context.WithTimeout(l.o.Sends, 5*time.Second)
+	defer cancel()
+	var seq uint64
+	ack, err := l.o.JS.PublishMsg(ctx, m)
+	if err == nil {
+		seq = ack.Sequence
 	}
-	why, ahead := l.reserve(dl)
-	if why != "" {
-		d.goJob(func() { d.overflow(dl, why) })
-		return
-	}
-	d.goJob(func() {
-		seq, err := d.publishSeq(laneMsg(dl, time.Time{}))
-		l.landed(ahead, seq)
-		if laneFull(err) {
-			dl.st.Error = fmt.Sprintf("the ordered lane %s is full (%d bytes: an eighth of streams.tasks_max_bytes)", jetstream.LaneStream, jetstream.LaneBytes(d.tasksMax))
-			d.deadLetter(dl, "overflow")
-			return
-		}
-		if err != nil {
-			d.countDeferral(dl.e, "infrastructure")
-			dl.log(d.log, slog.LevelWarn, "ordered delivery not stored; the event comes back", "err", err)
-			dl.done(false)
-			return
-		}
-		dl.done(true)
-	})
+	l.landed(r, seq)
+	return err
 }
 
 // jsErrStoreFailed is nats-server's JSStreamStoreFailedF, the error of a
@@ -233,9 +247,9 @@ func (l *lane) enqueue(dl *delivery) {
 // "maximum messages exceeded"); nats.go has no name for it.
 const jsErrStoreFailed natsjs.ErrorCode = 10077
 
-// laneFull reports whether err is HOOKJET_ORDERED refusing an entry for its
+// Full reports whether err is HOOKJET_ORDERED refusing an entry for its
 // limits.
-func laneFull(err error) bool {
+func Full(err error) bool {
 	var apiErr *natsjs.APIError
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrStoreFailed
 }
@@ -248,7 +262,7 @@ func entryOf(seq uint64, h nats.Header, at time.Time) (laneEntry, string) {
 		e.front, e.hold, e.id = true, true, v
 	}
 	if !e.front {
-		e.order, _ = strconv.ParseUint(h.Get(hdrEventSeq), 10, 64)
+		e.order, _ = strconv.ParseUint(h.Get(jetstream.HdrEventSeq), 10, 64)
 	} else if o, err := strconv.ParseUint(h.Get(hdrLaneOrder), 10, 64); err == nil && !e.hold {
 		e.order = o
 	}
@@ -256,7 +270,7 @@ func entryOf(seq uint64, h nats.Header, at time.Time) (laneEntry, string) {
 	if t, err := time.Parse(time.RFC3339Nano, h.Get(hdrLaneDue)); err == nil {
 		e.due = t
 	}
-	if t, err := time.Parse(time.RFC3339Nano, h.Get(hdrPublished)); err == nil && !e.front {
+	if t, err := time.Parse(time.RFC3339Nano, h.Get(jetstream.HdrPublished)); err == nil && !e.front {
 		e.first = t
 	}
 	if t, err := time.Parse(time.RFC3339Nano, h.Get(hdrLaneSince)); err == nil && e.hold {
@@ -325,45 +339,26 @@ func isNotFound(err error) bool {
 	return err != nil && (errors.Is(err, natsjs.ErrMsgNotFound) || strings.Contains(err.Error(), "no message found"))
 }
 
-// laneReplay turns out, the task replaying a dead letter with headers src
-// to endpoint e, into a front entry of the ordered lane when e orders by
-// key and the dead letter has one: it goes before the key's waiting events
-// (and releases the key's hold on it). It reports whether it did.
-func laneReplay(out *nats.Msg, e *endpoint, src nats.Header) bool {
-	key := jetstream.OrderingKey(src)
-	if key == "" || !e.set.Load().ep.Ordered() {
-		return false
-	}
-	intoLane(out, e.id, key)
-	out.Header.Set(hdrLaneFront, "1")
-	return true
-}
-
-// laneRedelivery turns task, a redelivery of an event with headers src to
-// ep, into an entry of the ordered lane when ep orders by key and the event
-// has one: it takes its turn by its event sequence.
-func laneRedelivery(task *nats.Msg, ep *config.Endpoint, src nats.Header) {
-	if key := jetstream.OrderingKey(src); key != "" && ep.Ordered() {
-		intoLane(task, ep.ID, key)
+// sleep waits for dur or until ctx is done.
+func sleep(ctx context.Context, dur time.Duration) {
+	t := time.NewTimer(dur)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 
-func intoLane(m *nats.Msg, endpoint, key string) {
-	m.Subject = jetstream.LanePrefix + endpoint
-	m.Header.Set(jetstream.HdrMsgID, "ord-"+endpoint+"-"+m.Header.Get(hdrEventKey)+"-0")
-	m.Header.Set(jetstream.HdrOrderingKey, key)
+func jitter(upTo time.Duration) time.Duration {
+	if upTo <= 0 {
+		return 0
+	}
+	return rand.N(upTo)
 }
 
-// ReleaseHold lets the key held by the dead letter of event eventID at
-// endpoint id go on: its dead letter was discarded. Endpoints that do not
-// order by key have nothing to release.
-func (d *Dispatcher) ReleaseHold(ctx context.Context, id, eventID string) error {
-	e := d.endpoint(id)
-	if e == nil || !e.set.Load().ep.Ordered() {
-		return nil
-	}
-	m := nats.NewMsg(jetstream.LanePrefix + id)
-	m.Header.Set(jetstream.HdrEndpoint, id)
-	m.Header.Set(hdrLaneRelease, eventID)
-	return d.publishCtx(ctx, m)
+// Owns reports whether this process owns the lane now.
+func (l *Owner) Owns() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.owner
 }
