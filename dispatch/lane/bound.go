@@ -34,6 +34,38 @@ import (
 // burst to wait in the lane without counting toward its bounds.
 const laneProven = time.Minute
 
+// tally counts each endpoint's entries in the lane toward its bounds, and
+// says when one more would pass them. State only, kept under its Owner's
+// lock: its own type so that the bounds' arithmetic reads (and tests)
+// without the stream.
+type tally struct {
+	// counts are what each endpoint's entries hold, and began when the
+	// term began: entries stored since are bounded.
+	counts map[string]laneCounts
+	began  time.Time
+	// ahead are the entries this process's fan-out is storing or has
+	// stored (aheadSeq, by sequence) and the feed has not read yet, per
+	// endpoint: they count toward its bounds too.
+	ahead    map[string]laneCount
+	aheadSeq map[uint64]laneAhead
+	// busy, share and shares: Options.Busy, Share and Shares.
+	busy   func(cause string) bool
+	share  int64
+	shares int
+}
+
+func newTally(o Options) tally {
+	t := tally{busy: o.Busy, share: o.Share, shares: o.Shares}
+	t.clear()
+	return t
+}
+
+// clear forgets every count: the term ended.
+func (t *tally) clear() {
+	t.counts = map[string]laneCounts{}
+	t.ahead, t.aheadSeq = map[string]laneCount{}, map[uint64]laneAhead{}
+}
+
 // laneCount is what some entries of an endpoint hold in the lane.
 type laneCount struct {
 	n     int
@@ -47,48 +79,126 @@ func (c *laneCount) add(e *laneEntry, sign int) {
 
 // failing reports whether a key held for why counts toward its endpoint's
 // bounds.
-func (l *Owner) failing(why string) bool { return why != "" && !l.o.Busy(why) }
+func (t *tally) failing(why string) bool { return why != "" && !t.busy(why) }
 
 // counted reports whether entry e counts toward its endpoint's bounds: a
 // hold marker is no delivery, and a replay was asked for by an operator.
 func (e *laneEntry) counted() bool { return !e.front }
 
-// tally adds sign times e to its endpoint's counts. l.mu is held.
-func (l *Owner) tally(k *laneKey, e *laneEntry, sign int) {
+// add adds sign times e, an entry of a key of endpoint ep held for why, to
+// the endpoint's counts.
+func (t *tally) add(ep, why string, e *laneEntry, sign int) {
 	if e.hold {
 		return
 	}
-	c := l.counts[k.id.ep]
+	c := t.counts[ep]
 	c.deliveries += sign
 	if e.counted() {
 		c.all.add(e, sign)
-		if l.failing(k.why) {
+		if t.failing(why) {
 			c.failing.add(e, sign)
 		}
 	}
-	l.setCounts(k.id.ep, c)
+	t.set(ep, c)
 }
 
-// setCounts keeps c as endpoint ep's counts, none when it holds nothing.
-// l.mu is held.
-func (l *Owner) setCounts(ep string, c laneCounts) {
+// fail adds (sign 1) or takes (-1) a key's entries to or from its
+// endpoint's failing count: the key started or stopped failing.
+func (t *tally) fail(ep string, entries []*laneEntry, sign int) {
+	c := t.counts[ep]
+	c.failingKeys += sign
+	for _, e := range entries {
+		if e.counted() {
+			c.failing.add(e, sign)
+		}
+	}
+	t.set(ep, c)
+}
+
+// set keeps c as endpoint ep's counts, none when it holds nothing.
+func (t *tally) set(ep string, c laneCounts) {
 	if c.deliveries <= 0 && c.failingKeys <= 0 {
-		delete(l.counts, ep)
+		delete(t.counts, ep)
 		return
 	}
-	l.counts[ep] = c
+	t.counts[ep] = c
 }
+
+// waiting counts endpoint ep's deliveries waiting (views).
+func (t *tally) waiting(ep string) int { return t.counts[ep].deliveries }
 
 // laneCounts are an endpoint's entries in the lane: all, and those of its
 // failing keys, and how many keys fail (each may hold a second copy of its
-// first entry for a moment, while a retry stores it again: lane_owner.go
-// again).
+// first entry for a moment, while a retry stores it again: run.go again).
 type laneCounts struct {
 	all, failing laneCount
 	failingKeys  int
 	// deliveries counts every entry but hold markers, replays included:
-	// what the endpoint's views count as waiting (ordering_view.go).
+	// what the endpoint's views count as waiting (view.go).
 	deliveries int
+}
+
+// bounds says why endpoint ep's entries, with n more of size bytes for
+// key, pass its max_backlog limit or its share of the lane ("": they do
+// not). keyFails: key has entries in the lane and fails; proven(ep): the
+// endpoint delivered lately, asked only when the entries pass a bound
+// counted in full. Each failing key counts one entry more: the copy a retry
+// stores before its first is removed. The entries this process stored and
+// the feed has not read yet count as every entry, and as failing ones when
+// the key fails.
+func (t *tally) bounds(ep string, limit int, keyFails bool, key string, n int, size int64, proven func(ep string) bool) string {
+	share := t.share
+	c, ahead := t.counts[ep], t.ahead[ep]
+	all := laneCount{n: c.all.n + ahead.n + c.failingKeys + n, bytes: c.all.bytes + ahead.bytes + size}
+	if (limit <= 0 || all.n <= limit) && all.bytes <= share {
+		return "" // within both bounds whatever counts
+	}
+	count, what := all, ""
+	if proven(ep) {
+		if !keyFails {
+			return ""
+		}
+		count = laneCount{n: c.failing.n + ahead.n + c.failingKeys + n, bytes: c.failing.bytes + ahead.bytes + size}
+		what = fmt.Sprintf(" while ordering key %q fails", key)
+	}
+	switch {
+	case limit > 0 && count.n > limit:
+		return fmt.Sprintf("the endpoint's backlog reached max_backlog (%d waiting deliveries)%s", limit, what)
+	case count.bytes > share:
+		return fmt.Sprintf("the endpoint's waiting ordered deliveries reached 1/%d of %s (%d bytes)%s", t.shares, jetstream.LaneStream, share, what)
+	}
+	return ""
+}
+
+// aheadAdd adds sign times a to its endpoint's entries ahead of the feed.
+func (t *tally) aheadAdd(a laneAhead, sign int) {
+	c := t.ahead[a.ep]
+	c.n += sign
+	c.bytes += int64(sign) * a.size
+	if c.n <= 0 {
+		delete(t.ahead, a.ep)
+		return
+	}
+	t.ahead[a.ep] = c
+}
+
+// landed keeps a, stored at seq, ahead until the feed reads it: unless it
+// was not stored (seq 0) or the feed has read it already (up to fed).
+func (t *tally) landed(a laneAhead, seq, fed uint64) {
+	if seq == 0 || seq <= fed {
+		t.aheadAdd(a, -1)
+		return
+	}
+	t.aheadSeq[seq] = a
+}
+
+// readAhead ends the reservation of the entry at seq, which the feed has
+// read.
+func (t *tally) readAhead(seq uint64) {
+	if a, ok := t.aheadSeq[seq]; ok {
+		delete(t.aheadSeq, seq)
+		t.aheadAdd(a, -1)
+	}
 }
 
 // setWhy says why k waits ("": it does not), moving its entries into or out
@@ -97,23 +207,16 @@ func (l *Owner) setWhy(k *laneKey, why string, since time.Time) {
 	if k.why == why {
 		return
 	}
-	was, is := l.failing(k.why), l.failing(why)
+	was, is := l.tally.failing(k.why), l.tally.failing(why)
 	k.why, k.since = why, since
 	if was == is {
 		return
 	}
-	c := l.counts[k.id.ep]
 	sign := -1
 	if is {
 		sign = 1
 	}
-	c.failingKeys += sign
-	for _, e := range k.entries {
-		if e.counted() {
-			c.failing.add(e, sign)
-		}
-	}
-	l.setCounts(k.id.ep, c)
+	l.tally.fail(k.id.ep, k.entries, sign)
 	if is {
 		l.trim(k)
 	}
@@ -135,7 +238,7 @@ func (l *Owner) trim(k *laneKey) {
 	}
 	gen := l.gen
 	for i := len(k.entries) - 1; i >= 1; i-- {
-		why := l.passed(limit, k)
+		why := l.over(k.id.ep, limit, k, k.id.key, 0, 0)
 		if why == "" {
 			return
 		}
@@ -148,47 +251,11 @@ func (l *Owner) trim(k *laneKey) {
 	}
 }
 
-// over says why one more entry of size bytes for key of endpoint e (k: its
-// key in the lane, nil when it has none) would pass the endpoint's
-// max_backlog or its share of the lane ("": it would not). The entries
-// this process stored and the feed has not read yet count as every
-// entry, and as failing ones when k fails. l.mu is held.
-func (l *Owner) over(ep string, limit int, k *laneKey, key string, size int64) string {
-	return l.bounds(ep, limit, k, key, 1, size)
-}
-
-// passed says why endpoint e's entries pass its bounds now ("": they do
-// not). l.mu is held.
-func (l *Owner) passed(limit int, k *laneKey) string {
-	return l.bounds(k.id.ep, limit, k, k.id.key, 0, 0)
-}
-
-// bounds says why endpoint e's entries, with n more of size bytes for key
-// (k: its key, nil when it has none), pass its max_backlog or its share of
-// the lane ("": they do not). Each failing key counts one entry more: the
-// copy a retry stores before its first is removed. l.mu is held.
-func (l *Owner) bounds(ep string, limit int, k *laneKey, key string, n int, size int64) string {
-	share := l.o.Share
-	c, ahead := l.counts[ep], l.ahead[ep]
-	all := laneCount{n: c.all.n + ahead.n + c.failingKeys + n, bytes: c.all.bytes + ahead.bytes + size}
-	if (limit <= 0 || all.n <= limit) && all.bytes <= share {
-		return "" // within both bounds whatever counts
-	}
-	count, what := all, ""
-	if l.proven(ep) {
-		if k == nil || !l.failing(k.why) {
-			return ""
-		}
-		count = laneCount{n: c.failing.n + ahead.n + c.failingKeys + n, bytes: c.failing.bytes + ahead.bytes + size}
-		what = fmt.Sprintf(" while ordering key %q fails", key)
-	}
-	switch {
-	case limit > 0 && count.n > limit:
-		return fmt.Sprintf("the endpoint's backlog reached max_backlog (%d waiting deliveries)%s", limit, what)
-	case count.bytes > share:
-		return fmt.Sprintf("the endpoint's waiting ordered deliveries reached 1/%d of %s (%d bytes)%s", l.o.Shares, jetstream.LaneStream, share, what)
-	}
-	return ""
+// over says why endpoint ep's entries, with n more of size bytes for key
+// (k: its key in the lane, nil when it has none), pass its max_backlog
+// limit or its share of the lane ("": they do not). l.mu is held.
+func (l *Owner) over(ep string, limit int, k *laneKey, key string, n int, size int64) string {
+	return l.tally.bounds(ep, limit, k != nil && l.tally.failing(k.why), key, n, size, l.proven)
 }
 
 // proven reports whether endpoint ep delivered within laneProven.
@@ -217,11 +284,11 @@ func (l *Owner) Reserve(ep string, limit int, key string, size int64) (string, R
 	if !l.owner {
 		return "", laneAhead{}
 	}
-	if why := l.over(ep, limit, l.keys[laneKeyID{ep, key}], key, size); why != "" {
+	if why := l.over(ep, limit, l.keys[laneKeyID{ep, key}], key, 1, size); why != "" {
 		return why, laneAhead{}
 	}
 	a := laneAhead{gen: l.gen, ep: ep, size: size}
-	l.aheadAdd(a, 1)
+	l.tally.aheadAdd(a, 1)
 	return "", a
 }
 
@@ -236,47 +303,21 @@ func (l *Owner) landed(a laneAhead, seq uint64) {
 	if a.gen != l.gen {
 		return
 	}
-	if seq == 0 || seq <= l.fed {
-		l.aheadAdd(a, -1)
-		return
-	}
-	l.aheadSeq[seq] = a
-}
-
-// aheadAdd adds sign times a to its endpoint's entries ahead of the feed.
-// l.mu is held.
-func (l *Owner) aheadAdd(a laneAhead, sign int) {
-	c := l.ahead[a.ep]
-	c.n += sign
-	c.bytes += int64(sign) * a.size
-	if c.n <= 0 {
-		delete(l.ahead, a.ep)
-		return
-	}
-	l.ahead[a.ep] = c
-}
-
-// readAhead ends the reservation of the entry at seq, which the feed has
-// read. l.mu is held.
-func (l *Owner) readAhead(seq uint64) {
-	if a, ok := l.aheadSeq[seq]; ok {
-		delete(l.aheadSeq, seq)
-		l.aheadAdd(a, -1)
-	}
+	l.tally.landed(a, seq, l.rm.fed)
 }
 
 // bound takes entry v, just read into k, out of it again when it was
 // stored during this term and passes its endpoint's bounds, and has it
 // dead-lettered as overflow; it reports whether it did. l.mu is held.
 func (l *Owner) bound(k *laneKey, v *laneEntry, stored time.Time) bool {
-	if !v.counted() || stored.Before(l.began) {
+	if !v.counted() || stored.Before(l.tally.began) {
 		return false
 	}
 	limit, ok := l.eng.MaxBacklog(k.id.ep)
 	if !ok {
 		return false
 	}
-	why := l.over(k.id.ep, limit, k, k.id.key, v.size)
+	why := l.over(k.id.ep, limit, k, k.id.key, 1, v.size)
 	if why == "" {
 		return false
 	}
@@ -306,11 +347,11 @@ func (l *Owner) overflow(gen uint64, k *laneKey, v *laneEntry, why string) {
 		l.mu.Lock()
 		stale := gen != l.gen
 		if !stale {
-			l.drop(v.seq)
+			l.rm.drop(v.seq)
 		}
 		l.mu.Unlock()
 		if stale {
-			l.deleteStale(v.seq, "dead-lettered")
+			l.rn.deleteStale(v.seq, "dead-lettered")
 		}
 	})
 }

@@ -52,6 +52,24 @@ import (
 // serialise every event. Here the servers hold one subject per ordered
 // endpoint and the entries waiting; memory in the owner grows with the
 // entries waiting (about 200 B each), never with keys that have none.
+//
+// The Owner's state is one table of keys under one lock; the parts that work
+// on it are types of their own, each in its file with its job, sharing the
+// lock (a method's doc says when it must be held) rather than each an actor
+// of its own, so that a key moves from one to the next under one lock:
+//   - floorGate (floor.go): the ack floor's barrier, state only;
+//   - tally (bound.go): each endpoint's entries counted toward its bounds,
+//     state only;
+//   - runner (run.go): the attempts of keys' first entries, per endpoint,
+//     handed to the Engine, and their settlement;
+//   - remover (remove.go): settled entries out of the stream, mostly by one
+//     purge for many;
+//   - mover (move.go): a waiting key's entries stored again behind the
+//     others, so that the purge passes it;
+//   - the lease (lease.go) and the views (view.go) are the Owner's own.
+//
+// The Owner itself reads the stream into the keys (term.go: the feed) and
+// decides which key's first entry may go (consider).
 type Owner struct {
 	eng Engine
 	o   Options
@@ -65,54 +83,15 @@ type Owner struct {
 	// own holds the stream sequences of entries this process stored
 	// while owner and the feed has not read yet: the feed skips them.
 	own map[uint64]struct{}
-	// read is the last stream sequence the feed handed over.
-	read uint64
-	// floor is the fan-out consumer's ack floor last read; floorWait the
-	// keys whose first entry waits for it to rise, with that entry's
-	// order, and floorQueue the same by order (lane_floor.go).
-	floor      uint64
-	floorWait  map[laneKeyID]uint64
-	floorQueue floorQueue
-	// pendFloor is an ack floor read before the lane's last sequence was
-	// pendLast: it applies once the feed has read that far, because an
-	// entry of an event below the floor was stored before the floor was
-	// read, but the feed may not have handed it over yet.
-	pendFloor, pendLast uint64
-	// ready are the keys whose first entry may go now, per endpoint, in
-	// the order they became ready; a runner per endpoint with some.
-	ready   map[string][]*laneKey
-	running map[string]bool
-	wake    chan struct{} // the floor poller: a key started waiting
-	// live are the stream sequences of the entries filed in keys, and low
-	// the lowest sequence that may still be live: every entry below it
-	// the feed has read and none is filed, so one purge removes them all
-	// (lane_remove.go). removals are the entries settled or dropped and
-	// not yet removed from the stream, for the term's remover.
-	live       map[uint64]*laneKey
-	low        uint64
-	fed        uint64 // the last sequence the feed handed over
-	removals   []laneRemoval
-	removeKick chan struct{}
-	// kept is the size of the entries' messages kept in memory (at most
-	// laneKeep), so that most attempts need not read their entry again.
-	kept int
+
+	gate  floorGate // the ack floor's barrier (floor.go)
+	tally tally     // each endpoint's entries, toward its bounds (bound.go)
+	rn    runner    // the keys' attempts (run.go)
+	rm    remover   // settled entries out of the stream (remove.go)
+	mv    mover     // waiting keys' entries behind the others (move.go)
+
 	// reported are the metric labels last reported with held keys.
 	reported map[string]bool
-	// moving are the sequences of entries being stored again behind their
-	// key (lane_move.go): the feed leaves their copies to the mover.
-	moving map[uint64]struct{}
-	// blocked are the keys whose first entry waits for its due time or
-	// is a hold marker (lane_move.go moves them ahead of the purge).
-	blocked map[*laneKey]struct{}
-	// counts are what each endpoint's entries hold (lane_bound.go), and
-	// began when the term began: entries stored since are bounded.
-	counts map[string]laneCounts
-	began  time.Time
-	// ahead are the entries this process's fan-out is storing or has
-	// stored (aheadSeq, by sequence) and the feed has not read yet, per
-	// endpoint: they count toward its bounds too.
-	ahead    map[string]laneCount
-	aheadSeq map[uint64]laneAhead
 
 	st     natsjs.Stream   // HOOKJET_ORDERED, for the term
 	ctx    context.Context // the term's: cancelled when ownership ends
@@ -187,8 +166,12 @@ func New(eng Engine, o Options) *Owner {
 	if o.Busy == nil {
 		o.Busy = func(string) bool { return false }
 	}
-	return &Owner{eng: eng, o: o, log: o.Log, keys: map[laneKeyID]*laneKey{}, byEp: map[string]map[string]*laneKey{}, own: map[uint64]struct{}{}, floorWait: map[laneKeyID]uint64{},
-		ready: map[string][]*laneKey{}, running: map[string]bool{}, wake: make(chan struct{}, 1), removeKick: make(chan struct{}, 1), live: map[uint64]*laneKey{}, moving: map[uint64]struct{}{}, blocked: map[*laneKey]struct{}{}, counts: map[string]laneCounts{}, ahead: map[string]laneCount{}, aheadSeq: map[uint64]laneAhead{}}
+	l := &Owner{eng: eng, o: o, log: o.Log, keys: map[laneKeyID]*laneKey{}, byEp: map[string]map[string]*laneKey{}, own: map[uint64]struct{}{},
+		gate: newFloorGate(), tally: newTally(o)}
+	l.rn = runner{l: l, ready: map[string][]*laneKey{}, running: map[string]bool{}}
+	l.rm = remover{l: l, live: map[uint64]*laneKey{}, kick: make(chan struct{}, 1)}
+	l.mv = mover{l: l, moving: map[uint64]struct{}{}, blocked: map[*laneKey]struct{}{}}
+	return l
 }
 
 func (l *Owner) now() time.Time { return l.o.Now() }

@@ -33,7 +33,7 @@ func TestMovedHoldMarkerKeepsItsTime(t *testing.T) {
 func TestProbeLaneIdleAppliesFloorBeforeEntryIsRead(t *testing.T) {
 	l := New(noEngine{}, Options{})
 	l.owner, l.gen = true, 1
-	l.running["ep"] = true // no runner goroutine: the ready queue shows what would go
+	l.rn.running["ep"] = true // no runner goroutine: the ready queue shows what would go
 	entry := func(evSeq uint64, id string) nats.Header {
 		h := nats.Header{}
 		h.Set(jetstream.HdrEndpoint, "ep")
@@ -49,7 +49,7 @@ func TestProbeLaneIdleAppliesFloorBeforeEntryIsRead(t *testing.T) {
 	// The poller reads the ack floor 11 (both acked) and the lane's last
 	// sequence 101: the floor waits until the feed has read 101.
 	l.offerFloor(1, 11, 101)
-	if len(l.ready["ep"]) != 0 {
+	if len(l.rn.ready["ep"]) != 0 {
 		t.Fatal("E2 ready before the floor applied")
 	}
 	// The feed hands nothing over for two waits of laneIdle (stalled):
@@ -61,8 +61,8 @@ func TestProbeLaneIdleAppliesFloorBeforeEntryIsRead(t *testing.T) {
 	l.idle(1, stalled)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if q := l.ready["ep"]; len(q) > 0 && q[0].cur != nil && q[0].cur.id == "E2" {
-		t.Errorf("E2 (event seq 11) is ready to be attempted while E1's entry (lane seq 101, event seq 10) was never read: floor %d applied with read %d, fed %d; E2 is delivered before E1", l.floor, l.read, l.fed)
+	if q := l.rn.ready["ep"]; len(q) > 0 && q[0].cur != nil && q[0].cur.id == "E2" {
+		t.Errorf("E2 (event seq 11) is ready to be attempted while E1's entry (lane seq 101, event seq 10) was never read: floor %d applied with read %d, fed %d; E2 is delivered before E1", l.gate.floor, l.gate.read, l.rm.fed)
 	}
 }
 

@@ -2,9 +2,6 @@ package lane
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -29,9 +26,9 @@ func (l *Owner) begin(parent context.Context) error {
 	l.mu.Lock()
 	l.gen++
 	gen := l.gen
-	l.owner, l.st, l.read, l.floor, l.began = true, st, 0, 0, l.now()
-	l.pendFloor, l.pendLast = 0, 0
-	l.low, l.fed, l.removals = 0, 0, nil
+	l.owner, l.st, l.tally.began = true, st, l.now()
+	l.gate.begin()
+	l.rm.low, l.rm.fed, l.rm.removals = 0, 0, nil
 	l.ctx, l.cancel = context.WithCancel(parent)
 	term := l.ctx
 	l.mu.Unlock()
@@ -42,7 +39,7 @@ func (l *Owner) begin(parent context.Context) error {
 	}()
 	go func() {
 		defer l.wg.Done()
-		l.remover(term, gen)
+		l.rm.loop(term, gen)
 	}()
 	go func() {
 		defer l.wg.Done()
@@ -71,23 +68,22 @@ func (l *Owner) end() {
 	l.keys = map[laneKeyID]*laneKey{}
 	l.byEp = map[string]map[string]*laneKey{}
 	l.own = map[uint64]struct{}{}
-	l.floorWait, l.floorQueue = map[laneKeyID]uint64{}, nil
-	l.ready = map[string][]*laneKey{}
-	l.live, l.kept = map[uint64]*laneKey{}, 0
-	l.moving = map[uint64]struct{}{}
-	l.blocked = map[*laneKey]struct{}{}
-	l.counts = map[string]laneCounts{}
-	l.ahead, l.aheadSeq = map[string]laneCount{}, map[uint64]laneAhead{}
-	pending := l.removals
-	l.removals = nil
+	l.gate.clear()
+	l.rn.ready = map[string][]*laneKey{}
+	l.rm.live, l.rm.kept = map[uint64]*laneKey{}, 0
+	l.mv.moving = map[uint64]struct{}{}
+	l.mv.blocked = map[*laneKey]struct{}{}
+	l.tally.clear()
+	pending := l.rm.removals
+	l.rm.removals = nil
 	l.mu.Unlock()
 	cancel()
 	l.wg.Wait()
 	// What the term settled leaves the stream, or the next owner would
 	// deliver it again.
-	l.deleteEach(l.o.Sends, 0, pending)
+	l.rm.deleteEach(l.o.Sends, 0, pending)
 	l.mu.Lock()
-	l.running = map[string]bool{}
+	l.rn.running = map[string]bool{}
 	l.mu.Unlock()
 	if l.o.Held != nil {
 		l.o.Held.Reset()
@@ -99,7 +95,7 @@ func (l *Owner) end() {
 func (l *Owner) feed(ctx context.Context, gen uint64) {
 	for ctx.Err() == nil {
 		l.mu.Lock()
-		start := l.fed + 1 // not read: an idle feed counts deleted entries as read
+		start := l.rm.fed + 1 // not read: an idle feed counts deleted entries as read
 		l.mu.Unlock()
 		err := jetstream.ReadLane(ctx, l.o.JS, start, laneIdle, func(m natsjs.Msg, meta *natsjs.MsgMetadata) error {
 			l.take(gen, meta.Sequence.Stream, m.Headers(), m.Data(), meta.Timestamp)
@@ -121,8 +117,8 @@ func (l *Owner) feed(ctx context.Context, gen uint64) {
 // would let its later event go first.
 func (l *Owner) idle(gen uint64, caughtUp func() bool) {
 	l.mu.Lock()
-	last := l.pendLast
-	waits := gen == l.gen && last > l.read
+	last := l.gate.pending()
+	waits := gen == l.gen && last != 0
 	l.mu.Unlock()
 	if !waits || !caughtUp() { // no question to the server when nothing waits
 		return
@@ -130,18 +126,17 @@ func (l *Owner) idle(gen uint64, caughtUp func() bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if gen == l.gen {
-		l.readTo(last)
+		l.considerIDs(l.gate.readTo(last))
 	}
 }
 
-// readTo notes that the feed has read every entry up to seq, and applies
-// an ack floor that waited for it. l.mu is held.
-func (l *Owner) readTo(seq uint64) {
-	l.read = max(l.read, seq)
-	if l.pendLast != 0 && l.read >= l.pendLast {
-		floor := l.pendFloor
-		l.pendFloor, l.pendLast = 0, 0
-		l.applyFloor(floor)
+// considerIDs considers the keys ids (those the floor let go). l.mu is
+// held.
+func (l *Owner) considerIDs(ids []laneKeyID) {
+	for _, id := range ids {
+		if k := l.keys[id]; k != nil {
+			l.consider(k)
+		}
 	}
 }
 
@@ -152,31 +147,31 @@ func (l *Owner) take(gen, seq uint64, h nats.Header, data []byte, at time.Time) 
 	if gen != l.gen || !l.owner {
 		return
 	}
-	if l.fed == 0 {
+	if l.rm.fed == 0 {
 		// The term's first entry: none below it is left to remove.
-		l.low = max(l.low, seq)
+		l.rm.low = max(l.rm.low, seq)
 	}
-	l.fed = max(l.fed, seq)
-	l.readAhead(seq)
+	l.rm.fed = max(l.rm.fed, seq)
+	l.tally.readAhead(seq)
 	// After the entry is filed: a floor that waited for the feed to read
 	// this far may let its key go, and the key must have it by then.
-	defer l.readTo(seq)
+	defer func() { l.considerIDs(l.gate.readTo(seq)) }()
 	if _, ok := l.own[seq]; ok {
 		delete(l.own, seq)
 		return
 	}
-	if _, ok := l.moving[movedFrom(h)]; ok {
+	if _, ok := l.mv.moving[movedFrom(h)]; ok {
 		return // a copy its mover files (lane_move.go)
 	}
 	ep := h.Get(jetstream.HdrEndpoint)
 	if id := h.Get(hdrLaneRelease); id != "" {
 		l.release(ep, id)
-		l.drop(seq)
+		l.rm.drop(seq)
 		return
 	}
 	e, key := entryOf(seq, h, at)
 	if ep == "" || key == "" {
-		l.drop(seq)
+		l.rm.drop(seq)
 		return
 	}
 	e.msg = keptMsgOf(h, data, at)
@@ -223,7 +218,7 @@ func (l *Owner) releaseIn(k *laneKey, id string) bool {
 	for _, o := range k.entries {
 		if o.hold && o.id == id {
 			l.unfile(k, o)
-			l.drop(o.seq)
+			l.rm.drop(o.seq)
 			if k.why == "dead_letter" {
 				l.setWhy(k, "", time.Time{})
 			}
@@ -239,7 +234,7 @@ func (l *Owner) consider(k *laneKey) {
 	if k.busy || k.unremoved > 0 || !l.owner {
 		return
 	}
-	delete(l.blocked, k)
+	delete(l.mv.blocked, k)
 	if len(k.entries) == 0 {
 		if k.timer != nil {
 			k.timer.Stop()
@@ -252,56 +247,40 @@ func (l *Owner) consider(k *laneKey) {
 				delete(l.byEp, k.id.ep)
 			}
 		}
-		delete(l.floorWait, k.id)
+		l.gate.stop(k.id)
 		return
 	}
 	h := k.entries[0]
 	now := l.now()
 	if h.hold {
 		l.setWhy(k, "dead_letter", h.first)
-		l.blocked[k] = struct{}{}
+		l.mv.blocked[k] = struct{}{}
 		return
 	}
-	if !h.front && h.order > l.floor+1 {
+	if !h.front && l.gate.blocks(h.order) {
 		// An earlier event of the key may still be on its way to the lane.
-		l.waitFloor(k, h.order)
+		l.gate.wait(k.id, h.order)
 		return
 	}
-	delete(l.floorWait, k.id)
+	l.gate.stop(k.id)
 	if h.due.After(now) {
 		l.setWhy(k, "retrying", h.first)
-		l.blocked[k] = struct{}{}
-		l.lookAt(k, h.due)
+		l.mv.blocked[k] = struct{}{}
+		l.rn.lookAt(k, h.due)
 		return
 	}
 	k.busy, k.cur = true, h
 	ep := k.id.ep
-	l.ready[ep] = append(l.ready[ep], k)
-	if !l.running[ep] {
-		l.running[ep] = true
+	l.rn.ready[ep] = append(l.rn.ready[ep], k)
+	if !l.rn.running[ep] {
+		l.rn.running[ep] = true
 		l.wg.Add(1)
 		gen, ctx := l.gen, l.ctx
 		go func() {
 			defer l.wg.Done()
-			l.run(ctx, gen, ep)
+			l.rn.run(ctx, gen, ep)
 		}()
 	}
-}
-
-// lookAt considers k again at at.
-func (l *Owner) lookAt(k *laneKey, at time.Time) {
-	if k.timer != nil {
-		k.timer.Stop()
-	}
-	gen := l.gen
-	k.timer = time.AfterFunc(max(0, at.Sub(l.now())), func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if gen == l.gen && l.keys[k.id] == k {
-			k.timer = nil
-			l.consider(k)
-		}
-	})
 }
 
 // pollFloor reads the fan-out consumer's ack floor while some key waits for
@@ -311,7 +290,7 @@ func (l *Owner) pollFloor(ctx context.Context, gen uint64) {
 	defer t.Stop()
 	for {
 		l.mu.Lock()
-		waiting := len(l.floorWait) > 0
+		waiting := l.gate.waiting()
 		l.mu.Unlock()
 		if waiting {
 			select {
@@ -323,7 +302,7 @@ func (l *Owner) pollFloor(ctx context.Context, gen uint64) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-l.wake:
+			case <-l.gate.wake:
 			case <-time.After(time.Second):
 			}
 		}
@@ -351,73 +330,10 @@ func (l *Owner) pollFloor(ctx context.Context, gen uint64) {
 func (l *Owner) offerFloor(gen, floor, last uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if gen != l.gen || floor <= l.floor {
+	if gen != l.gen {
 		return
 	}
-	if l.read >= last {
-		l.applyFloor(floor)
-		return
-	}
-	l.pendFloor, l.pendLast = floor, last
-}
-
-// run attempts the ready keys of endpoint ep, one after another as the
-// endpoint admits them, until none is ready.
-func (l *Owner) run(ctx context.Context, gen uint64, ep string) {
-	for {
-		l.mu.Lock()
-		q := l.ready[ep]
-		if gen != l.gen || ctx.Err() != nil || len(q) == 0 {
-			if gen == l.gen {
-				delete(l.running, ep)
-				delete(l.ready, ep)
-			}
-			l.mu.Unlock()
-			return
-		}
-		k := q[0]
-		l.ready[ep] = q[1:]
-		cur := k.cur
-		l.mu.Unlock()
-		l.attempt(ctx, gen, k, cur)
-	}
-}
-
-// attempt hands k's entry cur to the engine to admit and attempt, or puts
-// k back to wait for what keeps it from going (the engine says what). An
-// entry past its endpoint's retry.max_age is dead-lettered as expired even
-// while the endpoint does not admit it (disabled, breaker open).
-func (l *Owner) attempt(ctx context.Context, gen uint64, k *laneKey, cur *laneEntry) {
-	v := l.eng.Attempt(ctx, Attempt{
-		Endpoint:  k.id.ep,
-		Published: cur.first,
-		Front:     cur.front,
-		Load: func(ctx context.Context) (Msg, error) {
-			m, err := l.entryMsg(ctx, cur)
-			if err != nil {
-				return Msg{}, err
-			}
-			return m.Msg, nil
-		},
-		Settle: Settle{
-			Done:  func(o Outcome) { l.done(gen, k, cur, o) },
-			Retry: func(r Retry) error { return l.again(gen, k, cur, r) },
-			Skip:  func(err error) { l.cannotLoad(gen, k, cur, err) },
-		},
-	})
-	switch {
-	case v.Started:
-	case v.Gone:
-		// Deleted (its entries were purged: the load finds none), or not
-		// yet in this process's table.
-		if _, err := l.load(ctx, cur); isNotFound(err) {
-			l.finish(gen, k, cur, false)
-			return
-		}
-		l.wait(gen, k, 5*time.Second, "")
-	default:
-		l.wait(gen, k, v.Wait, v.Why)
-	}
+	l.considerIDs(l.gate.offer(floor, last))
 }
 
 // load reads cur's message from the stream.
@@ -442,182 +358,9 @@ func (l *Owner) entryMsg(ctx context.Context, cur *laneEntry) (*keptMsg, error) 
 	return &keptMsg{Msg: Msg{Header: raw.Header, Data: raw.Data, Stored: raw.Time}}, nil
 }
 
-// cannotLoad puts k back after the engine did not attempt cur: gone
-// (settled by an earlier term), or settled without an attempt (err nil),
-// moves on.
-func (l *Owner) cannotLoad(gen uint64, k *laneKey, cur *laneEntry, err error) {
-	switch {
-	case err == nil:
-		l.finish(gen, k, cur, true)
-	case isNotFound(err):
-		l.finish(gen, k, cur, false)
-	default:
-		l.wait(gen, k, time.Second, "")
-	}
-}
-
 // stream is HOOKJET_ORDERED's handle.
 func (l *Owner) stream() natsjs.Stream {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.st
-}
-
-// wait puts k back: it is looked at again after wait, and why says why it
-// waits ("": not held, only delayed).
-func (l *Owner) wait(gen uint64, k *laneKey, wait time.Duration, why string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if gen != l.gen {
-		return
-	}
-	k.busy, k.cur = false, nil
-	if why != "" {
-		l.setWhy(k, why, l.now())
-	}
-	if wait <= 0 {
-		l.consider(k)
-		return
-	}
-	l.lookAt(k, l.now().Add(wait))
-}
-
-// finish takes cur out of k and lets k's next entry go: once cur's entry
-// is removed from the stream when del (lane_remove.go), at once otherwise.
-func (l *Owner) finish(gen uint64, k *laneKey, cur *laneEntry, del bool) {
-	l.mu.Lock()
-	if gen != l.gen {
-		l.mu.Unlock()
-		// An earlier term's: its entry is removed all the same.
-		if del {
-			l.deleteStale(cur.seq, "settled")
-		}
-		return
-	}
-	defer l.mu.Unlock()
-	l.unfile(k, cur)
-	if del {
-		// With no other key of the endpoint ready, k's turn would wait
-		// for nothing: its entry is deleted at once.
-		l.removeLater(laneRemoval{seq: cur.seq, at: time.Now(), k: k, gen: gen, urgent: len(l.ready[k.id.ep]) == 0})
-		return
-	}
-	l.next(k)
-}
-
-// deleteStale removes entry seq, settled (what) in a term that has ended,
-// at once: the next owner's feed reads the stream, and would deliver it
-// again.
-func (l *Owner) deleteStale(seq uint64, what string) {
-	if err := deleteEntry(l.o.Sends, l.stream(), seq); err != nil {
-		l.log.Warn("delete a "+what+" ordered entry of an ended term", "seq", seq, "err", err)
-	}
-}
-
-// next lets k's next entry go, its current one settled and removed. l.mu is
-// held.
-func (l *Owner) next(k *laneKey) {
-	k.busy, k.cur = false, nil
-	if len(k.entries) == 0 || k.entries[0].tries == 0 {
-		l.setWhy(k, "", time.Time{})
-	}
-	l.consider(k)
-}
-
-// done settles an attempt of k's entry cur: delivered or dead-lettered
-// (o.OK), or to come back (a NATS failure, a shutdown).
-func (l *Owner) done(gen uint64, k *laneKey, cur *laneEntry, o Outcome) {
-	// Its own goroutine, not a job: done runs in the ledger's callback,
-	// which must not wait for the job pool. Bounded by the requests in
-	// flight.
-	l.eng.Go(func() {
-		if !o.OK {
-			l.wait(gen, k, 2*time.Second+jitter(3*time.Second), "")
-			return
-		}
-		if o.Hold != nil {
-			seq, err := l.holdKey(gen, k, *o.Hold)
-			if err != nil {
-				if o.Log != nil {
-					o.Log(slog.LevelWarn, "hold marker not stored; the dead letter comes again", "err", err)
-				}
-				l.wait(gen, k, 2*time.Second, "")
-				return
-			}
-			l.moveBehind(gen, k, seq)
-		}
-		l.finish(gen, k, cur, true)
-	})
-}
-
-// holdKey stores the marker that holds k after its dead letter h, before
-// the dead letter's entry is deleted, and returns its sequence.
-func (l *Owner) holdKey(gen uint64, k *laneKey, h Hold) (uint64, error) {
-	m := nats.NewMsg(jetstream.LanePrefix + k.id.ep)
-	m.Header.Set(jetstream.HdrMsgID, "ord-hold-"+k.id.ep+"-"+h.EventKey)
-	m.Header.Set(jetstream.HdrEndpoint, k.id.ep)
-	m.Header.Set(jetstream.HdrOrderingKey, k.id.key)
-	m.Header.Set(jetstream.HdrEventID, h.EventID)
-	m.Header.Set(hdrLaneHold, h.EventID)
-	m.Header.Set(jetstream.HdrAttempts, fmt.Sprint(h.Attempts)) // the held key's view shows them
-	ctx, cancel := context.WithTimeout(l.o.Sends, 5*time.Second)
-	defer cancel()
-	ack, err := l.o.JS.PublishMsg(ctx, m)
-	if err != nil {
-		return 0, err
-	}
-	e, _ := entryOf(ack.Sequence, m.Header, l.now())
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if gen == l.gen {
-		if ack.Sequence > l.read {
-			l.own[ack.Sequence] = struct{}{}
-		}
-		l.file(k, &e)
-	}
-	return ack.Sequence, nil
-}
-
-// again stores k's entry cur again as r.Msg, with the attempt's state, due
-// after r.Wait, and deletes the old one: the key waits for it. An error:
-// not stored (the engine settles the attempt to come back).
-func (l *Owner) again(gen uint64, k *laneKey, cur *laneEntry, r Retry) error {
-	m := r.Msg
-	if cur.front {
-		m.Header.Set(hdrLaneFront, "1")
-		m.Header.Set(hdrLaneOrder, strconv.FormatUint(cur.order, 10))
-	}
-	ctx, cancel := context.WithTimeout(l.o.Sends, 5*time.Second)
-	ack, err := l.o.JS.PublishMsg(ctx, m)
-	cancel()
-	if err != nil {
-		return err
-	}
-	e, _ := entryOf(ack.Sequence, m.Header, l.now())
-	if !cur.front {
-		e.first = cur.first
-	}
-	e.msg = keptMsgOf(m.Header, m.Data, l.now())
-	e.size = int64(e.msg.size)
-	l.mu.Lock()
-	stale := gen != l.gen
-	if !stale {
-		if ack.Sequence > l.read {
-			l.own[ack.Sequence] = struct{}{}
-		}
-		l.unfile(k, cur)
-		l.file(k, &e)
-		// The key waits for the new entry, not for this; deleted at once
-		// unless a purge covers it, so that the endpoint's entries in the
-		// stream stay within its bounds (bound.go).
-		l.removeLater(laneRemoval{seq: cur.seq, at: time.Now(), urgent: true, of: k})
-	}
-	l.mu.Unlock()
-	if stale {
-		l.deleteStale(cur.seq, "retried")
-	} else {
-		l.moveBehind(gen, k, ack.Sequence)
-	}
-	l.wait(gen, k, r.Wait, "retrying")
-	return nil
 }

@@ -58,7 +58,7 @@ func (l *Owner) Views() (map[string]View, bool) {
 		// key's first entries can be due later or be its oldest (replays,
 		// then its events in publish order), so the view reads those, not
 		// every entry waiting, under the lane's lock.
-		v := View{Waiting: uint64(max(0, l.counts[ep].deliveries))}
+		v := View{Waiting: uint64(max(0, l.tally.waiting(ep)))}
 		for _, k := range keys {
 			for _, e := range k.entries {
 				if e.hold {
