@@ -268,7 +268,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}()
 	// The lane's lease is sought once before the fan-out starts, so that a
 	// process that takes it bounds its endpoints' entries from the first
-	// event on (lane_bound.go).
+	// event on (dispatch/lane, bound.go).
 	ls := d.lane.FirstLease(ctx, d.loopCtx)
 	d.loops.Add(5)
 	go func() {

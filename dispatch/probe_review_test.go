@@ -44,7 +44,7 @@ func (r *rig) publishTK(typ, id, tenant, key string, size int) {
 // endpoints) while one of acme's deliveries to it waits for a retry. The
 // drain drops such a task (drain.go: !mayReceive), so the unordered
 // endpoint never sends acme's event to globex's URL; the ordered lane has
-// no such check (lane_owner.go delivery: staleTask only) and does.
+// no such check (lane_engine.go delivery: staleTask only) and does.
 func TestProbeLaneDeliversOldTenantsEventAfterTenantChange(t *testing.T) {
 	rcv := newReceiver(t)
 	ord := orderedTo("ord", rcv, "")
@@ -138,7 +138,7 @@ func TestProbeDeadOrderedEndpointFillsLaneForOthers(t *testing.T) {
 
 // ProbeReplayOrder: three events of key k0 were dead-lettered (skip); the
 // operator replays them (DLQ order k0-0, k0-1, k0-2: front entries). The
-// first replay fails once (503): lane_owner.go again stores its retry as a
+// first replay fails once (503): lane/run.go again stores its retry as a
 // front entry whose order is its new stream sequence (entryOf: front
 // entries order by their own sequence), behind the other replays, so
 // k0-1 and k0-2 are delivered before k0-0.

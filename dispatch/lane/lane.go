@@ -17,41 +17,11 @@ import (
 	"github.com/hookjet/hookjet/jetstream"
 )
 
-// An endpoint with ordering: key receives the deliveries of events that
-// carry the same Hookjet-Ordering-Key one at a time, in publish order; the
-// next is not attempted before the previous is settled (delivered,
-// dead-lettered or expired). A key that fails holds only itself.
-//
-// How:
-//   - The fan-out (any process) does not attempt such a delivery: it
-//     appends it to HOOKJET_ORDERED on the endpoint's subject, a task-shaped
-//     entry with the payload and the event's HOOKJET_EVENTS sequence, and
-//     settles it once stored. Several fan-out workers and processes append
-//     concurrently, so entries of one key may be stored out of order.
-//   - One process at a time, the lane's owner (lease.go), reads the whole
-//     stream with an ordered consumer and keeps, per key with entries, the
-//     entries sorted by event sequence (replays first: front entries). It
-//     attempts only a key's first entry, and only once the fan-out
-//     consumer's ack floor has reached the sequence just below it: the
-//     fan-out acks an event after its entries are stored, so by then every
-//     earlier event of the key has its entry in the stream, and the first
-//     one is the right one whatever order the appends came in.
-//   - An attempt goes through the endpoint's normal admission (in-flight
-//     cap, rate limit, breaker, disabled, held); a failed one is stored
-//     again with its attempt state and due time (a replacement entry, then
-//     the old one deleted) and the key waits for it; a settled one is
-//     removed from the stream (mostly by one purge for many:
-//     lane_remove.go) and then the key's next entry goes.
-//   - After a dead letter a key with ordering_on_dead_letter: hold keeps a
-//     hold marker at its front until the dead letter is replayed (the
-//     replay goes first) or discarded.
-//
-// Why this shape (docs/architecture.md, per-key ordering): a JetStream
-// consumer per key would cost the servers a consumer per key; a subject
-// per key would cost them an index entry per key; a pinned fan-out would
-// serialise every event. Here the servers hold one subject per ordered
-// endpoint and the entries waiting; memory in the owner grows with the
-// entries waiting (about 200 B each), never with keys that have none.
+// Owner is this process's part in the ordered lane: it seeks the lane's
+// lease (lease.go) and, while it holds it, owns the lane for a term: it
+// reads HOOKJET_ORDERED into its keys and has their first entries attempted
+// in turn. In every process it answers the fan-out's Reserve and Enqueue,
+// and the views (view.go).
 //
 // The Owner's state is one table of keys under one lock; the parts that work
 // on it are types of their own, each in its file with its job, sharing the
@@ -115,7 +85,7 @@ type laneKey struct {
 	why   string
 	since time.Time
 	// unremoved counts the originals of entries moved behind the key
-	// (lane_move.go) still in the stream: the key waits for them.
+	// (move.go) still in the stream: the key waits for them.
 	unremoved int
 }
 
@@ -257,7 +227,7 @@ func entryOf(seq uint64, h nats.Header, at time.Time) (laneEntry, string) {
 		e.first = t
 	}
 	if t, err := time.Parse(time.RFC3339Nano, h.Get(hdrLaneSince)); err == nil && e.hold {
-		e.first = t // a moved hold marker (lane_move.go)
+		e.first = t // a moved hold marker (move.go)
 	}
 	return e, h.Get(jetstream.HdrOrderingKey)
 }

@@ -30,14 +30,14 @@ const (
 // FirstLease seeks the lane's ownership once, within start's context
 // (the term runs under loop), and returns the state RunLease goes on with;
 // nil when the bucket could not be read (RunLease then seeks it).
-func (l *Owner) FirstLease(start, loop context.Context) *leaseState {
+func (l *Owner) FirstLease(start, loop context.Context) *Lease {
 	ctx, cancel := context.WithTimeout(start, 5*time.Second)
 	defer cancel()
 	kv, err := l.o.JS.KeyValue(ctx, jetstream.LaneBucket)
 	if err != nil {
 		return nil
 	}
-	ls := &leaseState{l: l, kv: kv, id: nuid.Next()}
+	ls := &Lease{l: l, kv: kv, id: nuid.Next()}
 	ls.step(loop)
 	return ls
 }
@@ -45,11 +45,11 @@ func (l *Owner) FirstLease(start, loop context.Context) *leaseState {
 // RunLease keeps or seeks the lane's ownership until ctx ends, and runs the
 // owner's term while it holds it; ls is where firstLease left off (nil:
 // nothing yet).
-func (l *Owner) RunLease(ctx context.Context, ls *leaseState) {
+func (l *Owner) RunLease(ctx context.Context, ls *Lease) {
 	for ls == nil {
 		kv, err := l.o.JS.KeyValue(ctx, jetstream.LaneBucket)
 		if err == nil {
-			ls = &leaseState{l: l, kv: kv, id: nuid.Next()}
+			ls = &Lease{l: l, kv: kv, id: nuid.Next()}
 			ls.step(ctx)
 			break
 		}
@@ -73,7 +73,9 @@ func (l *Owner) RunLease(ctx context.Context, ls *leaseState) {
 	}
 }
 
-type leaseState struct {
+// Lease is this process's hold on the lane's ownership, or its seeking of
+// it: FirstLease's answer, which RunLease goes on with.
+type Lease struct {
 	l       *Owner
 	kv      natsjs.KeyValue
 	id      string
@@ -84,7 +86,7 @@ type leaseState struct {
 	seenAt  time.Time // when it was first seen
 }
 
-func (ls *leaseState) step(parent context.Context) {
+func (ls *Lease) step(parent context.Context) {
 	ctx, cancel := context.WithTimeout(parent, 2*time.Second)
 	defer cancel()
 	now := time.Now()
@@ -117,7 +119,7 @@ func (ls *leaseState) step(parent context.Context) {
 // to: the renewal waits at most until then, so a blocked request cannot
 // keep it delivering into another process's term (which begins no sooner
 // than leaseTakeover after its last renewal).
-func (ls *leaseState) renew(ctx context.Context, now time.Time) {
+func (ls *Lease) renew(ctx context.Context, now time.Time) {
 	lost := ls.renewed.Add(leaseLost)
 	var err error
 	if now.Before(lost) {
@@ -139,7 +141,7 @@ func (ls *leaseState) renew(ctx context.Context, now time.Time) {
 	}
 }
 
-func (ls *leaseState) take(ctx context.Context, rev uint64, now time.Time) {
+func (ls *Lease) take(ctx context.Context, rev uint64, now time.Time) {
 	if err := ls.l.begin(ctx); err != nil {
 		ls.l.log.Warn("start delivering the ordered lane", "err", err)
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
@@ -153,7 +155,7 @@ func (ls *leaseState) take(ctx context.Context, rev uint64, now time.Time) {
 
 // let ends the term and gives the key up, so another process takes over at
 // once.
-func (ls *leaseState) let(ctx context.Context) {
+func (ls *Lease) let(ctx context.Context) {
 	if !ls.owner {
 		return
 	}

@@ -37,7 +37,7 @@ func TestLeaseStopsBeforeATakeoverWhenRenewalsHang(t *testing.T) {
 		t.Fatal(err)
 	}
 	renewed := time.Now()
-	ls := leaseState{l: New(noEngine{}, Options{}), kv: stalledKV{kv}, id: "a", owner: true, rev: rev, renewed: renewed}
+	ls := Lease{l: New(noEngine{}, Options{}), kv: stalledKV{kv}, id: "a", owner: true, rev: rev, renewed: renewed}
 	for ls.owner && time.Since(renewed) < 2*leaseTakeover {
 		ls.step(t.Context()) // as runLease does, every leaseRenew
 		if ls.owner {

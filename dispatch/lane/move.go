@@ -15,7 +15,7 @@ import (
 // Moving a waiting key's entries behind the others.
 //
 // Settled entries leave HOOKJET_ORDERED mostly by one purge below the
-// lowest entry still filed (lane_remove.go). A key that waits (a retry's
+// lowest entry still filed (remove.go). A key that waits (a retry's
 // due time, its endpoint's admission, the ack floor) keeps its entries at
 // the sequences they were stored at, so no purge passes them while it
 // waits and every other key's settled entries are deleted one tombstone

@@ -28,7 +28,7 @@ const (
 	// laneRemoveWait is how long a settled entry waits for a purge.
 	laneRemoveWait = 25 * time.Millisecond
 	// laneMoveWait is how long a settled entry waits for a purge while
-	// the key that holds it back is being moved (lane_move.go).
+	// the key that holds it back is being moved (move.go).
 	laneMoveWait = 250 * time.Millisecond
 	// laneRemoveRetry is how long a removal that failed waits to go again.
 	laneRemoveRetry = time.Second
@@ -74,7 +74,7 @@ type laneRemoval struct {
 	// of is the key a dropped entry was stored again for (again): its own
 	// removal is nothing a move of that key would let a purge pass.
 	of    *laneKey
-	moved bool // an original of an entry moved behind k (lane_move.go)
+	moved bool // an original of an entry moved behind k (move.go)
 }
 
 // file adds e to k, keeping its message in memory while there is room.
@@ -202,7 +202,7 @@ func (x *remover) removable(gen uint64) (purgeTo uint64, covered, singles []lane
 	limit := laneRemoveWait
 	if k := l.rm.live[l.rm.low]; k != nil && k.unremoved > 0 {
 		// The key that holds the purge back is being moved behind the
-		// others (lane_move.go): the purge passes it once moved.
+		// others (move.go): the purge passes it once moved.
 		limit = laneMoveWait
 	}
 	rest := l.rm.removals[:0]

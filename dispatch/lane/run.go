@@ -141,7 +141,7 @@ func (x *runner) wait(gen uint64, k *laneKey, wait time.Duration, why string) {
 }
 
 // finish takes cur out of k and lets k's next entry go: once cur's entry
-// is removed from the stream when del (lane_remove.go), at once otherwise.
+// is removed from the stream when del (remove.go), at once otherwise.
 func (x *runner) finish(gen uint64, k *laneKey, cur *laneEntry, del bool) {
 	l := x.l
 	l.mu.Lock()

@@ -161,7 +161,7 @@ func (l *Owner) take(gen, seq uint64, h nats.Header, data []byte, at time.Time) 
 		return
 	}
 	if _, ok := l.mv.moving[movedFrom(h)]; ok {
-		return // a copy its mover files (lane_move.go)
+		return // a copy its mover files (move.go)
 	}
 	ep := h.Get(jetstream.HdrEndpoint)
 	if id := h.Get(hdrLaneRelease); id != "" {
