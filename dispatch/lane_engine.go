@@ -41,10 +41,11 @@ func laneMsg(dl *delivery, due time.Time) *nats.Msg {
 	return msg
 }
 
-// enqueueOrdered stores dl, a fan-out delivery, in the lane and settles it
-// once stored; a refusal (the stream full, NATS failing) brings the event
-// back.
-func (d *Dispatcher) enqueueOrdered(dl *delivery) {
+// enqueue stores dl, a fan-out delivery, in the lane and settles it once
+// stored; a refusal (the stream full, NATS failing) brings the event back
+// (the fan-out's laneQueue).
+func (x laneEngine) enqueue(dl *delivery) {
+	d := x.d
 	if forgotten(dl) {
 		return
 	}
@@ -57,7 +58,7 @@ func (d *Dispatcher) enqueueOrdered(dl *delivery) {
 		err := d.lane.Enqueue(r, laneMsg(dl, time.Time{}))
 		if lane.Full(err) {
 			dl.st.Error = fmt.Sprintf("the ordered lane %s is full (%d bytes: an eighth of streams.tasks_max_bytes)", jetstream.LaneStream, jetstream.LaneBytes(d.tasksMax))
-			d.deadLetter(dl, "overflow")
+			d.settle.deadLetter(dl, "overflow")
 			return
 		}
 		if err != nil {
@@ -121,7 +122,7 @@ func (x laneEngine) LastSuccess(id string) time.Time {
 }
 
 func (x laneEngine) AckFloor(ctx context.Context) (uint64, error) {
-	info, err := x.d.fanoutCons.Info(ctx)
+	info, err := x.d.fan.cons.Info(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -163,7 +164,7 @@ func (x laneEngine) Attempt(ctx context.Context, a lane.Attempt) lane.Verdict {
 	if !e.slots.acquire(ctx, time.Second) {
 		return lane.Verdict{}
 	}
-	adm, cause := d.admitHolding(e, s)
+	adm, cause := d.gate.admitHolding(e, s)
 	if cause != "" {
 		return lane.Verdict{Wait: 100 * time.Millisecond, Why: cause}
 	}
@@ -177,7 +178,7 @@ func (x laneEngine) Attempt(ctx context.Context, a lane.Attempt) lane.Verdict {
 			a.Settle.Skip(err)
 			return
 		}
-		d.launch(ctx, dl, adm, true)
+		d.gate.launch(ctx, dl, adm, true)
 	})
 	return lane.Verdict{Started: true}
 }
@@ -190,7 +191,7 @@ func (x laneEngine) expire(ctx context.Context, a lane.Attempt, e *endpoint, s *
 		return
 	}
 	dl.st.Error = fmt.Sprintf("not delivered within retry.max_age (%s)", s.ep.Retry.MaxAge)
-	x.d.deadLetter(dl, "expired")
+	x.d.settle.deadLetter(dl, "expired")
 }
 
 // delivery reads a's entry and makes it e's delivery, settled through the
