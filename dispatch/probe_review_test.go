@@ -136,6 +136,9 @@ func TestProbeDeadOrderedEndpointFillsLaneForOthers(t *testing.T) {
 	}
 }
 
+// ProbeLaneIdle (TestProbeLaneIdleAppliesFloorBeforeEntryIsRead) drives the
+// lane's state machine: it lives with it, in dispatch/lane (lane_test.go).
+
 // ProbeReplayOrder: three events of key k0 were dead-lettered (skip); the
 // operator replays them (DLQ order k0-0, k0-1, k0-2: front entries). The
 // first replay fails once (503): lane/run.go again stores its retry as a

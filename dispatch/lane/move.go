@@ -97,9 +97,9 @@ type laneMove struct {
 func (x *mover) moveBehind(gen uint64, k *laneKey, above uint64) {
 	l := x.l
 	l.mu.Lock()
-	moves := l.mv.movable(gen, k, above, 0)
+	moves := x.movable(gen, k, above, 0)
 	l.mu.Unlock()
-	l.mv.move(gen, k, moves)
+	x.move(gen, k, moves)
 }
 
 // unpin moves the entries of k, the key of the lane's lowest filed entry,
@@ -114,8 +114,8 @@ func (x *mover) unpin(gen uint64, waiting int) {
 	if k == nil || k.busy || k.unremoved > 0 || l.keys[k.id] != k || waiting < max(laneUnpinMin, len(k.entries)/2) {
 		return
 	}
-	if moves := l.mv.movable(gen, k, ^uint64(0), 0); len(moves) > 0 {
-		l.wg.Go(func() { l.mv.move(gen, k, moves) })
+	if moves := x.movable(gen, k, ^uint64(0), 0); len(moves) > 0 {
+		l.wg.Go(func() { x.move(gen, k, moves) })
 	}
 }
 
@@ -130,16 +130,16 @@ const laneAheadKeys = 16
 // waiting for them. l.mu is held; the moves go on the term's goroutines.
 func (x *mover) unpinAhead(gen uint64) {
 	l := x.l
-	if len(l.mv.blocked) == 0 || len(l.mv.blocked) > laneAheadKeys || l.rm.fed <= l.rm.low+2*laneUnpinMin {
+	if len(x.blocked) == 0 || len(x.blocked) > laneAheadKeys || l.rm.fed <= l.rm.low+2*laneUnpinMin {
 		return
 	}
 	reach := l.rm.low + (l.rm.fed-l.rm.low)/2
-	for k := range l.mv.blocked {
+	for k := range x.blocked {
 		if k.busy || k.unremoved > 0 {
 			continue
 		}
-		if moves := l.mv.movable(gen, k, ^uint64(0), reach); len(moves) > 0 {
-			l.wg.Go(func() { l.mv.move(gen, k, moves) })
+		if moves := x.movable(gen, k, ^uint64(0), reach); len(moves) > 0 {
+			l.wg.Go(func() { x.move(gen, k, moves) })
 		}
 	}
 }
@@ -158,7 +158,7 @@ func (x *mover) move(gen uint64, k *laneKey, moves []laneMove) {
 			raw, err := l.load(ctx, moves[i].old)
 			if err != nil {
 				l.log.Debug("read an ordered entry to move", "seq", moves[i].old.seq, "err", err)
-				l.mv.unmark(gen, k, moves)
+				x.unmark(gen, k, moves)
 				return
 			}
 			moves[i].msg = &keptMsg{Msg: Msg{Header: raw.Header, Data: raw.Data, Stored: raw.Time}}
@@ -189,9 +189,9 @@ func (x *mover) move(gen uint64, k *laneKey, moves []laneMove) {
 		// (a copy stored by a batch that timed out is a duplicate, and its
 		// PubAck says where it is).
 		l.log.Debug("move ordered entries in one batch", "entries", len(msgs), "err", err)
-		l.mv.publishEach(ctx, msgs, seqs)
+		x.publishEach(ctx, msgs, seqs)
 	}
-	l.mv.moved(gen, k, moves, seqs)
+	x.moved(gen, k, moves, seqs)
 }
 
 // publishEach stores msgs one by one, setting seqs[i] to where msgs[i]
@@ -243,7 +243,7 @@ func (x *mover) movable(gen uint64, k *laneKey, above, reach uint64) []laneMove 
 	}
 	l.rm.advanceLow()
 	switch {
-	case len(moves) == 0, len(l.rm.live) == len(k.entries) && !l.mv.othersRemoving(k):
+	case len(moves) == 0, len(l.rm.live) == len(k.entries) && !x.othersRemoving(k):
 		return nil
 	case reach == 0 && lowest != l.rm.low:
 		return nil
@@ -251,7 +251,7 @@ func (x *mover) movable(gen uint64, k *laneKey, above, reach uint64) []laneMove 
 		return nil
 	}
 	for _, mv := range moves {
-		l.mv.moving[mv.old.seq] = struct{}{}
+		x.moving[mv.old.seq] = struct{}{}
 	}
 	k.unremoved++ // until moved: nothing of k starts, and the purge waits
 	return moves
@@ -276,9 +276,9 @@ func (x *mover) unmark(gen uint64, k *laneKey, moves []laneMove) {
 	defer l.mu.Unlock()
 	if gen == l.gen {
 		for _, mv := range moves {
-			delete(l.mv.moving, mv.old.seq)
+			delete(x.moving, mv.old.seq)
 		}
-		l.mv.moveEnded(k)
+		x.moveEnded(k)
 	}
 }
 
@@ -304,7 +304,7 @@ func (x *mover) moved(gen uint64, k *laneKey, moves []laneMove, seqs []uint64) {
 	}
 	n := 0
 	for i, mv := range moves {
-		delete(l.mv.moving, mv.old.seq)
+		delete(x.moving, mv.old.seq)
 		seq := seqs[i]
 		if seq == 0 {
 			continue
@@ -328,7 +328,7 @@ func (x *mover) moved(gen uint64, k *laneKey, moves []laneMove, seqs []uint64) {
 		n++
 		l.rm.removeLater(laneRemoval{seq: mv.old.seq, at: time.Now(), k: k, gen: gen, moved: true})
 	}
-	l.mv.moveEnded(k)
+	x.moveEnded(k)
 	if n > 0 {
 		l.log.Debug("moved an ordered key's waiting entries behind it", "endpoint", k.id.ep, "entries", n)
 	}

@@ -123,15 +123,13 @@ func (l *Owner) forget(e *laneEntry) {
 // drop has entry seq, filed nowhere, removed in the background. l.mu is
 // held, so nothing here may wait.
 func (x *remover) drop(seq uint64) {
-	l := x.l
-	l.rm.removeLater(laneRemoval{seq: seq, at: time.Now()})
+	x.removeLater(laneRemoval{seq: seq, at: time.Now()})
 }
 
 func (x *remover) removeLater(r laneRemoval) {
-	l := x.l
-	l.rm.removals = append(l.rm.removals, r)
+	x.removals = append(x.removals, r)
 	select {
-	case l.rm.kick <- struct{}{}:
+	case x.kick <- struct{}{}:
 	default:
 	}
 }
@@ -157,7 +155,7 @@ func (x *remover) loop(ctx context.Context, gen uint64) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-l.rm.kick:
+		case <-x.kick:
 		case <-t.C:
 		}
 		sleep(ctx, laneRemoveGather)
@@ -167,16 +165,16 @@ func (x *remover) loop(ctx context.Context, gen uint64) {
 		// The requests use the send context: a removal under way when the
 		// term ends still completes, or its key's entry would be delivered
 		// again by the next owner.
-		purgeTo, covered, singles, wait := l.rm.removable(gen)
+		purgeTo, covered, singles, wait := x.removable(gen)
 		if purgeTo != 0 {
-			if err := l.rm.purge(l.o.Sends, purgeTo); err != nil {
+			if err := x.purge(l.o.Sends, purgeTo); err != nil {
 				l.log.Debug("purge settled ordered entries", "below", purgeTo, "err", err)
 				singles = append(singles, covered...)
 				covered = nil
 			}
 		}
-		l.rm.removed(gen, covered)
-		failed := l.rm.deleteEach(l.o.Sends, gen, singles)
+		x.removed(gen, covered)
+		failed := x.deleteEach(l.o.Sends, gen, singles)
 		if failed {
 			wait = laneRemoveRetry
 		}
@@ -197,20 +195,20 @@ func (x *remover) removable(gen uint64) (purgeTo uint64, covered, singles []lane
 	if gen != l.gen {
 		return 0, nil, nil, 0
 	}
-	l.rm.advanceLow()
+	x.advanceLow()
 	now := time.Now()
 	limit := laneRemoveWait
-	if k := l.rm.live[l.rm.low]; k != nil && k.unremoved > 0 {
+	if k := x.live[x.low]; k != nil && k.unremoved > 0 {
 		// The key that holds the purge back is being moved behind the
 		// others (move.go): the purge passes it once moved.
 		limit = laneMoveWait
 	}
-	rest := l.rm.removals[:0]
-	for _, r := range l.rm.removals {
+	rest := x.removals[:0]
+	for _, r := range x.removals {
 		switch left := limit - now.Sub(r.at); {
-		case r.seq < l.rm.low:
+		case r.seq < x.low:
 			covered = append(covered, r)
-			purgeTo = l.rm.low
+			purgeTo = x.low
 		case r.urgent || left <= 0:
 			singles = append(singles, r)
 		default:
@@ -220,9 +218,9 @@ func (x *remover) removable(gen uint64) (purgeTo uint64, covered, singles []lane
 			}
 		}
 	}
-	clear(l.rm.removals[len(rest):])
-	l.rm.removals = rest
-	if waiting := len(singles) + len(rest); waiting > 0 && l.rm.low <= l.rm.fed {
+	clear(x.removals[len(rest):])
+	x.removals = rest
+	if waiting := len(singles) + len(rest); waiting > 0 && x.low <= x.fed {
 		l.mv.unpin(gen, waiting)
 	}
 	l.mv.unpinAhead(gen)
@@ -235,20 +233,19 @@ func (x *remover) removable(gen uint64) (purgeTo uint64, covered, singles []lane
 // lowest filed one when the gap is wide (a key held for days while
 // millions of entries went by). l.mu is held.
 func (x *remover) advanceLow() {
-	l := x.l
-	if l.rm.fed >= l.rm.low && uint64(len(l.rm.live))*4 < l.rm.fed-l.rm.low {
-		next := l.rm.fed + 1
-		for seq := range l.rm.live {
+	if x.fed >= x.low && uint64(len(x.live))*4 < x.fed-x.low {
+		next := x.fed + 1
+		for seq := range x.live {
 			next = min(next, seq)
 		}
-		l.rm.low = max(l.rm.low, next)
+		x.low = max(x.low, next)
 		return
 	}
-	for l.rm.low <= l.rm.fed {
-		if _, ok := l.rm.live[l.rm.low]; ok {
+	for x.low <= x.fed {
+		if _, ok := x.live[x.low]; ok {
 			return
 		}
-		l.rm.low++
+		x.low++
 	}
 }
 
@@ -291,11 +288,11 @@ func (x *remover) deleteEach(ctx context.Context, gen uint64, rs []laneRemoval) 
 		})
 	}
 	wg.Wait()
-	l.rm.removed(gen, done)
+	x.removed(gen, done)
 	if len(again) > 0 {
 		l.mu.Lock()
 		if gen == l.gen {
-			l.rm.removals = append(l.rm.removals, again...)
+			x.removals = append(x.removals, again...)
 		}
 		l.mu.Unlock()
 	}

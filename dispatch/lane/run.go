@@ -50,20 +50,20 @@ func (x *runner) run(ctx context.Context, gen uint64, ep string) {
 	l := x.l
 	for {
 		l.mu.Lock()
-		q := l.rn.ready[ep]
+		q := x.ready[ep]
 		if gen != l.gen || ctx.Err() != nil || len(q) == 0 {
 			if gen == l.gen {
-				delete(l.rn.running, ep)
-				delete(l.rn.ready, ep)
+				delete(x.running, ep)
+				delete(x.ready, ep)
 			}
 			l.mu.Unlock()
 			return
 		}
 		k := q[0]
-		l.rn.ready[ep] = q[1:]
+		x.ready[ep] = q[1:]
 		cur := k.cur
 		l.mu.Unlock()
-		l.rn.attempt(ctx, gen, k, cur)
+		x.attempt(ctx, gen, k, cur)
 	}
 }
 
@@ -85,9 +85,9 @@ func (x *runner) attempt(ctx context.Context, gen uint64, k *laneKey, cur *laneE
 			return m.Msg, nil
 		},
 		Settle: Settle{
-			Done:  func(o Outcome) { l.rn.done(gen, k, cur, o) },
-			Retry: func(r Retry) error { return l.rn.again(gen, k, cur, r) },
-			Skip:  func(err error) { l.rn.cannotLoad(gen, k, cur, err) },
+			Done:  func(o Outcome) { x.done(gen, k, cur, o) },
+			Retry: func(r Retry) error { return x.again(gen, k, cur, r) },
+			Skip:  func(err error) { x.cannotLoad(gen, k, cur, err) },
 		},
 	})
 	switch {
@@ -96,12 +96,12 @@ func (x *runner) attempt(ctx context.Context, gen uint64, k *laneKey, cur *laneE
 		// Deleted (its entries were purged: the load finds none), or not
 		// yet in this process's table.
 		if _, err := l.load(ctx, cur); isNotFound(err) {
-			l.rn.finish(gen, k, cur, false)
+			x.finish(gen, k, cur, false)
 			return
 		}
-		l.rn.wait(gen, k, 5*time.Second, "")
+		x.wait(gen, k, 5*time.Second, "")
 	default:
-		l.rn.wait(gen, k, v.Wait, v.Why)
+		x.wait(gen, k, v.Wait, v.Why)
 	}
 }
 
@@ -109,14 +109,13 @@ func (x *runner) attempt(ctx context.Context, gen uint64, k *laneKey, cur *laneE
 // (settled by an earlier term), or settled without an attempt (err nil),
 // moves on.
 func (x *runner) cannotLoad(gen uint64, k *laneKey, cur *laneEntry, err error) {
-	l := x.l
 	switch {
 	case err == nil:
-		l.rn.finish(gen, k, cur, true)
+		x.finish(gen, k, cur, true)
 	case isNotFound(err):
-		l.rn.finish(gen, k, cur, false)
+		x.finish(gen, k, cur, false)
 	default:
-		l.rn.wait(gen, k, time.Second, "")
+		x.wait(gen, k, time.Second, "")
 	}
 }
 
@@ -137,7 +136,7 @@ func (x *runner) wait(gen uint64, k *laneKey, wait time.Duration, why string) {
 		l.consider(k)
 		return
 	}
-	l.rn.lookAt(k, l.now().Add(wait))
+	x.lookAt(k, l.now().Add(wait))
 }
 
 // finish takes cur out of k and lets k's next entry go: once cur's entry
@@ -149,7 +148,7 @@ func (x *runner) finish(gen uint64, k *laneKey, cur *laneEntry, del bool) {
 		l.mu.Unlock()
 		// An earlier term's: its entry is removed all the same.
 		if del {
-			l.rn.deleteStale(cur.seq, "settled")
+			x.deleteStale(cur.seq, "settled")
 		}
 		return
 	}
@@ -158,10 +157,10 @@ func (x *runner) finish(gen uint64, k *laneKey, cur *laneEntry, del bool) {
 	if del {
 		// With no other key of the endpoint ready, k's turn would wait
 		// for nothing: its entry is deleted at once.
-		l.rm.removeLater(laneRemoval{seq: cur.seq, at: time.Now(), k: k, gen: gen, urgent: len(l.rn.ready[k.id.ep]) == 0})
+		l.rm.removeLater(laneRemoval{seq: cur.seq, at: time.Now(), k: k, gen: gen, urgent: len(x.ready[k.id.ep]) == 0})
 		return
 	}
-	l.rn.next(k)
+	x.next(k)
 }
 
 // deleteStale removes entry seq, settled (what) in a term that has ended,
@@ -194,21 +193,21 @@ func (x *runner) done(gen uint64, k *laneKey, cur *laneEntry, o Outcome) {
 	// flight.
 	l.eng.Go(func() {
 		if !o.OK {
-			l.rn.wait(gen, k, 2*time.Second+jitter(3*time.Second), "")
+			x.wait(gen, k, 2*time.Second+jitter(3*time.Second), "")
 			return
 		}
 		if o.Hold != nil {
-			seq, err := l.rn.holdKey(gen, k, *o.Hold)
+			seq, err := x.holdKey(gen, k, *o.Hold)
 			if err != nil {
 				if o.Log != nil {
 					o.Log(slog.LevelWarn, "hold marker not stored; the dead letter comes again", "err", err)
 				}
-				l.rn.wait(gen, k, 2*time.Second, "")
+				x.wait(gen, k, 2*time.Second, "")
 				return
 			}
 			l.mv.moveBehind(gen, k, seq)
 		}
-		l.rn.finish(gen, k, cur, true)
+		x.finish(gen, k, cur, true)
 	})
 }
 
@@ -278,10 +277,10 @@ func (x *runner) again(gen uint64, k *laneKey, cur *laneEntry, r Retry) error {
 	}
 	l.mu.Unlock()
 	if stale {
-		l.rn.deleteStale(cur.seq, "retried")
+		x.deleteStale(cur.seq, "retried")
 	} else {
 		l.mv.moveBehind(gen, k, ack.Sequence)
 	}
-	l.rn.wait(gen, k, r.Wait, "retrying")
+	x.wait(gen, k, r.Wait, "retrying")
 	return nil
 }
