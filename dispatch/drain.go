@@ -694,14 +694,14 @@ func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg 
 		return
 	}
 	size := int64(len(msg.Data()))
-	if !d.fan.unsettledBytes.acquire(ctx, size) {
+	if !d.fan.unsettledBytes.Acquire(ctx, size) {
 		adm.release()
 		dl.done(false)
 		return
 	}
 	settle := dl.done
 	dl.done = func(ok bool) {
-		d.fan.unsettledBytes.release(size)
+		d.fan.unsettledBytes.Release(size)
 		settle(ok)
 	}
 	d.launch(ctx, dl, adm, true)
