@@ -183,6 +183,7 @@ func (p *Proxy) connect(ctx context.Context, conn net.Conn, target string) error
 	if err != nil {
 		return fmt.Errorf("egress proxy: %w", ctxErr(ctx, err))
 	}
+	_ = resp.Body.Close() // a CONNECT answer has no body to read: the tunnel follows
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return &ProxyError{Status: resp.StatusCode}
 	}
