@@ -570,3 +570,46 @@ func BenchmarkSendProxy(b *testing.B) {
 		})
 	}
 }
+
+// TestAuthOAuth2TokenShared: deliveries that start together wait for one
+// fetch rather than each fetching a token.
+func TestAuthOAuth2TokenShared(t *testing.T) {
+	ts := newTokenServer(t, 60)
+	release := make(chan struct{})
+	ts.set(func(w http.ResponseWriter) {
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"access_token":"tok-1","token_type":"Bearer","expires_in":60}`)
+	})
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer tok-1" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(rcv.Close)
+	c := authClient(t, ClientOptions{})
+	d := c.Open(destination.Endpoint{ID: "o", URL: rcv.URL, Auth: oauth(ts.URL)})
+	var wg sync.WaitGroup
+	results := make(chan destination.Result, 20)
+	for range 20 {
+		wg.Go(func() {
+			results <- d.Send(t.Context(), destination.Request{EventID: "evt", Payload: []byte(`{}`)})
+		})
+	}
+	for ts.fetches.Load() == 0 {
+		time.Sleep(time.Millisecond) // the first fetch is under way
+	}
+	close(release)
+	wg.Wait()
+	close(results)
+	for res := range results {
+		if res.Class != Success {
+			t.Errorf("%+v", res)
+		}
+	}
+	if n := ts.fetches.Load(); n != 1 {
+		t.Errorf("%d fetches for 20 deliveries started together, want 1", n)
+	}
+}
