@@ -613,3 +613,25 @@ func TestAuthOAuth2TokenShared(t *testing.T) {
 		t.Errorf("%d fetches for 20 deliveries started together, want 1", n)
 	}
 }
+
+// TestEgressProxyCredentials: a proxy URL's user:password becomes
+// Proxy-Authorization; a proxy refusing the CONNECT is a permanent failure
+// that names it.
+func TestEgressProxyCredentials(t *testing.T) {
+	px := proxytest.Start(t, "BasicAuth hookjet pr0xy-pw")
+	rcv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	t.Cleanup(rcv.Close)
+	c := authClient(t, ClientOptions{})
+	with := *px.URL
+	with.User = url.UserPassword("hookjet", "pr0xy-pw")
+	if res := sendOne(t, c, destination.Endpoint{ID: "a", URL: rcv.URL, InsecureSkipVerify: true, Proxy: with.String()}); res.Class != Success {
+		t.Fatalf("with the proxy's credentials: %+v", res)
+	}
+	res := sendOne(t, c, destination.Endpoint{ID: "b", URL: rcv.URL, InsecureSkipVerify: true, Proxy: px.URL.String()})
+	if res.Class != Permanent || !strings.Contains(res.Reason, "egress proxy answered CONNECT with HTTP 407") {
+		t.Fatalf("without them: %+v, want permanent naming the proxy's 407", res)
+	}
+	if strings.Contains(res.Reason, "pr0xy-pw") {
+		t.Errorf("reason %q shows the proxy's password", res.Reason)
+	}
+}

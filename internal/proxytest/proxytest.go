@@ -42,8 +42,9 @@ func binary() string {
 }
 
 // Start runs tinyproxy on a loopback port, allowing clients from
-// 127.0.0.1 and CONNECT to any port, until the test ends.
-func Start(t testing.TB) *Proxy {
+// 127.0.0.1 and CONNECT to any port, until the test ends. extra holds more
+// lines of tinyproxy's configuration, e.g. "BasicAuth user password".
+func Start(t testing.TB, extra ...string) *Proxy {
 	t.Helper()
 	bin := binary()
 	if bin == "" {
@@ -77,6 +78,9 @@ LogLevel Info
 PidFile "%s"
 DisableViaHeader Yes
 `, port, logPath, filepath.Join(dir, "tinyproxy.pid"))
+		for _, l := range extra {
+			conf += l + "\n"
+		}
 		if os.Geteuid() == 0 {
 			conf += "User nobody\nGroup nogroup\n"
 			if err := os.Chmod(dir, 0o777); err != nil { //nolint:gosec // a test's own directory, for the unprivileged proxy's log
