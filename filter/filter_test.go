@@ -246,7 +246,7 @@ func TestConcurrentMatch(t *testing.T) {
 		go func() {
 			for range 100 {
 				if ok, err := f.Match(ev); !ok || err != nil {
-					done <- fmt.Errorf("Match = %v, %v", ok, err)
+					done <- fmt.Errorf("Match = %v, %w", ok, err)
 					return
 				}
 			}
