@@ -119,7 +119,7 @@ type fixture struct {
 	cfg   config.Config
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T, opts ...Option) *fixture {
 	t.Helper()
 	ns, err := jetstream.StartEmbedded(config.NATS{Listen: "127.0.0.1:-1"}, t.TempDir())
 	if err != nil {
@@ -143,9 +143,11 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	h := NewHandler(f.eng, prometheus.NewRegistry(), "", slog.New(slog.DiscardHandler),
-		WithEndpointStore(f.store, f.eng, func() *config.Config { return &f.cfg }),
-		WithConfigPath(configPath),
-		WithClock(func() time.Time { return f.now }))
+		append([]Option{
+			WithEndpointStore(f.store, f.eng, func() *config.Config { return &f.cfg }),
+			WithConfigPath(configPath),
+			WithClock(func() time.Time { return f.now }),
+		}, opts...)...)
 	f.srv = httptest.NewServer(h)
 	t.Cleanup(func() {
 		f.srv.Close()

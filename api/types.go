@@ -149,6 +149,10 @@ type EndpointStatus struct {
 	// Owner, LastTest and Settings: api/settings.go.
 	Owner    string            `json:"owner"`
 	LastTest *LastTest         `json:"last_test"`
+	// Filter is the endpoint's CEL filter and Transform its JavaScript
+	// transform, as written; empty when it has none.
+	Filter    string `json:"filter,omitempty"`
+	Transform string `json:"transform,omitempty"`
 	Settings *EndpointSettings `json:"settings,omitempty"`
 	// HeldKeys are the ordering keys that wait on an earlier delivery of
 	// their own key (api/ordering.go); nil when none does or the endpoint
