@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/hookjet/hookjet/internal/apicheck"
 )
 
 // storedEvents is an event log of two events, of tenants acme and globex.
@@ -26,6 +28,19 @@ const filteredBody = `{"id":"shop","url":"https://shop.example.com/hooks","event
 
 func TestFilterAndTransformOnEndpoint(t *testing.T) {
 	f := newFixture(t, WithDeliveryLog(nil, storedEvents))
+	check, err := apicheck.New(http.DefaultTransport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.client = &http.Client{Transport: check}
+	defer func() {
+		if check.Checked() == 0 {
+			t.Error("apicheck checked nothing")
+		}
+		for _, fail := range check.Failures() {
+			t.Errorf("against api/openapi.json: %s", fail)
+		}
+	}()
 	status, _, out := f.do(t, http.MethodPost, "/api/v1/endpoints", filteredBody)
 	if status != http.StatusCreated {
 		t.Fatalf("create: %d %v", status, out)

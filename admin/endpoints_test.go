@@ -117,6 +117,8 @@ type fixture struct {
 	kv    natsjs.KeyValue
 	now   time.Time
 	cfg   config.Config
+	// client, when set, makes the requests of do.
+	client *http.Client
 }
 
 func newFixture(t *testing.T, opts ...Option) *fixture {
@@ -166,7 +168,14 @@ func (f *fixture) do(t *testing.T, method, path, body string) (int, http.Header,
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	c := http.DefaultClient
+	if f.client != nil {
+		c = f.client
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
