@@ -59,4 +59,11 @@ type EndpointSettings struct {
 	// bound one run of the endpoint's transform.
 	TransformTimeout   string `json:"transform_timeout"`
 	TransformMaxMemory int64  `json:"transform_max_memory"`
+	// Auth is the type of the endpoint's auth ("basic", "bearer",
+	// "oauth2", "mtls"); empty when it has none. Its credentials are never
+	// shown.
+	Auth string `json:"auth,omitempty"`
+	// Proxy is the endpoint's own egress proxy ("none", or its URL with
+	// the password shown as xxxxx); empty: security.egress_proxy.
+	Proxy string `json:"proxy,omitempty"`
 }

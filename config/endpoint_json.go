@@ -225,6 +225,11 @@ type EndpointSpec struct {
 	SecretExpiry []time.Time
 	// InsecureSkipVerify turns off TLS certificate verification.
 	InsecureSkipVerify bool
+	// Auth is how requests authenticate; the zero value is none.
+	Auth Auth
+	// Proxy is the endpoint's egress proxy: "" security.egress_proxy,
+	// "none" none, or an http:// URL.
+	Proxy string
 	// Overrides are the settings the endpoint sets itself.
 	Overrides Overrides
 }
@@ -246,6 +251,8 @@ type EndpointPatch struct {
 	Secrets            []Secret
 	Headers            map[string]Secret
 	InsecureSkipVerify *bool
+	Auth               *Auth // the whole auth, replaced as one; the zero Auth (JSON null) removes it
+	Proxy              *string
 	Overrides          Overrides
 
 	given map[string]bool // JSON paths present, null included
@@ -272,6 +279,10 @@ func (p EndpointPatch) Apply(spec EndpointSpec) EndpointSpec {
 	str("owner", &spec.Owner, p.Owner)
 	str("filter", &spec.Filter, p.Filter)
 	str("transform", &spec.Transform, p.Transform)
+	str("proxy", &spec.Proxy, p.Proxy)
+	if p.given["auth"] && p.Auth != nil {
+		spec.Auth = *p.Auth
+	}
 	if p.given["events"] {
 		spec.Events = slices.Clone(p.Events)
 	}
@@ -290,8 +301,8 @@ func (p EndpointPatch) Apply(spec EndpointSpec) EndpointSpec {
 
 // DecodeEndpointPatch decodes an admin API endpoint body: a JSON object with
 // any of id, url, events, tenant, description, owner, filter, transform,
-// headers, secrets, insecure_skip_verify, timeout, max_in_flight,
-// max_backlog, rate_limit, retry, breaker, ordering,
+// headers, secrets, insecure_skip_verify, auth, proxy, timeout,
+// max_in_flight, max_backlog, rate_limit, retry, breaker, ordering,
 // ordering_on_dead_letter, transform_timeout and transform_max_memory (the
 // per-endpoint keys of the config file). Durations are Go
 // duration strings ("15s"). An unknown field, a value of the wrong type or
@@ -398,6 +409,10 @@ func (d *patchDecoder) field(p *EndpointPatch, name string, raw json.RawMessage)
 				p.Headers[k] = NewSecret(v)
 			}
 		}
+	case "auth":
+		p.Auth = d.decodeAuth(raw)
+	case "proxy":
+		p.Proxy, err = optString(raw, null)
 	case "insecure_skip_verify":
 		if !null {
 			var b bool
@@ -418,7 +433,7 @@ func (d *patchDecoder) field(p *EndpointPatch, name string, raw json.RawMessage)
 
 // topFields are the top-level fields of an endpoint body, for suggestions.
 var topFields = []string{"id", "url", "events", "tenant", "description", "headers", "secrets",
-	"insecure_skip_verify", "timeout", "max_in_flight", "max_backlog", "rate_limit", "retry", "breaker",
+	"insecure_skip_verify", "auth", "proxy", "timeout", "max_in_flight", "max_backlog", "rate_limit", "retry", "breaker",
 	"ordering", "ordering_on_dead_letter", "filter", "transform", "transform_timeout", "transform_max_memory"}
 
 // unknownField is the reason for an unknown field, with the closest known
@@ -595,6 +610,8 @@ func ResolveEndpoint(defaults Settings, spec EndpointSpec) (Endpoint, error) {
 		Headers:            maps.Clone(spec.Headers),
 		Secrets:            slices.Clone(spec.Secrets),
 		InsecureSkipVerify: spec.InsecureSkipVerify,
+		Auth:               spec.Auth,
+		Proxy:              spec.Proxy,
 		Settings:           spec.Overrides.Apply(defaults),
 	}
 	if len(spec.SecretExpiry) > 0 {
@@ -657,6 +674,7 @@ func SpecOf(ep Endpoint) EndpointSpec {
 		ID: ep.ID, URL: ep.URL, Events: ep.Events, Tenant: ep.Tenant, Description: ep.Description, Owner: ep.Owner,
 		Filter: ep.Filter, Transform: ep.Transform,
 		Headers: ep.Headers, Secrets: ep.Secrets, SecretExpiry: ep.SecretExpiry, InsecureSkipVerify: ep.InsecureSkipVerify,
+		Auth: ep.Auth, Proxy: ep.Proxy,
 		Overrides: Overrides{
 			Timeout: &s.Timeout, MaxInFlight: &s.MaxInFlight, MaxBacklog: &s.MaxBacklog,
 			RateLimitRPS: &s.RateLimit.RPS, RateLimitBurst: &s.RateLimit.Burst,
