@@ -30,7 +30,7 @@ type delivery struct {
 	done func(ok bool)
 	g    *guard // fan-out deliveries: see guard.go; nil for tasks
 	// again, for the ordered lane's deliveries, stores the retry due
-	// after wait in the lane instead of as a schedule (lane_owner.go).
+	// after wait in the lane instead of as a schedule (dispatch/lane).
 	again func(wait time.Duration)
 	dead  bool // dead-lettered: set before done
 	// fan is the event of a fan-out delivery routed straight to its
