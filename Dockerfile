@@ -14,12 +14,13 @@ COPY . .
 ARG VERSION=v0.0.0-dev
 ARG COMMIT=
 ARG BUILD_DATE=
+# An empty directory for the image's /data: the RUN below creates it as its
+# working directory, so the build stage needs no shell tools but sh.
+WORKDIR /out/data
 # A static binary: no cgo, so it runs on an image without a C library.
-RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false \
+RUN CGO_ENABLED=0 go build -C /src -trimpath -buildvcs=false \
       -ldflags "-s -w -X github.com/hookjet/hookjet/server.Version=${VERSION} -X github.com/hookjet/hookjet/server.Commit=${COMMIT} -X github.com/hookjet/hookjet/server.BuildDate=${BUILD_DATE}" \
       -o /out/hookjet ./cmd/hookjet
-# An empty directory for /data (WORKDIR creates it: no shell tools needed).
-WORKDIR /out/data
 
 # The image: the binary, CA certificates (deliveries to https endpoints,
 # tls:// NATS) and the time zone database, nothing else.

@@ -70,7 +70,7 @@ func render(t *testing.T, ch *chart.Chart, file string) rendered {
 			r.notes = text
 			continue
 		}
-		for i, doc := range strings.Split(text, "\n---") {
+		for i, doc := range strings.Split("\n"+text, "\n---") {
 			if strings.TrimSpace(stripComments(doc)) == "" {
 				continue
 			}
