@@ -187,9 +187,11 @@ func TestImage(t *testing.T) {
 	if bi.Path != "github.com/hookjet/hookjet/cmd/hookjet" {
 		t.Errorf("the binary is %s, want github.com/hookjet/hookjet/cmd/hookjet", bi.Path)
 	}
-	for _, x := range []string{"server.Version=" + version, "server.Commit=" + revision} {
-		if !strings.Contains(settings["-ldflags"], x) {
-			t.Errorf("-ldflags %q do not stamp %s", settings["-ldflags"], x)
+	// -trimpath leaves -ldflags out of the build information: the stamps
+	// are the strings the linker wrote into the binary.
+	for _, x := range []string{version, revision} {
+		if x == "" || !bytes.Contains(bin.data, []byte(x)) {
+			t.Errorf("the binary does not hold %q: not stamped with the image's version and commit", x)
 		}
 	}
 
@@ -202,6 +204,7 @@ func TestImage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("hookjet version: %v", exitErr(err))
 	}
+	t.Logf("hookjet version of the image's binary:\n%s", got)
 	lines := strings.Split(strings.TrimSpace(string(got)), "\n")
 	want := []string{"hookjet " + version, "commit  " + revision, "built   " + c.Labels["org.opencontainers.image.created"]}
 	if len(lines) < 3 || !slices.Equal(lines[:3], want) {
@@ -217,7 +220,7 @@ func imageFiles(t *testing.T, tool, image string) map[string]imageFile {
 	if out, err := exec.Command(tool, "save", "-o", archive, image).CombinedOutput(); err != nil {
 		t.Fatalf("%s save: %v\n%s", tool, err, out)
 	}
-	entries := readTar(t, archive, func(string) bool { return true })
+	entries := readTar(t, archive)
 	var manifest []struct{ Layers []string }
 	if err := json.Unmarshal(entries["manifest.json"].data, &manifest); err != nil || len(manifest) != 1 {
 		t.Fatalf("manifest.json of the saved image: %v", err)
@@ -257,8 +260,8 @@ func imageFiles(t *testing.T, tool, image string) map[string]imageFile {
 	return files
 }
 
-// readTar reads the entries of a tar file that keep selects.
-func readTar(t *testing.T, name string, keep func(string) bool) map[string]imageFile {
+// readTar reads the entries of a tar file.
+func readTar(t *testing.T, name string) map[string]imageFile {
 	t.Helper()
 	f, err := os.Open(name)
 	if err != nil {
@@ -274,9 +277,6 @@ func readTar(t *testing.T, name string, keep func(string) bool) map[string]image
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
-		}
-		if !keep(hdr.Name) {
-			continue
 		}
 		data, err := io.ReadAll(tr)
 		if err != nil {
