@@ -298,7 +298,9 @@ func checkConfig(t *testing.T, r rendered, sts *appsv1.StatefulSet) {
 			} else if ref.Key == "secret-key" {
 				v = base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
 			} else {
-				v = "placeholder-" + ref.Key
+				// A value that serves as a token, a password or an
+				// endpoint's whsec_ signing secret alike.
+				v = "whsec_" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))
 			}
 		case e.ValueFrom.ResourceFieldRef != nil:
 			v = "1073741824"
@@ -396,14 +398,18 @@ func TestPrometheusRuleIsTheAlerts(t *testing.T) {
 	}
 }
 
-// TestChartRefuses checks the values the chart refuses with a message.
+// TestChartRefuses checks the values the chart refuses with a message:
+// values.schema.json refuses unknown keys and wrong types, the templates
+// the combinations.
 func TestChartRefuses(t *testing.T) {
 	ch := loadChart(t)
 	for _, tt := range []struct {
 		vals map[string]any
 		want string
 	}{
-		{map[string]any{"mode": "both"}, `mode: "both"; want embedded or cluster`},
+		{map[string]any{"mode": "both"}, `value must be one of 'embedded', 'cluster'`}, // values.schema.json
+		{map[string]any{"replicas": 3}, "replicas"},                                    // a typo: cluster.replicas
+		{map[string]any{"cluster": map[string]any{"replicas": 0}}, "replicas"},
 		{map[string]any{"mode": "cluster"}, "cluster mode needs nats.url"},
 		{map[string]any{"nats": map[string]any{"url": "nats://x:4222"}}, "that is cluster mode"},
 	} {
