@@ -233,8 +233,17 @@ func checkWorkload(t *testing.T, r rendered, sts *appsv1.StatefulSet, vals map[s
 	for _, m := range c.VolumeMounts {
 		mounts[m.Name] = m.MountPath
 	}
-	if mounts["data"] != "/data" || mounts["config"] != "/etc/hookjet" || mounts["tmp"] != "/tmp" {
-		t.Errorf("volume mounts %v: want data on /data, config on /etc/hookjet, tmp on /tmp (the root filesystem is read-only)", mounts)
+	if mounts["data"] != "/data" || mounts["config"] != "/etc/hookjet/config" || mounts["tmp"] != "/tmp" {
+		t.Errorf("volume mounts %v: want data on /data, config on /etc/hookjet/config, tmp on /tmp (the root filesystem is read-only)", mounts)
+	}
+	// No mount inside another: the runtime cannot make a mount point in a
+	// read-only ConfigMap or Secret volume.
+	for a, pa := range mounts {
+		for b, pb := range mounts {
+			if a != b && strings.HasPrefix(pb, pa+"/") {
+				t.Errorf("volume %s is mounted inside %s (%s in %s)", b, a, pb, pa)
+			}
+		}
 	}
 	volumes := map[string]bool{}
 	for _, v := range spec.Volumes {
@@ -308,7 +317,7 @@ func checkConfig(t *testing.T, r rendered, sts *appsv1.StatefulSet) {
 		env[e.Name] = v
 		environ = append(environ, e.Name+"="+v)
 	}
-	if env["HOOKJET_CONFIG"] != "/etc/hookjet/hookjet.yaml" {
+	if env["HOOKJET_CONFIG"] != "/etc/hookjet/config/hookjet.yaml" {
 		t.Errorf("HOOKJET_CONFIG %q: want the ConfigMap's file", env["HOOKJET_CONFIG"])
 	}
 	// What cli.Main checks first: no HOOKJET_* variable hookjet does not know.
