@@ -145,7 +145,7 @@ image-test:
 ## into the Kubernetes API types (deploy/helmtest, a module of its own so the
 ## main module gains no Kubernetes dependency)
 $(TOOLS)/helm: deploy/helmtest/go.mod
-	cd deploy/helmtest && GOFLAGS= $(GO) build -o $(TOOLS)/helm helm.sh/helm/v4/cmd/helm
+	cd deploy/helmtest && GOFLAGS=-mod=mod $(GO) build -o $(TOOLS)/helm helm.sh/helm/v4/cmd/helm
 
 helm-lint: $(TOOLS)/helm
 	$(TOOLS)/helm lint --strict deploy/helm/hookjet
