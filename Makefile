@@ -1,13 +1,21 @@
 # hookjet — see README.md (reference in docs/). `make run` serves the example, `make test` tests.
 GO       ?= go
-VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -X github.com/hookjet/hookjet/server.Version=$(VERSION)
+# The version is the semantic version tag (vX.Y.Z; docs/deploy.md, "Releases"),
+# or git describe past it; a tree without a tag says v0.0.0-g<commit>.
+VERSION  ?= $(or $(shell git describe --tags --match 'v[0-9]*' --always --dirty 2>/dev/null | sed '/^v[0-9]/!s/^/v0.0.0-g/'),v0.0.0-dev)
+COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+# Evaluated once, so that every binary of one make says the same.
+VERSION  := $(VERSION)
+COMMIT   := $(COMMIT)
+BUILD_DATE := $(BUILD_DATE)
+LDFLAGS  := -X github.com/hookjet/hookjet/server.Version=$(VERSION) -X github.com/hookjet/hookjet/server.Commit=$(COMMIT) -X github.com/hookjet/hookjet/server.BuildDate=$(BUILD_DATE)
 TOOLS    := $(CURDIR)/bin/tools
 GOLANGCI := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 PROMETHEUS := github.com/prometheus/prometheus@v0.310.0
 NATSCLI  := github.com/nats-io/natscli/nats@v0.5.0
 
-.PHONY: build install run listen test check fmt-check vet lint fuzz promtool walkthrough bench bench-ordered tools clean soak
+.PHONY: build install run listen test check fmt-check vet lint fuzz promtool walkthrough bench bench-ordered tools clean soak image image-offline image-test helm-test helm-lint release
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/hookjet ./cmd/hookjet
@@ -102,5 +110,65 @@ SOAK_FLAGS    ?=
 soak: build bin/nats-server
 	$(GO) run ./test/soak -duration $(SOAK_DURATION) -faults $(SOAK_FAULTS) $(SOAK_FLAGS)
 
+## image: the container image (Dockerfile) as $(IMAGE), built with podman or
+## docker, whichever is present (podman first); IMAGE_FLAGS adds build flags
+GO_VERSION := $(shell sed -n 's/^go //p' go.mod)
+IMAGE_TOOL ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
+IMAGE      ?= localhost/hookjet:$(VERSION)
+GO_IMAGE   ?= docker.io/library/golang:$(GO_VERSION)-bookworm
+IMAGE_FLAGS ?=
+image:
+	@test -n "$(IMAGE_TOOL)" || { echo "make image: neither podman nor docker is installed"; exit 1; }
+	$(IMAGE_TOOL) build $(IMAGE_FLAGS) --build-arg GO_IMAGE=$(GO_IMAGE) \
+	  --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --build-arg BUILD_DATE=$(BUILD_DATE) \
+	  -t $(IMAGE) .
+
+## image-offline: `make image` on a machine that reaches no image registry
+## (CI): the build stage runs on a stand-in for the golang image made from
+## this machine's Go (deploy/image/offline-builder.sh), with podman's chroot
+## isolation (no container runtime needed) and the host's module and build
+## caches mounted
+OFFLINE_GO_IMAGE := localhost/hookjet-go:$(GO_VERSION)
+image-offline:
+	@test -n "$(IMAGE_TOOL)" || { echo "make image-offline: podman is not installed"; exit 1; }
+	deploy/image/offline-builder.sh $(OFFLINE_GO_IMAGE) $(IMAGE_TOOL)
+	$(MAKE) image GO_IMAGE=$(OFFLINE_GO_IMAGE) VERSION=$(VERSION) COMMIT=$(COMMIT) BUILD_DATE=$(BUILD_DATE) IMAGE=$(IMAGE) \
+	  IMAGE_FLAGS="--pull=never --isolation=chroot -v $$(go env GOMODCACHE):/go/pkg/mod -v $$(go env GOCACHE):/root/.cache/go-build $(IMAGE_FLAGS)"
+
+## image-test: inspect $(IMAGE) (build it first): its user, entrypoint,
+## files, labels, and that its binary is static and of this commit
+image-test:
+	HOOKJET_IMAGE=$(IMAGE) HOOKJET_IMAGE_TOOL=$(IMAGE_TOOL) $(GO) test -count=1 -run '^TestImage' -v ./deploy
+
+## helm-lint, helm-test: the chart (deploy/helm/hookjet): helm lint with each
+## values example, then every manifest rendered from each decodes strictly
+## into the Kubernetes API types (deploy/helmtest, a module of its own so the
+## main module gains no Kubernetes dependency)
+$(TOOLS)/helm: deploy/helmtest/go.mod
+	cd deploy/helmtest && GOFLAGS=-mod=mod $(GO) build -o $(TOOLS)/helm helm.sh/helm/v4/cmd/helm
+
+helm-lint: $(TOOLS)/helm
+	$(TOOLS)/helm lint --strict deploy/helm/hookjet
+	for f in deploy/helm/hookjet/examples/*.yaml; do $(TOOLS)/helm lint --strict deploy/helm/hookjet -f $$f || exit 1; done
+
+# -mod=mod: the module follows hookjet's go.mod (replace ../..), so that a
+# requirement hookjet gains needs no edit here first (go mod tidy in
+# deploy/helmtest records it).
+helm-test: helm-lint
+	cd deploy/helmtest && GOFLAGS=-mod=mod $(GO) test -count=1 ./...
+
+## release: static binaries for linux and darwin, amd64 and arm64, and
+## SHA256SUMS naming them relative to itself, into dist/ (docs/deploy.md,
+## "Releases"; run it on a checkout of the tag)
+RELEASE_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+release:
+	rm -rf dist && mkdir -p dist
+	for p in $(RELEASE_PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -buildvcs=false -ldflags "-s -w $(LDFLAGS)" \
+	    -o dist/hookjet-$(VERSION)-$$os-$$arch ./cmd/hookjet || exit 1; \
+	done
+	cd dist && sha256sum hookjet-* >SHA256SUMS && cat SHA256SUMS
+
 clean:
-	rm -rf bin data bench-results.json bench-ordered.json
+	rm -rf bin data dist bench-results.json bench-ordered.json

@@ -43,7 +43,9 @@ var otherEnv = []string{"HOOKJET_CONFIG", "HOOKJET_LISTEN_SECRET"}
 
 const versionHelp = `hookjet version
 
-Prints hookjet's version.`
+Prints hookjet's version (a semantic version tag such as v1.2.3, or git
+describe past one), the git commit and the build date it was built from, and
+the Go release and platform.`
 
 // runVersion is `hookjet version`.
 func runVersion(args []string, stdout io.Writer) error {
@@ -51,6 +53,7 @@ func runVersion(args []string, stdout io.Writer) error {
 	if _, err := parseArgs(fs, args, 0); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, "hookjet", server.Version)
+	b := server.Build()
+	fmt.Fprintf(stdout, "hookjet %s\ncommit  %s\nbuilt   %s\ngo      %s\n", b.Version, b.Commit, b.Date, b.Go)
 	return nil
 }

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"time"
@@ -63,6 +64,7 @@ type sendStage struct {
 	series     *series
 	hour       *hourStats
 	settle     *settler
+	shape      *shaper
 }
 
 // fanTimer is what the send stage asks the fan-out (fanout.go, guard.go):
@@ -102,7 +104,11 @@ func (d *sendStage) attempt(dl *delivery, adm *admission, done func()) {
 		d.settle.deadLetter(dl, reason)
 		return
 	}
-	req := shape(dl)
+	req, err := d.shape.shape(d.ctx, dl)
+	if err != nil {
+		d.unshaped(dl, adm, err)
+		return
+	}
 	// tracing: a span per attempt, child of the event's traceparent.
 	span := d.tracer.StartAttempt(d.ctx, tracing.Header(dl.hdr), tracing.Attempt{Endpoint: dl.e.id, EventType: dl.ev.typ, EventID: dl.ev.id, Number: dl.st.Attempts + 1, Replay: strings.HasPrefix(dl.ev.key, "r")})
 	req.Trace = span.Header()
@@ -147,4 +153,24 @@ func (d *sendStage) attempt(dl *delivery, adm *admission, done func()) {
 		return backoff.Full(ep.Retry.Base, ep.Retry.Cap, n-1, nil)
 	})
 	d.settle.carryOut(dl, adm, act)
+}
+
+// unshaped settles dl, which the shape stage did not make a request of,
+// without an attempt: cancelled by the endpoint's transform (delivered with
+// nothing sent: one cancelled record), or the transform failed (dead-lettered
+// as transform, with the script's error), or the shutdown's grace is over.
+func (d *sendStage) unshaped(dl *delivery, adm *admission, err error) {
+	dl.g.claim()
+	switch {
+	case d.ctx.Err() != nil:
+		adm.release()
+		dl.done(false)
+	case errors.Is(err, errCancelled):
+		d.rec.end(dl, attempt.ClassCancelled, "cancelled")
+		d.settle.carryOut(dl, adm, action{Verb: actAck})
+	default:
+		adm.release()
+		dl.st.Error = err.Error()
+		d.settle.deadLetter(dl, "transform")
+	}
 }

@@ -12,8 +12,10 @@ import (
 	"github.com/hookjet/hookjet/attempt"
 	"github.com/hookjet/hookjet/dispatch/consume"
 	"github.com/hookjet/hookjet/dispatch/sources"
+	"github.com/hookjet/hookjet/filter"
 	"github.com/hookjet/hookjet/jetstream"
 	"github.com/hookjet/hookjet/routing"
+	"github.com/hookjet/hookjet/transform"
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
@@ -148,6 +150,14 @@ type settings struct {
 	dest    destination.Destination // opened from ep (table.go)
 	limiter *rate.Limiter
 	expires time.Time // earliest SecretExpiry still ahead; zero: none
+	// filter is ep's filter compiled (nil: none); a stored filter that no
+	// longer compiles refuses every event (compileCode).
+	filter *filter.Filter
+	// script is ep's transform compiled (nil: none); scriptErr, when a
+	// stored transform no longer compiles, dead-letters every delivery as
+	// transform.
+	script    *transform.Script
+	scriptErr error
 }
 
 // NewDispatcher prepares a dispatcher; Start begins delivering.
@@ -191,6 +201,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	d.send = &sendStage{
 		log: d.log, now: d.now, ctx: d.sendCtx, maxPayload: cfg.Security.MaxPayloadBytes, fan: d.fan, breakers: o.Breakers,
 		tracer: o.Tracer, rec: d.rec, series: d.series, hour: &d.hour, settle: d.settle,
+		shape: &shaper{security: cfg.Security, concurrency: cfg.Worker.Concurrency},
 	}
 	d.gate = &admitter{
 		now: d.now, states: d, breakers: o.Breakers, metrics: o.Metrics, send: d.send, park: d.settle.park, inflight: &d.inflight,
@@ -201,7 +212,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	d.lane = newLane(d)
 	d.fan.ordered = laneEngine{d}
 	d.table = routing.New(tableRuntime{d}, d.log)
-	d.fan.match = matcher{index: d.table}
+	d.fan.match = matcher{index: d.table, eps: d, series: d.series}
 	d.src = sources.New(d.table, o.Breakers, d.log, d.loopCtx, &d.background)
 	var err error
 	if d.stateKV, err = o.JS.KeyValue(ctx, jetstream.StateBucket); err != nil {
@@ -329,6 +340,7 @@ func (d *Dispatcher) Stop(grace time.Duration) {
 	}
 	over.Stop()
 	d.stopSends()
+	d.send.shape.close()
 	d.jobs.close()
 	d.background.Wait()
 }

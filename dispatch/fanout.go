@@ -215,7 +215,7 @@ func (d *fanout) fanOut(ctx context.Context, p consume.Pulled) {
 		return
 	}
 	var buf [8]string
-	targets := d.match.match(&ev, buf[:0])
+	targets := d.match.match(&ev, msg.Headers(), msg.Data(), buf[:0])
 	if ev.badTenant != "" {
 		d.rejectBadTenant(msg, &ev, targets) // dispatch/tenant.go
 		<-d.unsettled

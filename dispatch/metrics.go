@@ -14,6 +14,8 @@ type Metrics struct {
 	FirstAttempts   *prometheus.CounterVec   // endpoint, class
 	DeadLetters     *prometheus.CounterVec   // endpoint, reason
 	Deferrals       *prometheus.CounterVec   // endpoint, cause
+	Filtered        *prometheus.CounterVec   // endpoint
+	FilterErrors    *prometheus.CounterVec   // endpoint
 	BreakerState    *prometheus.GaugeVec     // endpoint
 	Pending         *prometheus.GaugeVec     // endpoint
 	OldestPending   prometheus.Gauge
@@ -49,6 +51,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Deferrals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookjet_deferrals_total", Help: "Messages put back without an attempt, by endpoint and cause.",
 		}, []string{"endpoint", "cause"}),
+		Filtered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookjet_filtered_total", Help: "Events an endpoint's patterns matched and its filter refused (no delivery, no record), by endpoint; evaluation errors included.",
+		}, []string{"endpoint"}),
+		FilterErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookjet_filter_errors_total", Help: "Evaluations of an endpoint's filter that failed (a missing field, a type mismatch, a cost limit, the event's budget): each is no match, by endpoint.",
+		}, []string{"endpoint"}),
 		BreakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hookjet_breaker_state", Help: "Circuit breaker state per endpoint: 0 closed, 1 half-open, 2 open.",
 		}, []string{"endpoint"}),
@@ -89,7 +97,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "hookjet_events_trimmed_total", Help: "Delivered events removed from HOOKJET_EVENTS because it passed 90% of streams.max_bytes.",
 		}),
 	}
-	reg.MustRegister(m.Trimmed, m.Endpoints, m.SafetyNetErrors, m.Attempts, m.AttemptDuration, m.FirstAttempts, m.DeadLetters, m.Deferrals,
+	reg.MustRegister(m.Trimmed, m.Endpoints, m.SafetyNetErrors, m.Attempts, m.AttemptDuration, m.FirstAttempts, m.DeadLetters, m.Deferrals, m.Filtered, m.FilterErrors,
 		m.BreakerState, m.Pending, m.OldestPending, m.Duplicates, m.Published, m.MissingID,
 		m.DLQMessages, m.LatencyP95, m.InFlight, m.OrderingHeld)
 	return m
@@ -103,6 +111,8 @@ func (m *Metrics) forget(id string) {
 	m.FirstAttempts.DeletePartialMatch(l)
 	m.DeadLetters.DeletePartialMatch(l)
 	m.Deferrals.DeletePartialMatch(l)
+	m.Filtered.DeletePartialMatch(l)
+	m.FilterErrors.DeletePartialMatch(l)
 	m.BreakerState.DeletePartialMatch(l)
 	m.Pending.DeletePartialMatch(l)
 	m.LatencyP95.DeletePartialMatch(l)
@@ -117,7 +127,7 @@ func (m *Metrics) zero(label string) {
 		m.Attempts.WithLabelValues(label, c)
 		m.FirstAttempts.WithLabelValues(label, c)
 	}
-	for _, r := range []string{"permanent", "exhausted", "expired", "gone", "rejected", "overflow", "auth"} {
+	for _, r := range []string{"permanent", "exhausted", "expired", "gone", "rejected", "overflow", "auth", "transform"} {
 		m.DeadLetters.WithLabelValues(label, r)
 	}
 	for _, c := range []string{"breaker", "rate_limit", "in_flight"} {

@@ -107,3 +107,16 @@ func (s *series) observeAttempt(e *endpoint, class string, first bool, seconds f
 // countDeferral counts a deferral of e's delivery (the drains' and the
 // lane's call; settlement counts through its series).
 func (d *Dispatcher) countDeferral(e *endpoint, cause string) { d.series.countDeferral(e, cause) }
+
+// countFiltered counts an event e's filter refused (failed: its evaluation
+// failed, which is no match too).
+func (s *series) countFiltered(e *endpoint, failed bool) {
+	if e.removed.Load() {
+		return
+	}
+	l := s.label(e.id)
+	s.m.Filtered.WithLabelValues(l).Inc()
+	if failed {
+		s.m.FilterErrors.WithLabelValues(l).Inc()
+	}
+}

@@ -1,15 +1,21 @@
 package dispatch
 
 import (
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/filter"
 	"github.com/hookjet/hookjet/jetstream"
 	"github.com/hookjet/hookjet/routing"
+	"github.com/hookjet/hookjet/transform"
 )
 
 // The stages of the delivery path that need no NATS: match (the pattern
@@ -51,7 +57,7 @@ func TestMatchStage(t *testing.T) {
 		{event{typ: "order.created", badTenant: "header Hookjet-Tenant names more than one tenant"}, []string{"ops"}},
 		{event{typ: "refund.created", tenant: "globex"}, nil},
 	} {
-		got := m.match(&tt.ev, nil)
+		got := m.match(&tt.ev, nil, nil, nil)
 		slices.Sort(got)
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("match(%s, tenant %q) = %v, want %v", tt.ev.typ, tt.ev.tenant, got, tt.want)
@@ -88,19 +94,107 @@ func TestNotForEndpoint(t *testing.T) {
 	}
 }
 
-// shape: the request carries the event as stored.
+// shape: the request carries the event as stored; an endpoint's
+// transform reshapes it (TestShapeTransforms).
 func TestShapeStage(t *testing.T) {
 	h := nats.Header{}
 	h.Set(jetstream.HdrContentType, "application/cloudevents+json")
 	h.Set(jetstream.HdrOrderingKey, "order-7")
 	dl := &delivery{ev: &event{id: "evt_1", typ: "order.created", tenant: "acme"}, hdr: h, data: []byte(`{"n":1}`)}
-	req := shape(dl)
+	req := storedRequest(dl)
 	if req.EventID != "evt_1" || req.EventType != "order.created" || req.Tenant != "acme" ||
 		req.OrderingKey != "order-7" || req.ContentType != "application/cloudevents+json" || string(req.Payload) != `{"n":1}` {
 		t.Fatalf("shape = %+v", req)
 	}
-	plain := shape(&delivery{ev: &event{id: "evt_2", typ: "t"}, hdr: nats.Header{}, data: []byte("x")})
+	plain := storedRequest(&delivery{ev: &event{id: "evt_2", typ: "t"}, hdr: nats.Header{}, data: []byte("x")})
 	if plain.OrderingKey != "" || plain.ContentType != "" || plain.Tenant != "" {
 		t.Fatalf("shape of an event without headers = %+v", plain)
 	}
 }
+
+// shape with a transform: the script's payload, content type and headers;
+// a throw is an error with its line:column; a cancel is errCancelled; an
+// endpoint without a transform costs no engine.
+func TestShapeTransforms(t *testing.T) {
+	sh := &shaper{security: config.Default().Security, concurrency: 2}
+	defer sh.close()
+	plain := &delivery{ev: &event{id: "e1", typ: "t"}, hdr: nats.Header{}, data: []byte(`{"n":1}`), s: &settings{ep: &config.Endpoint{ID: "p"}}}
+	if req, err := sh.shape(t.Context(), plain); err != nil || string(req.Payload) != `{"n":1}` {
+		t.Fatalf("without a transform: %s %v", req.Payload, err)
+	}
+	if sh.scripts != nil {
+		t.Fatal("an endpoint without a transform started the transform engine")
+	}
+	with := func(src string) *delivery {
+		s, err := transform.Compile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ep := &config.Endpoint{ID: "x", URL: "https://example.com/hook"}
+		ep.TransformTimeout = time.Second
+		return &delivery{ev: &event{id: "e1", typ: "order.created"}, hdr: nats.Header{}, data: []byte(`{"n":1}`), s: &settings{ep: ep, script: s}}
+	}
+	req, err := sh.shape(t.Context(), with(`function handler(w) { w.payload = {m: w.payload.n + 1}; w.headers["X-Kind"] = w.eventType; return w }`))
+	if err != nil || string(req.Payload) != `{"m":2}` || req.Header.Get("X-Kind") != "order.created" {
+		t.Fatalf("reshaped: %s %v %v", req.Payload, req.Header, err)
+	}
+	if _, err := sh.shape(t.Context(), with("function handler(w) {\n  throw new Error('no')\n}")); err == nil || !strings.Contains(err.Error(), "2:") {
+		t.Fatalf("a throw: %v, want its line", err)
+	}
+	if _, err := sh.shape(t.Context(), with(`function handler(w) { w.cancel = true; return w }`)); !errors.Is(err, errCancelled) {
+		t.Fatalf("a cancel: %v", err)
+	}
+}
+
+// match with filters: an endpoint's filter refuses what it does not
+// match, and one event's payload is parsed once for every filter.
+func TestMatchStageFilters(t *testing.T) {
+	table := routing.New(installAll{}, nil)
+	if _, _, err := table.ApplyConfig([]config.Endpoint{
+		{ID: "a", URL: "https://example.com/a", Events: []string{">"}},
+		{ID: "b", URL: "https://example.com/b", Events: []string{">"}},
+		{ID: "c", URL: "https://example.com/c", Events: []string{">"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	compile := func(expr string) *filter.Filter {
+		f, err := filter.Compile(expr, filter.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	eps := fakeEndpoints{
+		"a": {ep: &config.Endpoint{ID: "a"}, filter: compile(`data.total > 100`)},
+		"b": {ep: &config.Endpoint{ID: "b"}, filter: compile(`data.missing.deep == 1`)},
+		"c": {ep: &config.Endpoint{ID: "c"}},
+	}
+	m := matcher{index: table, eps: eps, series: newSeries(NewMetrics(prometheus.NewRegistry()), 10)}
+	got := m.match(&event{typ: "order.created", id: "e"}, nats.Header{}, []byte(`{"total":500}`), nil)
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"a", "c"}) {
+		t.Fatalf("match = %v, want a and c (b's filter fails: no match)", got)
+	}
+	if n := testutil.ToFloat64(m.series.m.FilterErrors.WithLabelValues("b")); n != 1 {
+		t.Fatalf("b's filter errors = %v, want 1", n)
+	}
+	got = m.match(&event{typ: "order.created", id: "e2"}, nats.Header{}, []byte(`{"total":5}`), nil)
+	if !slices.Equal(got, []string{"c"}) {
+		t.Fatalf("match = %v, want c", got)
+	}
+}
+
+// fakeEndpoints is an endpointSource of settings alone.
+type fakeEndpoints map[string]*settings
+
+func (f fakeEndpoints) endpoint(id string) *endpoint {
+	s, ok := f[id]
+	if !ok {
+		return nil
+	}
+	e := &endpoint{id: id}
+	e.set.Store(s)
+	return e
+}
+
+func (f fakeEndpoints) current(e *endpoint) *settings { return e.set.Load() }

@@ -9,7 +9,9 @@ import (
 
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/destination"
+	"github.com/hookjet/hookjet/filter"
 	"github.com/hookjet/hookjet/signature"
+	"github.com/hookjet/hookjet/transform"
 )
 
 // The endpoint table (package routing) decides which endpoints are in force
@@ -67,6 +69,7 @@ func (r tableRuntime) Uninstall(id string, deleted bool) {
 	e.removed.Store(true)
 	d.o.Breakers.Remove(id)
 	d.series.forget(id)
+	d.send.shape.forget(id)
 }
 
 func (d *Dispatcher) endpoint(id string) *endpoint {
@@ -111,6 +114,7 @@ func (d *Dispatcher) newSettings(ep *config.Endpoint, old *endpoint) (*settings,
 		return nil, fmt.Errorf("endpoints %s: destination: %w", ep.ID, err)
 	}
 	s := &settings{ep: ep, dest: dest, expires: expires}
+	d.compileCode(s)
 	if ep.RateLimit.RPS > 0 {
 		if old != nil {
 			if prev := old.set.Load(); prev.limiter != nil && prev.ep.RateLimit == ep.RateLimit {
@@ -146,4 +150,27 @@ func (d *Dispatcher) openDestination(ep *config.Endpoint, signer *signature.Sign
 		Auth:               ep.Auth.Reach(),
 		Proxy:              ep.Proxy,
 	})
+}
+
+// compileCode compiles s's endpoint's filter and transform. Both were
+// checked where the endpoint was defined (config.Security.CheckCode); one
+// stored earlier that no longer compiles (a stricter bound since) is
+// logged, and its filter refuses every event, its transform dead-letters
+// every delivery, rather than deliver what the endpoint did not ask for.
+func (d *Dispatcher) compileCode(s *settings) {
+	ep := s.ep
+	if ep.Filter != "" {
+		f, err := d.o.Config.Security.CompileFilter(ep.Filter)
+		if err != nil {
+			d.log.Error("the endpoint's filter does not compile; it refuses every event", "endpoint", ep.ID, "err", err)
+			f, _ = filter.Compile("false", filter.Options{})
+		}
+		s.filter = f
+	}
+	if ep.Transform != "" {
+		s.script, s.scriptErr = transform.Compile(ep.Transform)
+		if s.scriptErr != nil {
+			d.log.Error("the endpoint's transform does not compile; its deliveries are dead-lettered", "endpoint", ep.ID, "err", s.scriptErr)
+		}
+	}
 }

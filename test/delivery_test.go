@@ -45,7 +45,7 @@ func TestFanOutSignedDeliveries(t *testing.T) {
 	if got := d.Header.Get("Content-Type"); got != "application/json" {
 		t.Errorf("Content-Type = %q", got)
 	}
-	if got := d.Header.Get("User-Agent"); got != "hookjet/"+server.Version {
+	if got := d.Header.Get("User-Agent"); got != "hookjet/"+server.Build().Version {
 		t.Errorf("User-Agent = %q", got)
 	}
 	if got := d.Header.Get("X-Api-Key"); got != "topsecretvalue" {
