@@ -65,6 +65,11 @@ type Endpoint struct {
 	// opening of private ranges does not reach: the endpoint belongs to a
 	// tenant (portal.allow_private_networks decides).
 	Strict bool
+	// Options are the endpoint's destination settings beyond these fields
+	// (its config's `destination` object, as JSON, credentials revealed),
+	// which the opener of [Endpoint.Type] decodes; nil for a webhook. They
+	// are secret as a whole: never logged, never in a reason or an error.
+	Options []byte
 }
 
 // Request is one attempt to deliver one event.
@@ -87,6 +92,11 @@ type Request struct {
 	// Trace holds this attempt's trace context headers (traceparent,
 	// tracestate); nil when untraced. Its values are not secret.
 	Trace http.Header
+	// Replay is n for the n-th replay of the event to the endpoint, 0 for
+	// its first delivery and that delivery's retries. A broker that
+	// dedupes on a message id (NATS JetStream's Nats-Msg-Id) takes it
+	// into the id, so that retries are deduped and replays are not.
+	Replay int
 }
 
 // Result is the classified outcome of one attempt.
@@ -114,8 +124,10 @@ type Result struct {
 	// Err is the cause of a failure without an answer, for errors.Is and
 	// errors.As; nil when the destination answered.
 	Err error
-	// Response is the start of what a destination answered to a failed
-	// attempt (a non-2xx body), for the delivery log; nil otherwise.
+	// Response is the start of what a destination answered, for the
+	// delivery log: a webhook's non-2xx body (nil on success), a broker's
+	// acknowledgement on success (e.g. "stream ORDERS seq 42",
+	// "partition 3 offset 1207") or its words on a failure.
 	Response []byte
 }
 
