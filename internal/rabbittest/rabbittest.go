@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -179,9 +180,17 @@ func (s *Server) Kill() error {
 func (s *Server) Close() error {
 	err := s.Kill()
 	if s.epmd != 0 {
-		kill := exec.Command("epmd", "-kill")
-		kill.Env = append(os.Environ(), "ERL_EPMD_PORT="+strconv.Itoa(s.epmd))
-		_ = kill.Run() // no epmd when the node never started
+		// epmd refuses to stop while it still lists the node, which it
+		// drops once it notices the node's connection closed
+		for range 50 {
+			kill := exec.Command("epmd", "-kill")
+			kill.Env = append(os.Environ(), "ERL_EPMD_PORT="+strconv.Itoa(s.epmd))
+			out, err := kill.CombinedOutput()
+			if err == nil && strings.Contains(string(out), "Killed") || strings.Contains(string(out), "Cannot connect") {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	}
 	if s.dir != "" {
 		err = errors.Join(err, os.RemoveAll(s.dir))
