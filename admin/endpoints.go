@@ -341,7 +341,7 @@ func (a *handler) resolve(spec config.EndpointSpec) (config.Endpoint, error) {
 	for _, fe := range fieldErrors(err) {
 		badURL = badURL || fe.Key == "url"
 	}
-	if !badURL {
+	if !badURL && spec.Destination.IsWebhook() { // a broker's addresses are judged at each dial
 		if uerr := cfg.Security.CheckURL(spec.URL); uerr != nil {
 			err = errors.Join(err, uerr)
 		} else if a.unreachable != nil {

@@ -55,4 +55,23 @@ type EndpointSettings struct {
 	// SecretsExpire lists when each rotated-out secret still in its grace
 	// stops signing; empty when none is.
 	SecretsExpire []time.Time `json:"secrets_expire,omitempty"`
+	// Destination is where the endpoint's deliveries go.
+	Destination Destination `json:"destination"`
+}
+
+// Destination is an endpoint's destination as the API shows it: its type
+// and where it publishes, never a credential (a URL's user info shows as
+// ***, tokens and passwords not at all).
+type Destination struct {
+	// Type is webhook, nats, kafka or rabbitmq.
+	Type          string   `json:"type"`
+	URL           string   `json:"url,omitempty"`
+	Subject       string   `json:"subject,omitempty"`
+	JetStream     *bool    `json:"jetstream,omitempty"`
+	Brokers       []string `json:"brokers,omitempty"`
+	Topic         string   `json:"topic,omitempty"`
+	SASLMechanism string   `json:"sasl_mechanism,omitempty"`
+	Exchange      string   `json:"exchange,omitempty"`
+	RoutingKey    string   `json:"routing_key,omitempty"`
+	TLS           bool     `json:"tls,omitempty"`
 }

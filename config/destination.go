@@ -1,7 +1,9 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -161,6 +163,62 @@ func (d *Destination) Options() []byte {
 		panic("config: destination options: " + err.Error()) // strings, bools and lists only
 	}
 	return b
+}
+
+// destinationJSON is a destination as the admin API receives it.
+type destinationJSON struct {
+	Type       string          `json:"type"`
+	URL        string          `json:"url"`
+	Subject    string          `json:"subject"`
+	JetStream  *bool           `json:"jetstream"`
+	Creds      string          `json:"creds"`
+	NKey       string          `json:"nkey"`
+	Token      string          `json:"token"`
+	User       string          `json:"user"`
+	Password   string          `json:"password"`
+	Brokers    []string        `json:"brokers"`
+	Topic      string          `json:"topic"`
+	SASL       *saslJSON       `json:"sasl"`
+	Exchange   string          `json:"exchange"`
+	RoutingKey string          `json:"routing_key"`
+	TLS        *DestinationTLS `json:"tls"`
+}
+
+type saslJSON struct {
+	Mechanism string `json:"mechanism"`
+	User      string `json:"user"`
+	Password  string `json:"password"`
+}
+
+// decodeDestination decodes the admin API's destination object; an
+// unknown field or a value of the wrong type is an error that names it,
+// never a value.
+func decodeDestination(raw []byte) (Destination, error) {
+	var j destinationJSON
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return Destination{}, fmt.Errorf("%s: want %s", te.Field, te.Type)
+		}
+		if strings.HasPrefix(err.Error(), "json: unknown field ") {
+			return Destination{}, fmt.Errorf("unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		}
+		return Destination{}, errors.New("want an object: type and the fields of its type")
+	}
+	d := Destination{
+		Type: j.Type, URL: NewSecret(j.URL), Subject: j.Subject, JetStream: j.JetStream,
+		Creds: j.Creds, NKey: j.NKey, Token: NewSecret(j.Token), User: j.User, Password: NewSecret(j.Password),
+		Brokers: j.Brokers, Topic: j.Topic, Exchange: j.Exchange, RoutingKey: j.RoutingKey,
+	}
+	if j.SASL != nil {
+		d.SASL = SASL{Mechanism: j.SASL.Mechanism, User: j.SASL.User, Password: NewSecret(j.SASL.Password)}
+	}
+	if j.TLS != nil {
+		d.TLS = *j.TLS
+	}
+	return d, nil
 }
 
 // validateDestination checks an endpoint's destination, with keys under

@@ -203,6 +203,8 @@ type EndpointSpec struct {
 	SecretExpiry []time.Time
 	// InsecureSkipVerify turns off TLS certificate verification.
 	InsecureSkipVerify bool
+	// Destination is where deliveries go, as [Endpoint.Destination].
+	Destination Destination
 	// Overrides are the settings the endpoint sets itself.
 	Overrides Overrides
 }
@@ -222,6 +224,7 @@ type EndpointPatch struct {
 	Secrets            []Secret
 	Headers            map[string]Secret
 	InsecureSkipVerify *bool
+	Destination        *Destination
 	Overrides          Overrides
 
 	given map[string]bool // JSON paths present, null included
@@ -258,12 +261,18 @@ func (p EndpointPatch) Apply(spec EndpointSpec) EndpointSpec {
 	if p.given["insecure_skip_verify"] {
 		spec.InsecureSkipVerify = p.InsecureSkipVerify != nil && *p.InsecureSkipVerify
 	}
+	if p.given["destination"] {
+		spec.Destination = Destination{} // null: the webhook
+		if p.Destination != nil {
+			spec.Destination = *p.Destination
+		}
+	}
 	spec.Overrides.merge(p.Overrides, p.given)
 	return spec
 }
 
 // DecodeEndpointPatch decodes an admin API endpoint body: a JSON object with
-// any of id, url, events, tenant, description, owner, headers, secrets,
+// any of id, url, destination, events, tenant, description, owner, headers, secrets,
 // insecure_skip_verify, timeout, max_in_flight, max_backlog, rate_limit,
 // retry, breaker, ordering and ordering_on_dead_letter (the per-endpoint
 // keys of the config file). Durations are Go
@@ -373,6 +382,12 @@ func (d *patchDecoder) field(p *EndpointPatch, name string, raw json.RawMessage)
 			err = strict(raw, &b, "true or false")
 			p.InsecureSkipVerify = &b
 		}
+	case "destination":
+		if !null {
+			var dest Destination
+			dest, err = decodeDestination(raw)
+			p.Destination = &dest
+		}
 	default:
 		delete(d.given, name)
 		if !d.setting(p, name, raw) {
@@ -386,7 +401,7 @@ func (d *patchDecoder) field(p *EndpointPatch, name string, raw json.RawMessage)
 }
 
 // topFields are the top-level fields of an endpoint body, for suggestions.
-var topFields = []string{"id", "url", "events", "tenant", "description", "headers", "secrets",
+var topFields = []string{"id", "url", "destination", "events", "tenant", "description", "headers", "secrets",
 	"insecure_skip_verify", "timeout", "max_in_flight", "max_backlog", "rate_limit", "retry", "breaker",
 	"ordering", "ordering_on_dead_letter"}
 
@@ -549,6 +564,7 @@ func ResolveEndpoint(defaults Settings, spec EndpointSpec) (Endpoint, error) {
 		Headers:            maps.Clone(spec.Headers),
 		Secrets:            slices.Clone(spec.Secrets),
 		InsecureSkipVerify: spec.InsecureSkipVerify,
+		Destination:        spec.Destination,
 		Settings:           spec.Overrides.Apply(defaults),
 	}
 	if len(spec.SecretExpiry) > 0 {
@@ -604,6 +620,7 @@ func SpecOf(ep Endpoint) EndpointSpec {
 	return EndpointSpec{
 		ID: ep.ID, URL: ep.URL, Events: ep.Events, Tenant: ep.Tenant, Description: ep.Description, Owner: ep.Owner,
 		Headers: ep.Headers, Secrets: ep.Secrets, SecretExpiry: ep.SecretExpiry, InsecureSkipVerify: ep.InsecureSkipVerify,
+		Destination: ep.Destination,
 		Overrides: Overrides{
 			Timeout: &s.Timeout, MaxInFlight: &s.MaxInFlight, MaxBacklog: &s.MaxBacklog,
 			RateLimitRPS: &s.RateLimit.RPS, RateLimitBurst: &s.RateLimit.Burst,

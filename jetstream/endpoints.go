@@ -135,8 +135,19 @@ func (s *EndpointStore) Record(spec config.EndpointSpec) EndpointRecord {
 			rec.Headers[name] = s.box.Seal([]byte(v.Reveal()), headerContext(spec.ID, name))
 		}
 	}
+	if dest, creds := endpoints.StoredDestination(spec.Destination); dest != nil {
+		plain, err := json.Marshal(creds)
+		if err != nil {
+			panic("jetstream: destination credentials: " + err.Error()) // strings only
+		}
+		dest.Credentials = s.box.Seal(plain, destinationContext(spec.ID))
+		rec.Destination = dest
+	}
 	return rec
 }
+
+// destinationContext is the sealing context of a destination's credentials.
+func destinationContext(id string) []byte { return []byte(id + "/destination") }
 
 // Spec opens rec into the definition it was built from, every secret
 // included. Errors wrap [seal.ErrOpen] (wrong secret_key, or a value
@@ -174,6 +185,19 @@ func (s *EndpointStore) Spec(rec EndpointRecord) (config.EndpointSpec, error) {
 			spec.Headers[name] = config.NewSecret(string(plain))
 		}
 	}
+	if rec.Destination != nil {
+		var creds endpoints.Credentials
+		if rec.Destination.Credentials != nil {
+			plain, err := s.box.Open(rec.Destination.Credentials, destinationContext(rec.ID))
+			if err != nil {
+				return config.EndpointSpec{}, fmt.Errorf("endpoint %s: destination: %w", rec.ID, err)
+			}
+			if err := json.Unmarshal(plain, &creds); err != nil {
+				return config.EndpointSpec{}, fmt.Errorf("endpoint %s: destination: %w", rec.ID, err)
+			}
+		}
+		spec.Destination = rec.Destination.Config(creds)
+	}
 	return spec, nil
 }
 
@@ -209,7 +233,7 @@ func decodeValue(id string, rev uint64, value []byte) (EndpointRecord, bool, err
 	if err := json.Unmarshal(value, &rec); err != nil {
 		return EndpointRecord{}, false, fmt.Errorf("endpoint %s: %w", id, err)
 	}
-	if rec.URL == "" {
+	if rec.URL == "" && rec.Destination == nil {
 		return EndpointRecord{}, false, nil
 	}
 	rec.ID = id
