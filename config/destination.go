@@ -311,9 +311,14 @@ func checkTopic(t string) error {
 		return fmt.Errorf("longer than 249 characters")
 	}
 	for _, c := range bare {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+		if !topicChar(c) {
 			return fmt.Errorf("%q has %q: a topic has [a-zA-Z0-9._-] only", t, c)
 		}
 	}
 	return nil
+}
+
+// topicChar reports whether Kafka takes c in a topic name.
+func topicChar(c rune) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
 }

@@ -148,7 +148,7 @@ func TestDestinationsBeyondHTTP(t *testing.T) {
 	checkFor(t, 20*time.Second, 50*time.Millisecond, func() error {
 		var ok bool
 		if d, ok, err = ch.Get("orders", true); err != nil || !ok {
-			return fmt.Errorf("nothing in orders yet (%v)", err)
+			return fmt.Errorf("nothing in orders yet (%w)", err)
 		}
 		return nil
 	})
@@ -167,7 +167,10 @@ func TestDestinationsBeyondHTTP(t *testing.T) {
 	checkFor(t, 20*time.Second, 50*time.Millisecond, func() error {
 		info, err := stream.Info(ctx)
 		if err != nil || info.State.Msgs != 2 {
-			return fmt.Errorf("nats stream: %v %v", info, err)
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("nats stream: %d messages, want 2", info.State.Msgs)
 		}
 		return nil
 	})

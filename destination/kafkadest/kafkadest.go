@@ -111,7 +111,7 @@ func CheckTopic(t string) error {
 		return fmt.Errorf("%q is longer than 249 characters", t)
 	}
 	for _, c := range bare {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+		if !topicChar(c) {
 			return fmt.Errorf("%q has %q: a topic has [a-zA-Z0-9._-] only", t, c)
 		}
 	}
@@ -313,4 +313,9 @@ func fail(res destination.Result, err error) destination.Result {
 	res.Err = err
 	res.Reason = "kafka: " + err.Error()
 	return res
+}
+
+// topicChar reports whether Kafka takes c in a topic name.
+func topicChar(c rune) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
 }

@@ -43,6 +43,8 @@ type Server struct {
 	epmd  int
 	cmd   *exec.Cmd
 	waitc chan error
+	// exited is how the node's last run ended.
+	exited error
 }
 
 // Start is [New] for a test: it skips the test when rabbitmq-server is not
@@ -151,7 +153,7 @@ func (s *Server) Restart() error {
 		case err := <-s.waitc:
 			s.cmd = nil
 			b, _ := os.ReadFile(filepath.Join(s.dir, "out"))
-			return fmt.Errorf("rabbittest: rabbitmq-server exited: %v\n%s", err, tail(b))
+			return fmt.Errorf("rabbittest: rabbitmq-server exited: %w\n%s", err, tail(b))
 		default:
 		}
 		c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
@@ -171,7 +173,7 @@ func (s *Server) Kill() error {
 		return nil
 	}
 	err := syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-	<-s.waitc
+	s.exited = <-s.waitc // "signal: killed"
 	s.cmd = nil
 	return err
 }
