@@ -204,6 +204,9 @@ func (o *Opener) dial(ctx context.Context, opts *Options, strict bool) (*conn, e
 		nats.SetCustomDialer(ctxDialer{d}),
 		nats.IgnoreDiscoveredServers(),
 		nats.MaxReconnects(-1),
+		// no buffering while reconnecting: an attempt that failed is not
+		// sent later behind the engine's back (and out of a key's order)
+		nats.ReconnectBufSize(-1),
 		nats.RetryOnFailedConnect(false),
 	}
 	if deadline, ok := ctx.Deadline(); ok {

@@ -222,3 +222,64 @@ func TestMsgID(t *testing.T) {
 		t.Error(got)
 	}
 }
+
+// The server down: transient; back (same port, same store): delivered on
+// the connection nats.go restored, and stored once.
+func TestServerDownAndBack(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close()
+	store := t.TempDir()
+	start := func() *natsserver.Server {
+		s, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: store, NoLog: true, NoSigs: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Start()
+		if !s.ReadyForConnections(10 * time.Second) {
+			t.Fatal("not ready")
+		}
+		return s
+	}
+	s := start()
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := natsjs.New(nc)
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, natsjs.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	o := natsdest.New(natsdest.Config{})
+	defer o.Close()
+	ep := endpoint(t, "ep1", map[string]any{"type": "nats", "url": s.ClientURL(), "subject": "orders.x"})
+	ep.Timeout = time.Second
+	d, _ := o.Open(ep)
+	req := destination.Request{EventID: "evt_1", EventType: "a", Payload: []byte("{}")}
+	if res := d.Send(ctx, req); res.Class != destination.Success {
+		t.Fatalf("first: %v %s", res.Class, res.Reason)
+	}
+	s.Shutdown()
+	s.WaitForShutdown()
+	req.EventID = "evt_2"
+	if res := d.Send(ctx, req); res.Class != destination.Transient {
+		t.Fatalf("server down: %v %s", res.Class, res.Reason)
+	}
+	s = start()
+	defer s.Shutdown()
+	var res destination.Result
+	for range 30 { // the engine's retries
+		if res = d.Send(ctx, req); res.Class == destination.Success {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if res.Class != destination.Success || string(res.Response) != "stream ORDERS seq 2" {
+		t.Fatalf("after restart: %v %q %s", res.Class, res.Response, res.Reason)
+	}
+}
