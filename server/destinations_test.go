@@ -15,7 +15,9 @@ import (
 
 type fixed destination.Result
 
-func (f fixed) Send(context.Context, destination.Request) destination.Result { return destination.Result(f) }
+func (f fixed) Send(context.Context, destination.Request) destination.Result {
+	return destination.Result(f)
+}
 
 func TestDestinationMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
