@@ -337,6 +337,9 @@ func (a *handler) objectOf(ctx context.Context, ep config.Endpoint) endpointObje
 func (a *handler) resolve(spec config.EndpointSpec) (config.Endpoint, error) {
 	cfg := a.cfg()
 	ep, err := config.ResolveEndpoint(cfg.Defaults, spec)
+	if err == nil {
+		err = cfg.Portal.CheckTenantDestination("", &ep)
+	}
 	badURL := false
 	for _, fe := range fieldErrors(err) {
 		badURL = badURL || fe.Key == "url"

@@ -110,3 +110,30 @@ func TestDestinationPatch(t *testing.T) {
 		t.Errorf("null: %+v", spec.Destination)
 	}
 }
+
+func TestTenantDestinations(t *testing.T) {
+	y := func(portal string) string {
+		return portal + "endpoints:\n  - id: e\n    tenant: acme\n    secrets: [" + destSecret + "]\n    destination: {type: kafka, brokers: [\"k:9092\"], topic: t}\n"
+	}
+	cfg, err := config.Parse([]byte(y("")), func(string) string { return "" })
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err == nil || !strings.Contains(err.Error(), `endpoints[0].destination.type: "kafka": endpoints of a tenant may use webhook (portal.destinations)`) {
+		t.Fatalf("default: %v", err)
+	}
+	cfg, err = config.Parse([]byte(y("portal:\n  destinations: [webhook, kafka]\n")), func(string) string { return "" })
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		t.Fatalf("listed: %v", err)
+	}
+	cfg, err = config.Parse([]byte(y("portal:\n  destinations: [sqs]\n")), func(string) string { return "" })
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err == nil || !strings.Contains(err.Error(), "portal.destinations[0]") {
+		t.Fatalf("unknown type: %v", err)
+	}
+}

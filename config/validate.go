@@ -293,6 +293,9 @@ func (c *Config) validateEndpoints(p *problems, defaultProblems problems) {
 			ids[e.ID] = i
 		}
 		validateEndpointFields(p, prefix, e, c.Security.HTTPSOnly)
+		if err := c.Portal.tenantDestination(e); err != nil {
+			p.add(prefix+".destination.type", "%w", err)
+		}
 
 		var sp problems
 		validateSettings(&sp, prefix, e.Settings)
