@@ -31,6 +31,7 @@ func TestAPIEndpointDestinations(t *testing.T) {
 		{`{"id":"n3","destination":{"type":"sqs"}}`, 400, "destination.type"},
 		{`{"id":"n4","destination":{"type":"nats","colour":"red"}}`, 400, "destination"},
 		{`{"id":"n5"}`, 400, "url"},
+		{`{"id":"n7","tenant":"acme","destination":{"type":"kafka","brokers":["k1.example.com:9092"],"topic":"t"}}`, 400, "destination.type"},
 		{`{"id":"n6","url":"https://x.example.com/","destination":{"type":"rabbitmq","url":"amqp://h/"}}`, 400, "url"},
 	} {
 		code, raw, out := h.rawCall("POST", "/api/v1/endpoints", tc.body)
