@@ -120,11 +120,16 @@ type settings struct {
 		MaxAttempts int   `json:"max_attempts"`
 		MaxAge      loose `json:"max_age"`
 	} `json:"retry"`
-	MaxBacklog           int             `json:"max_backlog"`
-	Ordering             string          `json:"ordering"`
-	OrderingOnDeadLetter string          `json:"ordering_on_dead_letter"`
-	SecretsExpire        []time.Time     `json:"secrets_expire"`
-	Destination          api.Destination `json:"destination"`
+	MaxBacklog           int         `json:"max_backlog"`
+	Ordering             string      `json:"ordering"`
+	OrderingOnDeadLetter string      `json:"ordering_on_dead_letter"`
+	SecretsExpire        []time.Time `json:"secrets_expire"`
+	// Auth is the type of the endpoint's auth ("" none); Proxy its own
+	// egress proxy, password hidden ("" the default). Credentials are
+	// never shown.
+	Auth        string          `json:"auth"`
+	Proxy       string          `json:"proxy"`
+	Destination api.Destination `json:"destination"`
 }
 
 // Ordered reports whether the endpoint delivers one ordering key's events

@@ -254,7 +254,7 @@ type Leftover struct {
 func (d *Dispatcher) noteLeftover(ctx context.Context) {
 	lo := &d.leftover
 	lo.Taken, lo.TakenEndpoints, lo.TakenFor = d.drains.noteTaken(ctx)
-	if ci := d.fanoutCons.CachedInfo(); ci != nil {
+	if ci := d.fan.cons.CachedInfo(); ci != nil {
 		lo.Events, lo.EventsFor = ci.NumAckPending, ci.Config.AckWait
 	}
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -694,14 +694,14 @@ func (r *drainer) handleTask(ctx context.Context, e *endpoint, s *settings, msg 
 		return
 	}
 	size := int64(len(msg.Data()))
-	if !d.unsettledBytes.acquire(ctx, size) {
+	if !d.fan.unsettledBytes.Acquire(ctx, size) {
 		adm.release()
 		dl.done(false)
 		return
 	}
 	settle := dl.done
 	dl.done = func(ok bool) {
-		d.unsettledBytes.release(size)
+		d.fan.unsettledBytes.Release(size)
 		settle(ok)
 	}
 	d.launch(ctx, dl, adm, true)

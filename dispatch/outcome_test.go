@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -32,6 +31,7 @@ func TestDecide(t *testing.T) {
 		{"other 4xx is permanent", 1, fresh, destination.Result{Class: destination.Permanent, Status: 422}, action{Verb: actDeadLetter, Reason: "permanent"}},
 		{"3xx is permanent", 1, fresh, destination.Result{Class: destination.Permanent, Status: 302}, action{Verb: actDeadLetter, Reason: "permanent"}},
 		{"refused by the guard is rejected", 1, fresh, destination.Result{Class: destination.Rejected, Err: errors.New("private address")}, action{Verb: actDeadLetter, Reason: "rejected"}},
+		{"refused by the token endpoint is auth", 1, fresh, destination.Result{Class: destination.Auth, Unsent: true}, action{Verb: actDeadLetter, Reason: "auth"}},
 		{"max_attempts reached: exhausted", 20, fresh, destination.Result{Class: destination.Transient, Status: 500}, action{Verb: actDeadLetter, Reason: "exhausted"}},
 		{"429 at max_attempts: exhausted", 20, fresh, destination.Result{Class: destination.RateLimited, Status: 429}, action{Verb: actDeadLetter, Reason: "exhausted"}},
 		{"next attempt past max_age: expired", 2, now.Add(-24*time.Hour + time.Second), destination.Result{Class: destination.Transient, Status: 500}, action{Verb: actDeadLetter, Reason: "expired"}},
@@ -64,33 +64,5 @@ func TestPrecheck(t *testing.T) {
 	}
 	if _, _, ok := precheck(10, 1<<20, s, now, now); !ok {
 		t.Fatal("a fresh small event was refused")
-	}
-}
-
-// Payload bytes held by deliveries in progress are bounded
-// process-wide; one event larger than the budget still goes, alone.
-func TestFanoutByteBudget(t *testing.T) {
-	b := newByteBudget(3 << 20)
-	for range 3 {
-		if !b.acquire(t.Context(), 1<<20) {
-			t.Fatal("refused within the budget")
-		}
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
-	if b.acquire(ctx, 1<<20) {
-		t.Fatal("a fourth 1 MB event went past a 3 MB budget")
-	}
-	got := make(chan bool)
-	go func() { got <- b.acquire(t.Context(), 1<<20) }()
-	b.release(1 << 20)
-	if !<-got {
-		t.Fatal("not admitted after a release")
-	}
-	for range 3 {
-		b.release(1 << 20)
-	}
-	if !b.acquire(t.Context(), 10<<20) {
-		t.Fatal("an event larger than the whole budget never goes")
 	}
 }

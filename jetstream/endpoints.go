@@ -108,6 +108,11 @@ func secretsContext(id string) []byte { return []byte(id + "/secrets") }
 // headerContext is the sealing context of one header value.
 func headerContext(id, name string) []byte { return []byte(id + "/headers/" + name) }
 
+// authContext and proxyContext are the sealing contexts of an endpoint's
+// auth and proxy.
+func authContext(id string) []byte  { return []byte(id + "/auth") }
+func proxyContext(id string) []byte { return []byte(id + "/proxy") }
+
 // Record seals spec into a record. CreatedAt and UpdatedAt are left zero.
 func (s *EndpointStore) Record(spec config.EndpointSpec) EndpointRecord {
 	rec := EndpointRecord{
@@ -142,6 +147,12 @@ func (s *EndpointStore) Record(spec config.EndpointSpec) EndpointRecord {
 		}
 		dest.Credentials = s.box.Seal(plain, destinationContext(spec.ID))
 		rec.Destination = dest
+	}
+	if !spec.Auth.IsZero() {
+		rec.Auth = s.box.Seal(spec.Auth.SealedForm(), authContext(spec.ID))
+	}
+	if spec.Proxy != "" {
+		rec.Proxy = s.box.Seal([]byte(spec.Proxy), proxyContext(spec.ID))
 	}
 	return rec
 }
@@ -197,6 +208,22 @@ func (s *EndpointStore) Spec(rec EndpointRecord) (config.EndpointSpec, error) {
 			}
 		}
 		spec.Destination = rec.Destination.Config(creds)
+	}
+	if rec.Auth != nil {
+		plain, err := s.box.Open(rec.Auth, authContext(rec.ID))
+		if err == nil {
+			spec.Auth, err = config.OpenAuth(plain)
+		}
+		if err != nil {
+			return config.EndpointSpec{}, fmt.Errorf("endpoint %s: auth: %w", rec.ID, err)
+		}
+	}
+	if rec.Proxy != nil {
+		plain, err := s.box.Open(rec.Proxy, proxyContext(rec.ID))
+		if err != nil {
+			return config.EndpointSpec{}, fmt.Errorf("endpoint %s: proxy: %w", rec.ID, err)
+		}
+		spec.Proxy = string(plain)
 	}
 	return spec, nil
 }

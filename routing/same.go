@@ -44,6 +44,9 @@ func canonical(ep config.Endpoint) config.Endpoint {
 	if ep.Destination.Type == config.DestinationWebhook {
 		ep.Destination.Type = "" // the default, named or not
 	}
+	if len(ep.Auth.Scopes) == 0 {
+		ep.Auth.Scopes = nil
+	}
 	return ep
 }
 

@@ -112,7 +112,7 @@ func newDestinationMetrics(reg prometheus.Registerer) *destinationMetrics {
 
 // wrap counts the attempts of the destinations open opens, as type typ.
 func (m *destinationMetrics) wrap(typ string, open destination.Opener) destination.Opener {
-	var byClass [destination.Rejected + 1]prometheus.Counter
+	var byClass [destination.Auth + 1]prometheus.Counter
 	for c := range byClass {
 		byClass[c] = m.attempts.WithLabelValues(typ, destination.Class(c).String())
 	}
@@ -129,7 +129,7 @@ func (m *destinationMetrics) wrap(typ string, open destination.Opener) destinati
 // metered is a destination whose attempts are counted.
 type metered struct {
 	d        destination.Destination
-	byClass  *[destination.Rejected + 1]prometheus.Counter
+	byClass  *[destination.Auth + 1]prometheus.Counter
 	duration prometheus.Observer
 }
 
