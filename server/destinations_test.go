@@ -34,6 +34,7 @@ func TestDestinationMetrics(t *testing.T) {
 	want := `
 # HELP hookjet_destination_attempts_total Delivery attempts by destination type (webhook, nats, kafka, rabbitmq) and outcome class.
 # TYPE hookjet_destination_attempts_total counter
+hookjet_destination_attempts_total{class="auth",destination="kafka"} 0
 hookjet_destination_attempts_total{class="gone",destination="kafka"} 0
 hookjet_destination_attempts_total{class="permanent",destination="kafka"} 0
 hookjet_destination_attempts_total{class="rate_limited",destination="kafka"} 2
