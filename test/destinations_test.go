@@ -22,7 +22,7 @@ import (
 // opens an endpoint with the opener of its destination's type and passes
 // its options; until it does, every endpoint is a webhook. The change that
 // makes it so sets this true.
-const engineOpensDestinations = false
+const engineOpensDestinations = true
 
 // TestDestinationsBeyondHTTP publishes events to hookjet and receives them
 // on a second NATS server's stream, a Kafka topic (kfake) and a RabbitMQ
