@@ -228,7 +228,7 @@ func (d *Dispatcher) retry(dl *delivery, wait time.Duration) {
 		return
 	}
 	d.stored(dl)
-	d.drains.noteRetry(dl.e.id, dl.ev.key, at)
+	d.drains.NoteRetry(dl.e.id, dl.ev.key, at)
 	dl.done(true)
 	dl.log(d.log, slog.LevelInfo, "delivery failed; retrying", "attempt", dl.st.Attempts, "status", dl.st.Status, "error", dl.st.Error, "retry_in", wait.Round(time.Millisecond), "retry_at", at.UTC().Format(time.RFC3339Nano))
 }
@@ -257,7 +257,7 @@ func (d *Dispatcher) park(dl *delivery, cause string) {
 		}
 		d.stored(dl)
 		d.recordEnd(dl, attempt.ClassParked, cause) // delivery log
-		d.drains.note(dl.e.id, time.Time{})
+		d.drains.Note(dl.e.id, time.Time{})
 		dl.done(true)
 	})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/dedupe"
 	"github.com/hookjet/hookjet/destination"
+	"github.com/hookjet/hookjet/dispatch/drain"
 	"github.com/hookjet/hookjet/tracing"
 )
 
@@ -86,10 +87,10 @@ type Dispatcher struct {
 	fastWaitingN atomic.Int32
 	// workerWaits counts fan-out deliveries waiting for a worker (launchSoon).
 	workerWaits atomic.Int32
-	jobs        *jobs     // background NATS work (tasks, dead letters)
-	guards      guards    // fan-out deliveries in flight (guard.go)
-	tasksUsed   taskBytes // HOOKJET_TASKS bytes (bounds.go)
-	tasksMax    int64     // streams.tasks_max_bytes
+	jobs        *jobs           // background NATS work (tasks, dead letters)
+	guards      guards          // fan-out deliveries in flight (guard.go)
+	tasksUsed   drain.TaskBytes // HOOKJET_TASKS bytes (bounds.go)
+	tasksMax    int64           // streams.tasks_max_bytes
 	// tasksAge is HOOKJET_TASKS' MaxAge as last read or raised
 	// (coverTaskAge): 0 not read yet, negative unlimited.
 	tasksAge  atomic.Int64
@@ -99,8 +100,8 @@ type Dispatcher struct {
 	maxPayload     int            // security.max_payload_bytes; SIGHUP reloads endpoints only
 	table          *routing.Table // the endpoints in force and the pattern index (Install, Uninstall: endpoint.go)
 	series         *series
-	drains         *drainer
-	lane           *lane // per-key ordering (lane.go)
+	drains         *drain.Drainer // the tasks' drains (package drain, drain_engine.go)
+	lane           *lane          // per-key ordering (lane.go)
 
 	loopCtx    context.Context // cancelled by Stop: loops stop pulling
 	stopLoops  context.CancelFunc
@@ -136,7 +137,7 @@ type Dispatcher struct {
 	apiSource   apiSource                // where WatchEndpoints resolves API endpoints from; guarded by applied's lock
 	resets      resets                   // breaker resets from other processes (dispatch/reset.go)
 	rec         recorded                 // the delivery log's last test per endpoint (dispatch/record.go)
-	leftover    Leftover                 // what waited at start (dispatch/drain.go)
+	leftover    Leftover                 // what waited at start (dispatch/drain_engine.go)
 
 }
 
@@ -200,7 +201,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	if d.now == nil {
 		d.now = time.Now
 	}
-	d.drains = newDrainer(d)
+	d.drains = drain.New(drainEngine{d}, o.JS, d.log, d.now)
 	d.lane = newLane(d)
 	d.table = routing.New(tableRuntime{d}, d.log)
 	var err error
@@ -263,7 +264,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	d.background.Add(1)
 	go func() {
 		defer d.background.Done()
-		d.drains.keepAlive(d.sendCtx)
+		d.drains.KeepAlive(d.sendCtx)
 	}()
 	// The lane's lease is sought once before the fan-out starts, so that a
 	// process that takes it bounds its endpoints' entries from the first
@@ -288,7 +289,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}()
 	go func() {
 		defer d.loops.Done()
-		d.drains.run(d.loopCtx)
+		d.drains.Run(d.loopCtx)
 	}()
 	return nil
 }

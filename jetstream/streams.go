@@ -67,6 +67,9 @@ const (
 	HdrFirstTry    = "Hookjet-First-Attempt"
 	HdrLastTry     = "Hookjet-Last-Attempt"
 	HdrReplayOf    = "Hookjet-Replay-Of"
+	// HdrEventKey names the event of a task in the ids derived from it
+	// (its HOOKJET_EVENTS sequence, or a prefixed unique token).
+	HdrEventKey = "Hookjet-Event-Key"
 	// HdrTenant names an event's tenant (config.CheckTenant): it reaches
 	// that tenant's endpoints and those without a tenant. Tasks and dead
 	// letters carry it on.
