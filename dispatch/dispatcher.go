@@ -66,7 +66,8 @@ type Options struct {
 //     endpoint's own subject. Retries are JetStream message schedules: they
 //     wait in the server, holding no consumer's ack slot.
 //   - a short-lived consumer drains an endpoint's due tasks while the
-//     endpoint can take them, at most maxDrains at a time per process.
+//     endpoint can take them, at most 64 at a time per process (package
+//     drain, which the engine serves through drain_engine.go).
 //
 // Endpoints are data: an endpoint that receives nothing costs its config,
 // its index entries and its breaker state, and no goroutine, timer or
