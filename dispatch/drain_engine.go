@@ -79,7 +79,7 @@ type drainAdmission struct{ a *admission }
 func (a drainAdmission) Release() { a.a.release() }
 
 func (x *drainEndpoint) AdmitNow(ctx context.Context, poll time.Duration) (drain.Admission, time.Time) {
-	adm, wait := x.d.admitNow(ctx, x.e, x.s, poll)
+	adm, wait := x.admitNow(ctx, poll)
 	if adm == nil {
 		return nil, wait
 	}
@@ -126,7 +126,7 @@ func (x *drainEndpoint) Offer(ctx context.Context, msg natsjs.Msg, meta *natsjs.
 		// deliveries: NATS failures and shutdowns, which are not attempts
 		// (those travel in its headers). Store it afresh.
 		adm.release()
-		d.goJob(func() { d.requeue(dl) })
+		d.goJob(func() { x.requeue(dl) })
 		return
 	}
 	size := int64(len(msg.Data()))
@@ -172,13 +172,14 @@ func (x *drainEndpoint) Found(n uint64) {
 	}
 }
 
-// admitNow admits a delivery to e: an in-flight slot (within e's share of
-// the workers), a rate-limit token and the breaker's permission. It waits
-// only for a slot, at most poll: the endpoint's own deliveries free them as
-// they finish. When e cannot take one it returns nil and when to look
-// again: a drain never sleeps on a rate limit or a breaker while it holds
-// one of the process's drains.
-func (d *Dispatcher) admitNow(ctx context.Context, e *endpoint, s *settings, poll time.Duration) (*admission, time.Time) {
+// admitNow admits a delivery to the endpoint: an in-flight slot (within
+// its share of the workers), a rate-limit token and the breaker's
+// permission. It waits only for a slot, at most poll: the endpoint's own
+// deliveries free them as they finish. When the endpoint cannot take one it
+// returns nil and when to look again: a drain never sleeps on a rate limit
+// or a breaker while it holds one of the process's drains.
+func (x *drainEndpoint) admitNow(ctx context.Context, poll time.Duration) (*admission, time.Time) {
+	d, e, s := x.d, x.e, x.s
 	now := d.now()
 	if cause, until := d.blocked(e.id, now); cause != "" {
 		return nil, until
@@ -209,7 +210,8 @@ func (d *Dispatcher) admitNow(ctx context.Context, e *endpoint, s *settings, pol
 
 // requeue stores dl's task again as a new message, with the same attempt
 // state, and settles the old one.
-func (d *Dispatcher) requeue(dl *delivery) {
+func (x *drainEndpoint) requeue(dl *delivery) {
+	d := x.d
 	msg := taskFor(dl, time.Time{})
 	msg.Header.Set(jetstream.HdrMsgID, msg.Header.Get(jetstream.HdrMsgID)+"-q"+strconv.FormatInt(d.now().UnixNano(), 36))
 	busy := dl.hdr.Get(hdrBusy)
