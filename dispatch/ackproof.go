@@ -236,7 +236,7 @@ func (p *ackProof) write(again []resend) {
 
 // ackDelivered acks a fan-out event whose deliveries were made: with
 // nats.url through the proof, asking for an answer.
-func (d *Dispatcher) ackDelivered(msg natsjs.Msg) error {
+func (d *fanout) ackDelivered(msg natsjs.Msg) error {
 	if d.acks == nil {
 		return msg.Ack()
 	}

@@ -123,7 +123,7 @@ func (d *Dispatcher) moveExhausted(data []byte) error {
 				failed++
 			}
 		}
-		d.deadLetter(dl, "exhausted")
+		d.settle.deadLetter(dl, "exhausted")
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d dead letters not stored", failed, len(dls))

@@ -186,7 +186,7 @@ func (d *Dispatcher) trimEvents(ctx context.Context) {
 		return
 	}
 	floor := c.CachedInfo().AckFloor.Stream
-	d.fanoutFloor.Store(floor)
+	d.fan.floor.Store(floor)
 	avg := float64(state.Bytes) / float64(state.Msgs)
 	drop := uint64((float64(state.Bytes)-trimTarget*limit)/avg) + 1
 	upTo := min(state.FirstSeq+drop, floor+1) // removes the messages below upTo

@@ -75,34 +75,24 @@ type Options struct {
 // messages, wait for in-flight deliveries for the grace period, then cancel
 // the rest.
 type Dispatcher struct {
-	o        Options
-	log      *slog.Logger
-	now      func() time.Time
-	stateKV  natsjs.KeyValue
-	shared   *sharedSeen   // nil with the embedded server: one process, the local ledger suffices
-	global   chan struct{} // worker.concurrency: requests in flight
-	share    *poolShare    // divides global between the endpoints using it
-	waitingN atomic.Int32  // fan-out deliveries waiting for an endpoint's slot
-	// fastWaitingN: those waiting past waitingN's bounds for an endpoint
-	// that frees its slots fast (startWaiting).
-	fastWaitingN atomic.Int32
-	// workerWaits counts fan-out deliveries waiting for a worker (launchSoon).
-	workerWaits atomic.Int32
-	jobs        *jobs           // background NATS work (tasks, dead letters)
-	guards      guards          // fan-out deliveries in flight (guard.go)
-	tasksUsed   drain.TaskBytes // HOOKJET_TASKS bytes (bounds.go)
-	tasksMax    int64           // streams.tasks_max_bytes
+	o         Options
+	log       *slog.Logger
+	now       func() time.Time
+	stateKV   natsjs.KeyValue
+	fan       *fanout         // the fan-out (dispatch/fanout_room.go)
+	gate      *admitter       // the admit stage and the workers (dispatch/admit.go)
+	send      *sendStage      // the send stage (dispatch/attempt.go)
+	share     *poolShare      // divides the workers between the endpoints using them
+	jobs      *jobs           // background NATS work (tasks, dead letters)
+	tasksUsed drain.TaskBytes // HOOKJET_TASKS bytes (bounds.go)
+	tasksMax  int64           // streams.tasks_max_bytes
 	// tasksAge is HOOKJET_TASKS' MaxAge as last read or raised
 	// (coverTaskAge): 0 not read yet, negative unlimited.
-	tasksAge  atomic.Int64
-	unsettled chan struct{} // fan-out events not yet settled in this process
-	// unsettledBytes bounds their payload bytes.
-	unsettledBytes *byteBudget
-	maxPayload     int            // security.max_payload_bytes; SIGHUP reloads endpoints only
-	table          *routing.Table // the endpoints in force and the pattern index (Install, Uninstall: endpoint.go)
-	series         *series
-	drains         *drain.Drainer // the tasks' drains (package drain, drain_engine.go)
-	lane           *lane          // per-key ordering (lane.go)
+	tasksAge atomic.Int64
+	table    *routing.Table // the endpoints in force and the pattern index (Install, Uninstall: endpoint.go)
+	series   *series
+	drains   *drain.Drainer // the tasks' drains (package drain, drain_engine.go)
+	lane     *lane          // per-key ordering (lane.go)
 
 	loopCtx    context.Context // cancelled by Stop: loops stop pulling
 	stopLoops  context.CancelFunc
@@ -110,7 +100,6 @@ type Dispatcher struct {
 	stopSends  context.CancelFunc
 	loops      sync.WaitGroup
 	inflight   sync.WaitGroup
-	inFlightN  atomic.Int64
 	background sync.WaitGroup
 
 	mu sync.RWMutex // guards the fields below; never held while waiting
@@ -119,26 +108,17 @@ type Dispatcher struct {
 	cfg    *config.Config
 	states map[string]endpointState
 
-	fanoutAckWait time.Duration
-	// fanoutHold (nanoseconds) is how long after its pull a fan-out
-	// delivery may still be attempted: half of fanoutAckWait (late).
-	fanoutHold atomic.Int64
-	acks       *ackProof // with nats.url, from Run; nil when embedded (ackproof.go)
-	// fanoutFloor is the fan-out consumer's ack floor when last looked at
-	// (start, and every gauge refresh): a fan-out consumer deleted from
-	// under hookjet starts again after it.
-	fanoutFloor atomic.Uint64
-	fanoutCons  natsjs.Consumer // made by Start, pulled by Run
-	hour        hourStats
-	cfgStore    *jetstream.EndpointStore // shared config endpoints; nil until ShareConfigEndpoints
-	shareMu     sync.Mutex               // guards published and unshare
-	published   map[string]string        // digests of the config endpoints last stored in the bucket, by id
-	unshare     map[string]bool          // removed config endpoints not yet deleted from the bucket
-	applied     routing.Revisions        // API endpoint revisions in force (dispatch/apply.go)
-	apiSource   apiSource                // where WatchEndpoints resolves API endpoints from; guarded by applied's lock
-	resets      resets                   // breaker resets from other processes (dispatch/reset.go)
-	rec         recorded                 // the delivery log's last test per endpoint (dispatch/record.go)
-	leftover    Leftover                 // what waited at start (dispatch/drain_engine.go)
+	hour      hourStats
+	cfgStore  *jetstream.EndpointStore // shared config endpoints; nil until ShareConfigEndpoints
+	shareMu   sync.Mutex               // guards published and unshare
+	published map[string]string        // digests of the config endpoints last stored in the bucket, by id
+	unshare   map[string]bool          // removed config endpoints not yet deleted from the bucket
+	applied   routing.Revisions        // API endpoint revisions in force (dispatch/apply.go)
+	apiSource apiSource                // where WatchEndpoints resolves API endpoints from; guarded by applied's lock
+	resets    resets                   // breaker resets from other processes (dispatch/reset.go)
+	rec       *recorder                // the delivery log's records (dispatch/record.go)
+	settle    *settler                 // the settle stage (dispatch/settle.go)
+	leftover  Leftover                 // what waited at start (dispatch/drain_engine.go)
 
 }
 
@@ -179,22 +159,17 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	}
 	cfg := o.Config
 	d := &Dispatcher{
-		o:              o,
-		log:            o.Log,
-		now:            o.Now,
-		cfg:            cfg,
-		eps:            map[string]*endpoint{},
-		unshare:        map[string]bool{},
-		states:         map[string]endpointState{},
-		global:         make(chan struct{}, cfg.Worker.Concurrency),
-		share:          &poolShare{total: cfg.Worker.Concurrency, lazy: true},
-		jobs:           newJobs(),
-		guards:         guards{in: map[*guard]struct{}{}},
-		tasksMax:       cfg.Streams.TasksMaxBytes,
-		unsettled:      make(chan struct{}, 2*cfg.Worker.Concurrency),
-		unsettledBytes: newByteBudget(unsettledBytes),
-		maxPayload:     cfg.Security.MaxPayloadBytes,
-		series:         newSeries(o.Metrics, maxSeries(cfg)),
+		o:        o,
+		log:      o.Log,
+		now:      o.Now,
+		cfg:      cfg,
+		eps:      map[string]*endpoint{},
+		unshare:  map[string]bool{},
+		states:   map[string]endpointState{},
+		share:    &poolShare{total: cfg.Worker.Concurrency, lazy: true},
+		jobs:     newJobs(),
+		tasksMax: cfg.Streams.TasksMaxBytes,
+		series:   newSeries(o.Metrics, maxSeries(cfg)),
 	}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
@@ -202,18 +177,42 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	if d.now == nil {
 		d.now = time.Now
 	}
+	d.loopCtx, d.stopLoops = context.WithCancel(context.WithoutCancel(ctx))
+	d.sendCtx, d.stopSends = context.WithCancel(context.WithoutCancel(ctx))
+	d.rec = &recorder{out: o.Recorder, now: d.now, eps: d}
+	d.settle = &settler{
+		log: d.log, now: d.now, ctx: d.sendCtx, js: o.JS, ledger: o.Ledger, tasks: engineTasks{d}, states: d,
+		rec: d.rec, series: d.series, tracer: o.Tracer, inflight: &d.inflight, onDeadLetter: o.OnDeadLetter,
+	}
+	d.fan = &fanout{
+		log: d.log, now: d.now, js: o.JS, conn: fanoutConn(&o), metrics: o.Metrics, ledger: o.Ledger,
+		eps: d, settle: d.settle, jobs: d.goJob, sendCtx: d.sendCtx, inflight: &d.inflight,
+		maxMsg:         int(jetstream.MaxMsgSize(cfg)),
+		unsettled:      make(chan struct{}, 2*cfg.Worker.Concurrency),
+		unsettledBytes: newByteBudget(unsettledBytes),
+		guards:         guards{in: map[*guard]struct{}{}},
+	}
+	d.send = &sendStage{
+		log: d.log, now: d.now, ctx: d.sendCtx, maxPayload: cfg.Security.MaxPayloadBytes, fan: d.fan, breakers: o.Breakers,
+		tracer: o.Tracer, rec: d.rec, series: d.series, hour: &d.hour, settle: d.settle,
+	}
+	d.gate = &admitter{
+		now: d.now, states: d, breakers: o.Breakers, metrics: o.Metrics, send: d.send, park: d.settle.park, inflight: &d.inflight,
+		global: make(chan struct{}, cfg.Worker.Concurrency), unsettled: cap(d.fan.unsettled),
+	}
+	d.fan.gate = d.gate
 	d.drains = drain.New(drainEngine{d}, o.JS, d.log, d.now)
 	d.lane = newLane(d)
+	d.fan.ordered = d.lane
 	d.table = routing.New(tableRuntime{d}, d.log)
+	d.fan.match = matcher{index: d.table}
 	var err error
 	if d.stateKV, err = o.JS.KeyValue(ctx, jetstream.StateBucket); err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", jetstream.StateBucket, err)
 	}
 	if cfg.NATS.URL != "" && o.Seen != nil {
-		d.shared = &sharedSeen{ids: o.Seen}
+		d.fan.shared = &sharedSeen{ids: o.Seen}
 	}
-	d.loopCtx, d.stopLoops = context.WithCancel(context.WithoutCancel(ctx))
-	d.sendCtx, d.stopSends = context.WithCancel(context.WithoutCancel(ctx))
 	return d, nil
 }
 
@@ -227,17 +226,17 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	if err := d.Apply(ctx, d.o.Config); err != nil {
 		return err
 	}
-	d.fanoutAckWait = fanoutAckWait(d.o.Config)
-	d.fanoutHold.Store(int64(d.fanoutAckWait / 2))
+	d.fan.ackWait = fanoutAckWait(d.o.Config)
+	d.fan.hold.Store(int64(d.fan.ackWait / 2))
 	if err := migrate(ctx, d); err != nil {
 		return err
 	}
-	cons, err := jetstream.EnsureFanoutConsumer(ctx, d.o.JS, d.fanoutAckWait)
+	cons, err := jetstream.EnsureFanoutConsumer(ctx, d.o.JS, d.fan.ackWait)
 	if err != nil {
 		return err
 	}
-	d.fanoutFloor.Store(cons.CachedInfo().AckFloor.Stream)
-	d.fanoutCons = cons
+	d.fan.floor.Store(cons.CachedInfo().AckFloor.Stream)
+	d.fan.cons = cons
 	d.noteLeftover(ctx)
 	return nil
 }
@@ -256,11 +255,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if d.o.Config.NATS.URL != "" && d.o.NC != nil {
 		// A network connection: it can be cut, and a cluster node can
 		// fail with acks it took (ackproof.go).
-		acks, err := newAckProof(d.fanoutConn(), time.Duration(d.fanoutHold.Load()), d.log)
+		acks, err := newAckProof(d.fan.conn, time.Duration(d.fan.hold.Load()), d.log)
 		if err != nil {
 			return fmt.Errorf("fan-out ack answers: %w", err)
 		}
-		d.acks = acks
+		d.fan.acks = acks
 	}
 	d.background.Add(1)
 	go func() {
@@ -274,7 +273,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	d.loops.Add(5)
 	go func() {
 		defer d.loops.Done()
-		d.runGuards(d.loopCtx)
+		d.fan.runGuards(d.loopCtx)
 	}()
 	go func() {
 		defer d.loops.Done()
@@ -282,7 +281,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}()
 	go func() {
 		defer d.loops.Done()
-		d.runFanout(d.loopCtx, d.fanoutCons)
+		d.fan.runFanout(d.loopCtx, d.fan.cons)
 	}()
 	go func() {
 		defer d.loops.Done()
@@ -320,14 +319,14 @@ func (d *Dispatcher) Stop(grace time.Duration) {
 	// The grace runs from now: the drains wait for their deliveries before
 	// the loops return, and those must be cut off at the grace too.
 	over := time.AfterFunc(grace, func() {
-		d.log.Warn("grace period over; cancelling in-flight deliveries", "in_flight", d.inFlightN.Load())
+		d.log.Warn("grace period over; cancelling in-flight deliveries", "in_flight", d.gate.inFlightN.Load())
 		d.stopSends()
 	})
 	d.stopLoops()
 	d.loops.Wait()
 	d.inflight.Wait()
-	if d.acks != nil {
-		d.acks.Close()
+	if d.fan.acks != nil {
+		d.fan.acks.Close()
 	}
 	over.Stop()
 	d.stopSends()
@@ -353,9 +352,31 @@ func jitter(upTo time.Duration) time.Duration {
 }
 
 // fanoutConn is the connection the fan-out pulls and acks events on.
-func (d *Dispatcher) fanoutConn() *nats.Conn {
-	if d.o.FanoutNC != nil {
-		return d.o.FanoutNC
+func fanoutConn(o *Options) *nats.Conn {
+	if o.FanoutNC != nil {
+		return o.FanoutNC
 	}
-	return d.o.JS.Conn()
+	return o.JS.Conn()
+}
+
+// engineTasks is the task store settlement hands deliveries to.
+type engineTasks struct{ d *Dispatcher }
+
+func (t engineTasks) reserve(dl *delivery, busy bool) bool { return t.d.reserve(dl, busy) }
+func (t engineTasks) unreserve(dl *delivery, busy bool)    { t.d.unreserve(dl, busy) }
+func (t engineTasks) stored(dl *delivery)                  { t.d.stored(dl) }
+func (t engineTasks) noteRetry(endpoint, key string, at time.Time) {
+	t.d.drains.NoteRetry(endpoint, key, at)
+}
+func (t engineTasks) noteDue(endpoint string) { t.d.drains.Note(endpoint, time.Time{}) }
+func (t engineTasks) goJob(f func())          { t.d.goJob(f) }
+
+// Forwarders for the drains and the lane, until they are rooms of their own.
+func (d *Dispatcher) deadLetter(dl *delivery, reason string)   { d.settle.deadLetter(dl, reason) }
+func (d *Dispatcher) publishSeq(msg *nats.Msg) (uint64, error) { return d.settle.publishSeq(msg) }
+func (d *Dispatcher) admitHolding(e *endpoint, s *settings) (*admission, string) {
+	return d.gate.admitHolding(e, s)
+}
+func (d *Dispatcher) launch(ctx context.Context, dl *delivery, adm *admission, wait bool) {
+	d.gate.launch(ctx, dl, adm, wait)
 }

@@ -87,7 +87,7 @@ func (x *drainEndpoint) AdmitNow(ctx context.Context, poll time.Duration) (drain
 }
 
 func (x *drainEndpoint) Admit() drain.Admission {
-	adm, _ := x.d.admit(x.e, x.s)
+	adm, _ := x.d.gate.admit(x.e, x.s)
 	if adm == nil {
 		return nil
 	}
@@ -117,7 +117,7 @@ func (x *drainEndpoint) Offer(ctx context.Context, msg natsjs.Msg, meta *natsjs.
 	}
 	// A redelivery asked for through the API goes again although the
 	// ledger knows the endpoint had the event: that is its point.
-	if !strings.HasPrefix(ev.key, redeliverKey) && d.alreadyDelivered(dl) {
+	if !strings.HasPrefix(ev.key, redeliverKey) && d.fan.alreadyDelivered(dl) {
 		adm.release()
 		return
 	}
@@ -130,17 +130,17 @@ func (x *drainEndpoint) Offer(ctx context.Context, msg natsjs.Msg, meta *natsjs.
 		return
 	}
 	size := int64(len(msg.Data()))
-	if !d.unsettledBytes.acquire(ctx, size) {
+	if !d.fan.unsettledBytes.acquire(ctx, size) {
 		adm.release()
 		dl.done(false)
 		return
 	}
 	done := dl.done
 	dl.done = func(ok bool) {
-		d.unsettledBytes.release(size)
+		d.fan.unsettledBytes.release(size)
 		done(ok)
 	}
-	d.launch(ctx, dl, adm, true)
+	d.gate.launch(ctx, dl, adm, true)
 }
 
 // Expire dead-letters a disabled endpoint's task past retry.max_age.
@@ -154,7 +154,7 @@ func (x *drainEndpoint) Expire(raw *natsjs.RawStreamMsg) (fresh, ok bool) {
 	if ast.Error == "" {
 		ast.Error = why + " while the endpoint was disabled"
 	}
-	d.deadLetter(&delivery{e: x.e, s: x.s, ev: &ev, st: ast, data: raw.Data, hdr: raw.Header, done: func(v bool) { ok = v }}, reason)
+	d.settle.deadLetter(&delivery{e: x.e, s: x.s, ev: &ev, st: ast, data: raw.Data, hdr: raw.Header, done: func(v bool) { ok = v }}, reason)
 	return false, ok
 }
 
@@ -200,7 +200,7 @@ func (x *drainEndpoint) admitNow(ctx context.Context, poll time.Duration) (*admi
 			return nil, now.Add(wait)
 		}
 	}
-	adm, wait := d.admitBreaker(e, token)
+	adm, wait := d.gate.admitBreaker(e, token)
 	if adm != nil {
 		return adm, time.Time{}
 	}
@@ -218,7 +218,7 @@ func (x *drainEndpoint) requeue(dl *delivery) {
 	if busy != "" {
 		msg.Header.Set(hdrBusy, busy)
 	}
-	if err := d.publish(msg); err != nil {
+	if err := d.settle.publish(msg); err != nil {
 		dl.log(d.log, slog.LevelWarn, "task not stored again; it comes back", "err", err)
 		dl.done(false)
 		return
@@ -254,7 +254,7 @@ type Leftover struct {
 func (d *Dispatcher) noteLeftover(ctx context.Context) {
 	lo := &d.leftover
 	lo.Taken, lo.TakenEndpoints, lo.TakenFor = d.drains.NoteTaken(ctx)
-	if ci := d.fanoutCons.CachedInfo(); ci != nil {
+	if ci := d.fan.cons.CachedInfo(); ci != nil {
 		lo.Events, lo.EventsFor = ci.NumAckPending, ci.Config.AckWait
 	}
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
-	"golang.org/x/time/rate"
 
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/jetstream"
@@ -60,7 +59,7 @@ const (
 // above what the server still holds: the fan-out then sat idle with every
 // event settled and no pull at the server until the missing heartbeat, 30 s
 // later, made Consume pull again.)
-func (d *Dispatcher) runFanout(ctx context.Context, cons natsjs.Consumer) {
+func (d *fanout) runFanout(ctx context.Context, cons natsjs.Consumer) {
 	for ctx.Err() == nil {
 		err := d.consumeFanout(ctx, cons)
 		if ctx.Err() != nil {
@@ -75,9 +74,9 @@ func (d *Dispatcher) runFanout(ctx context.Context, cons natsjs.Consumer) {
 		// which would resend every event older than the ledger's TTL; the
 		// ledger absorbs what this process sees again. Retried until
 		// JetStream answers.
-		from := d.fanoutFloor.Load() + 1
+		from := d.floor.Load() + 1
 		for ctx.Err() == nil {
-			c, err := jetstream.EnsureFanoutConsumerFrom(ctx, d.o.JS, d.fanoutAckWait, from)
+			c, err := jetstream.EnsureFanoutConsumerFrom(ctx, d.js, d.ackWait, from)
 			if err == nil {
 				d.log.Warn("the fan-out consumer was missing; created it again", "consumer", jetstream.FanoutConsumer, "from_seq", from)
 				cons = c
@@ -239,14 +238,14 @@ func (a *aheadQueue) pace(ctx context.Context) {
 
 // consumeFanout pulls cons until ctx is done or the consumer is gone, and
 // returns why it stopped.
-func (d *Dispatcher) consumeFanout(ctx context.Context, cons natsjs.Consumer) error {
+func (d *fanout) consumeFanout(ctx context.Context, cons natsjs.Consumer) error {
 	var workers, recv sync.WaitGroup
 	// The pulls only fill the events held ahead; the fan-out workers take
 	// each with an unsettled slot: a slow NATS call of one event (a task's
 	// publish over the network) delays one worker, not the pulls.
-	ahead := newAheadQueue(int64(jetstream.MaxMsgSize(d.cfg)))
+	ahead := newAheadQueue(int64(d.maxMsg))
 	info := cons.CachedInfo()
-	p := newFanoutPuller(d.fanoutConn(), info.Stream, info.Name, ahead)
+	p := newFanoutPuller(d.conn, info.Stream, info.Name, ahead)
 	workers.Add(d.fanoutWorkers())
 	for range d.fanoutWorkers() {
 		go func() {
@@ -326,7 +325,7 @@ func listenPast(ctx context.Context, grace time.Duration) (context.Context, func
 
 // nextPull sends pulls of fanoutChunk events as room for them frees, until
 // ctx is done (nil) or a pull fails (its error).
-func (d *Dispatcher) nextPull(ctx context.Context, p *fanoutPuller, failed <-chan error) error {
+func (d *fanout) nextPull(ctx context.Context, p *fanoutPuller, failed <-chan error) error {
 	ahead := p.ahead
 	for {
 		select {
@@ -354,8 +353,8 @@ func (d *Dispatcher) nextPull(ctx context.Context, p *fanoutPuller, failed <-cha
 // hands it back to JetStream: at shutdown, and when it was held for half of
 // AckWait (the process was paused, and JetStream may have handed it to
 // another process).
-func (d *Dispatcher) takeOn(ctx context.Context, p pulledEvent) {
-	if time.Since(p.at) < d.fanoutAckWait/2 {
+func (d *fanout) takeOn(ctx context.Context, p pulledEvent) {
+	if time.Since(p.at) < d.ackWait/2 {
 		select {
 		case d.unsettled <- struct{}{}:
 			d.fanOut(ctx, p)
@@ -371,7 +370,7 @@ func (d *Dispatcher) takeOn(ctx context.Context, p pulledEvent) {
 // fanoutWorkers is how many events this process fans out at once: more with
 // nats.url, where the NATS calls of a fan-out (tasks parked) are network
 // round trips.
-func (d *Dispatcher) fanoutWorkers() int {
+func (d *fanout) fanoutWorkers() int {
 	if d.shared != nil {
 		// One per unsettled event: with R3 under load a task's publish
 		// takes tens of milliseconds, and the rate is workers / round trip.
@@ -385,7 +384,7 @@ func (d *Dispatcher) fanoutWorkers() int {
 // deliveries already made are then recognised by the ledger, and tasks
 // already stored by their Nats-Msg-Id.
 type fanEvent struct {
-	d    *Dispatcher
+	d    *fanout
 	msg  natsjs.Msg
 	size int64        // bytes taken from the dispatcher's byte budget
 	left atomic.Int32 // deliveries not settled
@@ -424,7 +423,7 @@ func (f *fanEvent) settle(ok bool) {
 		// unanswered), it comes back later each time, so that it does not
 		// spin through MaxDeliver to the safety net's dead letter without
 		// an attempt.
-		if time.Since(f.pulled) < f.d.fanoutAckWait*3/4 {
+		if time.Since(f.pulled) < f.d.ackWait*3/4 {
 			if err := f.msg.NakWithDelay(forsakenDelay(f.msg)); err != nil {
 				f.d.log.Debug("hand back forsaken event", "err", err)
 			}
@@ -466,7 +465,7 @@ func eventOf(msg natsjs.Msg, meta *natsjs.MsgMetadata) (ev event, noID bool) {
 }
 
 // fanOut delivers one event to every endpoint whose patterns match it.
-func (d *Dispatcher) fanOut(ctx context.Context, p pulledEvent) {
+func (d *fanout) fanOut(ctx context.Context, p pulledEvent) {
 	msg := p.msg
 	meta, err := msg.Metadata()
 	if err != nil {
@@ -476,10 +475,10 @@ func (d *Dispatcher) fanOut(ctx context.Context, p pulledEvent) {
 	}
 	ev, noID := eventOf(msg, meta)
 	if noID && meta.NumDelivered == 1 {
-		d.o.Metrics.MissingID.Inc() // once per event: its first fan-out
+		d.metrics.MissingID.Inc() // once per event: its first fan-out
 	}
 	if d.duplicate(&ev) {
-		d.o.Metrics.Duplicates.WithLabelValues("ledger").Inc()
+		d.metrics.Duplicates.WithLabelValues("ledger").Inc()
 		if err := msg.Ack(); err != nil {
 			d.log.Warn("ack duplicate event", "err", err)
 		}
@@ -487,7 +486,7 @@ func (d *Dispatcher) fanOut(ctx context.Context, p pulledEvent) {
 		return
 	}
 	var buf [8]string
-	targets := d.table.Match(ev.tenant, ev.typ, buf[:0])
+	targets := d.match.match(&ev, buf[:0])
 	if ev.badTenant != "" {
 		d.rejectBadTenant(msg, &ev, targets) // dispatch/tenant.go
 		<-d.unsettled
@@ -512,7 +511,7 @@ func (d *Dispatcher) fanOut(ctx context.Context, p pulledEvent) {
 	f.holding.Store(int32(len(targets)))
 	exhausted := meta.NumDelivered >= uint64(jetstream.EventsMaxDeliver-1)
 	for _, id := range targets {
-		e := d.endpoint(id)
+		e := d.eps.endpoint(id)
 		if e == nil || d.guards.inFlight(id, ev.id) {
 			// Removed meanwhile, or an earlier delivery of this event is
 			// still in flight there: the event came back because another
@@ -522,14 +521,14 @@ func (d *Dispatcher) fanOut(ctx context.Context, p pulledEvent) {
 			f.over()
 			continue
 		}
-		dl := &delivery{e: e, s: d.current(e), ev: &ev, data: msg.Data(), hdr: msg.Headers(), done: f.settle}
+		dl := &delivery{e: e, s: d.eps.current(e), ev: &ev, data: msg.Data(), hdr: msg.Headers(), done: f.settle}
 		d.guarded(dl, f.over)
 		if d.alreadyDelivered(dl) {
 			continue
 		}
 		if ordered(dl) {
 			// Its key's turn comes in the ordered lane (lane.go).
-			d.lane.enqueue(dl)
+			d.ordered.enqueue(dl)
 			continue
 		}
 		if exhausted {
@@ -537,7 +536,7 @@ func (d *Dispatcher) fanOut(ctx context.Context, p pulledEvent) {
 			// deliveries: NATS failures, shutdowns and crashes, never
 			// attempts (those are a task's). Hand every delivery on as a
 			// task, which carries its own attempt count.
-			d.park(dl, "redelivered")
+			d.settle.park(dl, "redelivered")
 			continue
 		}
 		dl.fan = f // attempted only while f can still be settled (late)
@@ -546,8 +545,8 @@ func (d *Dispatcher) fanOut(ctx context.Context, p pulledEvent) {
 }
 
 // duplicate reports whether ev's id was already accepted as another message.
-func (d *Dispatcher) duplicate(ev *event) bool {
-	_, dup, err := d.o.Ledger.FirstSeen(ev.id, ev.seq)
+func (d *fanout) duplicate(ev *event) bool {
+	_, dup, err := d.ledger.FirstSeen(ev.id, ev.seq)
 	if err != nil {
 		d.log.Warn("ledger lookup", "event_id", ev.id, "err", err)
 		return false
@@ -563,270 +562,50 @@ func (d *Dispatcher) duplicate(ev *event) bool {
 // alreadyDelivered settles dl at once when the ledger says its endpoint has
 // it. It is checked on every delivery, not only redeliveries: a server that
 // lost consumer state in a crash redelivers with a count of 1.
-func (d *Dispatcher) alreadyDelivered(dl *delivery) bool {
-	done, err := d.o.Ledger.Delivered(dl.e.id, dl.ev.id)
+func (d *fanout) alreadyDelivered(dl *delivery) bool {
+	done, err := d.ledger.Delivered(dl.e.id, dl.ev.id)
 	if err != nil || !done {
 		return false
 	}
-	d.o.Metrics.Duplicates.WithLabelValues("delivered").Inc()
+	d.metrics.Duplicates.WithLabelValues("delivered").Inc()
 	dl.done(true)
 	return true
 }
 
 // route sends dl now if its endpoint can take it, waits briefly for an
 // in-flight slot, or parks it as a task.
-func (d *Dispatcher) route(ctx context.Context, dl *delivery) {
-	if 2*dl.s.ep.Timeout+15*time.Second > d.fanoutAckWait {
-		d.park(dl, "slow")
+func (d *fanout) route(ctx context.Context, dl *delivery) {
+	if 2*dl.s.ep.Timeout+15*time.Second > d.ackWait {
+		d.settle.park(dl, "slow")
 		return
 	}
-	adm, cause := d.admit(dl.e, dl.s)
+	adm, cause := d.gate.admit(dl.e, dl.s)
 	switch cause {
 	case "":
-		d.launch(ctx, dl, adm, false)
+		d.gate.launch(ctx, dl, adm, false)
 	case "in_flight":
-		waits, fast := d.startWaiting(dl.e, dl.s)
+		waits, fast := d.gate.startWaiting(dl.e, dl.s)
 		if !waits {
-			d.park(dl, "in_flight")
+			d.settle.park(dl, "in_flight")
 			return
 		}
 		d.inflight.Add(1)
 		go func() {
 			defer d.inflight.Done()
 			ok := dl.e.slots.acquire(ctx, inFlightWait)
-			d.stopWaiting(dl.e, fast)
+			d.gate.stopWaiting(dl.e, fast)
 			if !ok {
-				d.park(dl, "in_flight")
+				d.settle.park(dl, "in_flight")
 				return
 			}
-			adm, cause := d.admitHolding(dl.e, dl.s)
+			adm, cause := d.gate.admitHolding(dl.e, dl.s)
 			if cause != "" {
-				d.park(dl, cause)
+				d.settle.park(dl, cause)
 				return
 			}
-			d.launch(ctx, dl, adm, false)
+			d.gate.launch(ctx, dl, adm, false)
 		}()
 	default:
-		d.park(dl, cause)
+		d.settle.park(dl, cause)
 	}
-}
-
-// startWaiting reports whether a fan-out delivery may wait for one of e's
-// in-flight slots, and which budget the wait takes (stopWaiting gives it
-// back). Each wait holds its event unsettled, so the waits are bounded:
-//
-//   - any endpoint: at most 4 x max_in_flight deliveries (a busy healthy
-//     endpoint's momentary peak), and never more than a quarter of the
-//     fan-out's unsettled events; worker.concurrency such waits in the
-//     process. A saturated endpoint parks the rest at once instead of
-//     filling the fan-out's unsettled events.
-//   - an endpoint that frees its slots fast (soonFree: every waiting
-//     delivery can expect a slot within fastWait at the rate it has been
-//     freeing them), past those bounds: up to half the fan-out's unsettled
-//     events each, and as many in the process, with the first kind, as the
-//     fan-out holds unsettled. In a burst to healthy endpoints the fan-out
-//     then holds what it pulled until the endpoints take it, instead of
-//     parking it: a parked delivery is a task stored with its payload
-//     (replicated on a cluster) and a drain consumer to read it back.
-//
-// A slow endpoint frees slots seconds apart, so it never gets the second
-// budget and cannot hold more of the fan-out than before.
-func (d *Dispatcher) startWaiting(e *endpoint, s *settings) (ok, fast bool) {
-	n := int(e.slots.waiting.Add(1))
-	if n <= min(4*s.ep.MaxInFlight, max(1, cap(d.unsettled)/4)) {
-		if int(d.waitingN.Add(1)) <= cap(d.global) {
-			return true, false
-		}
-		d.waitingN.Add(-1)
-	}
-	if n <= cap(d.unsettled)/2 && e.slots.soonFree(n, s.ep.MaxInFlight, fastWait) {
-		if int(d.fastWaitingN.Add(1)+d.waitingN.Load()) <= cap(d.unsettled) {
-			return true, true
-		}
-		d.fastWaitingN.Add(-1)
-	}
-	e.slots.waiting.Add(-1)
-	return false, false
-}
-
-// fastWait is how soon a delivery waiting in startWaiting's second budget
-// must expect a slot: below inFlightWait, after which it is parked.
-const fastWait = inFlightWait * 4 / 5
-
-func (d *Dispatcher) stopWaiting(e *endpoint, fast bool) {
-	e.slots.waiting.Add(-1)
-	if fast {
-		d.fastWaitingN.Add(-1)
-		return
-	}
-	d.waitingN.Add(-1)
-}
-
-// admission is what a delivery holds once admitted: a slot of its
-// endpoint's in-flight cap and its breaker's permission. release gives both
-// back when no attempt is made; after an attempt the breaker is settled by
-// its Record and only the slot is released.
-type admission struct {
-	d       *Dispatcher
-	e       *endpoint
-	breaker bool
-	probe   bool // the breaker's permission is its half-open probe
-	// token is the rate-limit reservation until a request spends it;
-	// release hands an unspent one back.
-	token *rate.Reservation
-}
-
-// spend marks the admission's rate-limit token as used by a request.
-func (a *admission) spend() { a.token = nil }
-
-func (a *admission) release() {
-	if a.token != nil {
-		a.token.Cancel()
-		a.token = nil
-	}
-	if a.breaker {
-		a.d.o.Breakers.ReleaseProbe(a.e.id, a.probe)
-		a.breaker = false
-	}
-	a.e.slots.release()
-}
-
-// admit asks, without waiting, whether e can take a delivery now. It returns
-// the admission, or the cause that keeps e from taking it: disabled,
-// rate_limit (a receiver's Retry-After or the local limit), breaker or
-// in_flight.
-func (d *Dispatcher) admit(e *endpoint, s *settings) (*admission, string) {
-	if cause, _ := d.blocked(e.id, d.now()); cause != "" {
-		return nil, cause
-	}
-	if !e.slots.tryAcquire() {
-		return nil, "in_flight"
-	}
-	return d.admitHolding(e, s)
-}
-
-// admitHolding is admit for a caller that already holds one of e's slots;
-// the slot is given back when e cannot take the delivery.
-func (d *Dispatcher) admitHolding(e *endpoint, s *settings) (*admission, string) {
-	if cause, _ := d.blocked(e.id, d.now()); cause != "" {
-		e.slots.release()
-		return nil, cause
-	}
-	var token *rate.Reservation
-	if s.limiter != nil {
-		token = s.limiter.Reserve()
-		if token.Delay() > 0 {
-			token.Cancel()
-			e.slots.release()
-			return nil, "rate_limit"
-		}
-	}
-	if adm, _ := d.admitBreaker(e, token); adm != nil {
-		return adm, ""
-	}
-	return nil, "breaker"
-}
-
-// admitBreaker completes an admission that holds an in-flight slot of e and
-// its rate-limit token (nil without a limit) with the breaker's permission,
-// or gives both back and says how long until the breaker may allow one.
-func (d *Dispatcher) admitBreaker(e *endpoint, token *rate.Reservation) (*admission, time.Duration) {
-	ok, probe, wait := d.o.Breakers.AcquireProbe(e.id)
-	if ok {
-		return &admission{d: d, e: e, breaker: true, probe: probe, token: token}, 0
-	}
-	if token != nil {
-		token.Cancel()
-	}
-	e.slots.release()
-	return nil, wait
-}
-
-// launch takes a slot of the global concurrency (worker.concurrency: the
-// requests in flight) and attempts dl on a worker goroutine; the slot is
-// given back as soon as the request is over. When every worker is busy, a
-// fan-out delivery (wait false) waits for one on a goroutine of its own
-// (launchSoon), so the fan-out never waits for the pool; a drain's waits
-// here.
-func (d *Dispatcher) launch(ctx context.Context, dl *delivery, adm *admission, wait bool) {
-	select {
-	case d.global <- struct{}{}:
-	default:
-		if !wait {
-			d.launchSoon(ctx, dl, adm)
-			return
-		}
-		select {
-		case d.global <- struct{}{}:
-		case <-ctx.Done():
-			adm.release()
-			dl.done(false)
-			return
-		}
-	}
-	d.start(dl, adm)
-}
-
-// launchSoon waits up to inFlightWait for a worker for dl, a fan-out
-// delivery that found every worker busy, and parks it when none frees.
-// Every endpoint holds at most its share of the workers (poolShare), so a
-// full pool is many endpoints' requests, which free workers within
-// milliseconds when they are healthy: parking at once made a momentary peak
-// (a burst after a slow fsync) a synced task write and a drain per
-// delivery, which slowed the next round further. At most
-// worker.concurrency deliveries wait in the process; past that they are
-// parked at once.
-func (d *Dispatcher) launchSoon(ctx context.Context, dl *delivery, adm *admission) {
-	if int(d.workerWaits.Add(1)) > cap(d.global) {
-		d.workerWaits.Add(-1)
-		adm.release()
-		d.park(dl, "concurrency")
-		return
-	}
-	d.inflight.Add(1)
-	go func() {
-		defer d.inflight.Done()
-		t := time.NewTimer(inFlightWait)
-		defer t.Stop()
-		select {
-		case d.global <- struct{}{}:
-			d.workerWaits.Add(-1)
-			d.start(dl, adm)
-			return
-		case <-t.C:
-			d.workerWaits.Add(-1)
-			adm.release()
-			d.park(dl, "concurrency")
-		case <-ctx.Done():
-			d.workerWaits.Add(-1)
-			adm.release()
-			dl.done(false)
-		}
-	}()
-}
-
-// start attempts dl, which holds adm and a worker, on a goroutine of its
-// own.
-func (d *Dispatcher) start(dl *delivery, adm *admission) {
-	m := d.o.Metrics
-	d.inflight.Add(1)
-	m.InFlight.Set(float64(d.inFlightN.Add(1)))
-	d.watch(dl)
-	go func() {
-		defer d.inflight.Done()
-		// The worker goes back once the request is over, before what
-		// follows it (a retry's or a dead letter's store, fsynced in the
-		// durable default): storing a dead endpoint's failures never holds
-		// workers that healthy endpoints' requests need.
-		held := true
-		free := func() {
-			if held {
-				held = false
-				<-d.global
-				m.InFlight.Set(float64(d.inFlightN.Add(-1)))
-			}
-		}
-		d.attempt(dl, adm, free)
-		free() // no request was made
-	}()
 }

@@ -223,7 +223,7 @@ func TestFanoutDoesNotAttemptAnEventHeldTooLong(t *testing.T) {
 	if _, err := js.UpdateConsumer(ctx, jetstream.EventsStream, cc); err != nil {
 		t.Fatal(err)
 	}
-	r.d.fanoutHold.Store(0) // every event is held too long by the time of its attempt
+	r.d.fan.hold.Store(0) // every event is held too long by the time of its attempt
 	r.publish("order.created", "e1", "", `{"n":1}`)
 	info := func() *natsjs.ConsumerInfo {
 		ci, err := c.Info(ctx)
@@ -247,11 +247,11 @@ func TestFanoutDoesNotAttemptAnEventHeldTooLong(t *testing.T) {
 		t.Fatalf("an event held too long was attempted %d times", n)
 	}
 	eventually(t, "its payload bytes are given back", 5*time.Second, func() bool {
-		r.d.unsettledBytes.mu.Lock()
-		defer r.d.unsettledBytes.mu.Unlock()
-		return r.d.unsettledBytes.used == 0
+		r.d.fan.unsettledBytes.mu.Lock()
+		defer r.d.fan.unsettledBytes.mu.Unlock()
+		return r.d.fan.unsettledBytes.used == 0
 	})
-	r.d.fanoutHold.Store(int64(r.d.fanoutAckWait / 2))
+	r.d.fan.hold.Store(int64(r.d.fan.ackWait / 2))
 	rc.waitDelivered([]string{"all e1"}, 15*time.Second)
 	r.settled(10 * time.Second)
 	if n := rc.requests("all", "e1"); n != 1 {

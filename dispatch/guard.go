@@ -37,7 +37,7 @@ const (
 
 // guard is the settling of one fan-out delivery.
 type guard struct {
-	d      *Dispatcher
+	d      *fanout
 	dl     *delivery
 	settle func(ok bool) // the event's
 	// end is called once the delivery is over, request included, after
@@ -53,7 +53,7 @@ type guard struct {
 
 // guarded gives dl a guard in front of its event's settle; end is called
 // when the delivery is over.
-func (d *Dispatcher) guarded(dl *delivery, end func()) {
+func (d *fanout) guarded(dl *delivery, end func()) {
 	g := &guard{d: d, dl: dl, settle: dl.done, end: end}
 	dl.g = g
 	dl.done = g.done
@@ -78,10 +78,10 @@ func (g *guard) done(ok bool) {
 		// Delivered, dead-lettered or handed on. A retry stored on the
 		// guard's subject has already replaced it: then this finds nothing.
 		seq := g.seq
-		g.d.goJob(func() {
+		g.d.jobs(func() {
 			ctx, cancel := context.WithTimeout(g.d.sendCtx, 5*time.Second)
 			defer cancel()
-			st, err := g.d.o.JS.Stream(ctx, jetstream.TasksStream)
+			st, err := g.d.js.Stream(ctx, jetstream.TasksStream)
 			if err == nil {
 				err = st.DeleteMsg(ctx, seq)
 			}
@@ -133,7 +133,7 @@ func (g *guard) store() {
 	at := g.d.now().Add(2*dl.s.ep.Timeout + 15*time.Second)
 	ctx, cancel := context.WithTimeout(g.d.sendCtx, 5*time.Second)
 	defer cancel()
-	ack, err := g.d.o.JS.PublishMsg(ctx, taskFor(dl, at))
+	ack, err := g.d.js.PublishMsg(ctx, taskFor(dl, at))
 	if err != nil {
 		dl.log(g.d.log, slog.LevelDebug, "guard not stored; the event stays unsettled", "err", err)
 		return
@@ -187,7 +187,7 @@ func (gs *guards) inFlight(endpoint, id string) bool {
 }
 
 // watch notes that dl's attempt begins.
-func (d *Dispatcher) watch(dl *delivery) {
+func (d *fanout) watch(dl *delivery) {
 	if dl.g == nil {
 		return
 	}
@@ -197,7 +197,7 @@ func (d *Dispatcher) watch(dl *delivery) {
 	d.guards.mu.Unlock()
 }
 
-func (d *Dispatcher) unwatch(g *guard) {
+func (d *fanout) unwatch(g *guard) {
 	d.guards.mu.Lock()
 	delete(d.guards.in, g)
 	d.guards.mu.Unlock()
@@ -205,7 +205,7 @@ func (d *Dispatcher) unwatch(g *guard) {
 
 // runGuards stores the guards of deliveries in flight for longer than
 // guardAfter, every guardTick until ctx ends.
-func (d *Dispatcher) runGuards(ctx context.Context) {
+func (d *fanout) runGuards(ctx context.Context) {
 	t := time.NewTicker(guardTick)
 	defer t.Stop()
 	var due []*guard
@@ -226,7 +226,7 @@ func (d *Dispatcher) runGuards(ctx context.Context) {
 		}
 		d.guards.mu.Unlock()
 		for _, g := range due {
-			d.goJob(g.store)
+			d.jobs(g.store)
 		}
 	}
 }

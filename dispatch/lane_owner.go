@@ -327,7 +327,7 @@ func (l *lane) pollFloor(ctx context.Context, gen uint64) {
 			}
 		}
 		ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		info, err := l.d.fanoutCons.Info(ictx)
+		info, err := l.d.fan.cons.Info(ictx)
 		var last uint64
 		if err == nil {
 			// Read after the floor: every entry of an event below it has

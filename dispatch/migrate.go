@@ -41,7 +41,7 @@ func migrate(ctx context.Context, d *Dispatcher) error {
 	if len(legacy) > 0 {
 		if _, err := d.o.JS.Consumer(ctx, jetstream.EventsStream, jetstream.FanoutConsumer); errors.Is(err, natsjs.ErrConsumerNotFound) {
 			last := st.CachedInfo().State.LastSeq
-			if _, err := jetstream.EnsureFanoutConsumerFrom(ctx, d.o.JS, d.fanoutAckWait, last+1); err != nil {
+			if _, err := jetstream.EnsureFanoutConsumerFrom(ctx, d.o.JS, d.fan.ackWait, last+1); err != nil {
 				return err
 			}
 		}
@@ -95,7 +95,7 @@ func (d *Dispatcher) migrateConsumer(ctx context.Context, st natsjs.Stream, name
 			}
 			ev, _ := eventOf(msg, meta)
 			if ok, _ := d.o.Ledger.Delivered(endpoint, ev.id); !ok {
-				if err := d.publish(taskMsg(endpoint, &ev, attemptState{}, msg.Data(), msg.Headers(), time.Time{})); err != nil {
+				if err := d.settle.publish(taskMsg(endpoint, &ev, attemptState{}, msg.Data(), msg.Headers(), time.Time{})); err != nil {
 					return n, err
 				}
 				n++
@@ -139,7 +139,7 @@ func (d *Dispatcher) migrateReplays(ctx context.Context) error {
 			endpoint := strings.TrimPrefix(msg.Subject(), "hookjet.replay.")
 			h := msg.Headers()
 			ev := event{id: h.Get(jetstream.HdrEventID), typ: h.Get(jetstream.HdrEventType), key: "r" + h.Get(jetstream.HdrReplayOf), at: d.now()}
-			if err := d.publish(taskMsg(endpoint, &ev, attemptState{}, msg.Data(), h, time.Time{})); err != nil {
+			if err := d.settle.publish(taskMsg(endpoint, &ev, attemptState{}, msg.Data(), h, time.Time{})); err != nil {
 				return err
 			}
 			if meta == nil || meta.Sequence.Stream >= last || meta.NumPending == 0 {

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/attempt"
@@ -18,34 +19,48 @@ type Recorder interface {
 	Record(attempt.Record)
 }
 
-// recorded is the engine's memory of the delivery log: the last test
-// delivery of each endpoint, for the endpoint object's last_test.
-type recorded struct {
+// recorder is the settle stage's writer of the delivery log: it makes the
+// records of attempts and of deliveries ended without one, and keeps the
+// last test delivery of each endpoint for the endpoint object's last_test.
+type recorder struct {
+	out Recorder // nil: the delivery log is off
+	now func() time.Time
+	eps endpointFinder
+
 	mu    sync.Mutex
 	tests map[string]attempt.Record
 }
 
+// endpointFinder finds an endpoint in force by id (nil: none).
+type endpointFinder interface {
+	endpoint(id string) *endpoint
+}
+
+// lastTest returns the record of the last attempt of a test event to
+// endpoint id made by this process.
+func (r *recorder) lastTest(id string) (attempt.Record, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec, ok := r.tests[id]
+	return rec, ok
+}
+
 // LastTest returns the record of the last attempt of a test event to
 // endpoint id made by this process.
-func (d *Dispatcher) LastTest(id string) (attempt.Record, bool) {
-	d.rec.mu.Lock()
-	defer d.rec.mu.Unlock()
-	r, ok := d.rec.tests[id]
-	return r, ok
-}
+func (d *Dispatcher) LastTest(id string) (attempt.Record, bool) { return d.rec.lastTest(id) }
 
 // tenantOf is the tenant of dl's event, or when it names none (a test
 // event, a task stored before events named theirs) of its endpoint. The
 // safety net's deliveries carry no settings: their endpoint's current ones
 // say it, when it exists.
-func (d *Dispatcher) tenantOf(dl *delivery) string {
+func tenantOf(dl *delivery, eps endpointFinder) string {
 	if dl.ev.tenant != "" {
 		return dl.ev.tenant
 	}
 	if dl.s != nil {
 		return dl.s.ep.Tenant
 	}
-	if e := d.endpoint(dl.e.id); e != nil {
+	if e := eps.endpoint(dl.e.id); e != nil {
 		return e.set.Load().ep.Tenant
 	}
 	return ""
@@ -69,18 +84,18 @@ func trigger(dl *delivery, attempts int) string {
 	return attempt.TriggerDelivery
 }
 
-// recordAttempt logs the outcome of one attempt of dl (st.Attempts
-// already counts it).
-func (d *Dispatcher) recordAttempt(dl *delivery, res *destination.Result) {
-	if d.o.Recorder == nil {
+// attempt logs the outcome of one attempt of dl (st.Attempts already
+// counts it).
+func (r *recorder) attempt(dl *delivery, res *destination.Result) {
+	if r.out == nil {
 		return
 	}
-	r := attempt.Record{
+	rec := attempt.Record{
 		EventID:           dl.ev.id,
 		EventType:         dl.ev.typ,
 		Endpoint:          dl.e.id,
-		Tenant:            d.tenantOf(dl),
-		EndpointCreatedAt: createdAtOf(d.incarnationOf(dl)),
+		Tenant:            tenantOf(dl, r.eps),
+		EndpointCreatedAt: createdAtOf(incarnationOf(dl, r.eps)),
 		Attempt:           dl.st.Attempts,
 		Trigger:           trigger(dl, dl.st.Attempts),
 		Delivery:          dl.ev.key,
@@ -90,47 +105,47 @@ func (d *Dispatcher) recordAttempt(dl *delivery, res *destination.Result) {
 		Class:             res.Class.String(),
 	}
 	if res.Class != destination.Success {
-		r.Error = res.Reason
-		r.Response = string(res.Response)
+		rec.Error = res.Reason
+		rec.Response = string(res.Response)
 	}
-	d.o.Recorder.Record(r)
-	if r.Trigger == attempt.TriggerTest {
-		d.rec.mu.Lock()
-		if d.rec.tests == nil {
-			d.rec.tests = map[string]attempt.Record{}
+	r.out.Record(rec)
+	if rec.Trigger == attempt.TriggerTest {
+		r.mu.Lock()
+		if r.tests == nil {
+			r.tests = map[string]attempt.Record{}
 		}
-		d.rec.tests[r.Endpoint] = r
-		d.rec.mu.Unlock()
+		r.tests[rec.Endpoint] = rec
+		r.mu.Unlock()
 	}
 }
 
-// recordEnd logs a delivery of dl dead-lettered (class dead_letter, or
-// expired for reason expired) or parked (class parked) with reason.
-func (d *Dispatcher) recordEnd(dl *delivery, class, reason string) {
-	if d.o.Recorder == nil {
+// end logs a delivery of dl dead-lettered (class dead_letter, or expired
+// for reason expired) or parked (class parked) with reason.
+func (r *recorder) end(dl *delivery, class, reason string) {
+	if r.out == nil {
 		return
 	}
 	if class == attempt.ClassDeadLetter && reason == "expired" {
 		class = attempt.ClassExpired
 	}
-	r := attempt.Record{
+	rec := attempt.Record{
 		EventID:           dl.ev.id,
 		EventType:         dl.ev.typ,
 		Endpoint:          dl.e.id,
-		Tenant:            d.tenantOf(dl),
-		EndpointCreatedAt: createdAtOf(d.incarnationOf(dl)),
+		Tenant:            tenantOf(dl, r.eps),
+		EndpointCreatedAt: createdAtOf(incarnationOf(dl, r.eps)),
 		Attempt:           dl.st.Attempts,
 		Trigger:           trigger(dl, dl.st.Attempts),
 		Delivery:          dl.ev.key,
-		StartedAt:         d.now().UTC(),
+		StartedAt:         r.now().UTC(),
 		Status:            dl.st.Status,
 		Class:             class,
 		Reason:            reason,
 	}
 	if class != attempt.ClassParked {
-		r.Error = dl.st.Error
+		rec.Error = dl.st.Error
 	}
-	d.o.Recorder.Record(r)
+	r.out.Record(rec)
 }
 
 // logStatus adds the endpoint object's owner, effective settings and last

@@ -72,7 +72,7 @@ func (d *Dispatcher) Replay(ctx context.Context, r api.ReplayRequest) (api.Repla
 		// tracing: a replay span, child of the dead letter's traceparent; the replay carries its own.
 		span := d.o.Tracer.StartReplay(ctx, tracing.Header(m.Msg.Headers()), tracing.Replay{Endpoint: e.Endpoint, EventType: e.EventType, EventID: e.EventID, Seq: e.Seq})
 		span.Inject(tracing.Header(out.Header))
-		sendErr = d.publish(out)
+		sendErr = d.settle.publish(out)
 		span.End(sendErr) // tracing
 		if sendErr != nil {
 			sendErr = fmt.Errorf("replay seq %d: %w", e.Seq, sendErr)

@@ -78,23 +78,23 @@ func (s *series) forget(id string) {
 }
 
 // The per-endpoint counters, looked up through the label.
-func (d *Dispatcher) countDeferral(e *endpoint, cause string) {
+func (s *series) countDeferral(e *endpoint, cause string) {
 	if e.removed.Load() {
 		return
 	}
-	d.o.Metrics.Deferrals.WithLabelValues(d.series.label(e.id), cause).Inc()
+	s.m.Deferrals.WithLabelValues(s.label(e.id), cause).Inc()
 }
 
-func (d *Dispatcher) countDeadLetter(id, reason string) {
-	d.o.Metrics.DeadLetters.WithLabelValues(d.series.label(id), reason).Inc()
+func (s *series) countDeadLetter(id, reason string) {
+	s.m.DeadLetters.WithLabelValues(s.label(id), reason).Inc()
 }
 
-func (d *Dispatcher) observeAttempt(e *endpoint, class string, first bool, seconds float64, timed bool) {
+func (s *series) observeAttempt(e *endpoint, class string, first bool, seconds float64, timed bool) {
 	if e.removed.Load() {
 		return // a removed endpoint's series do not come back from late results
 	}
-	l := d.series.label(e.id)
-	m := d.o.Metrics
+	l := s.label(e.id)
+	m := s.m
 	m.Attempts.With(prometheus.Labels{"endpoint": l, "class": class}).Inc()
 	if first {
 		m.FirstAttempts.With(prometheus.Labels{"endpoint": l, "class": class}).Inc()
@@ -103,3 +103,7 @@ func (d *Dispatcher) observeAttempt(e *endpoint, class string, first bool, secon
 		m.AttemptDuration.WithLabelValues(l).Observe(seconds)
 	}
 }
+
+// countDeferral counts a deferral of e's delivery (the drains' and the
+// lane's call; settlement counts through its series).
+func (d *Dispatcher) countDeferral(e *endpoint, cause string) { d.series.countDeferral(e, cause) }

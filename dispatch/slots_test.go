@@ -12,7 +12,7 @@ import (
 // endpoint, or one whose first requests have been out for a second, gets
 // only the static bound; and the second budget is bounded too.
 func TestFastEndpointsWaitPastTheStaticBound(t *testing.T) {
-	d := &Dispatcher{global: make(chan struct{}, 8), unsettled: make(chan struct{}, 32)}
+	d := &admitter{global: make(chan struct{}, 8), unsettled: 32}
 	s := &settings{ep: &config.Endpoint{Settings: config.Settings{MaxInFlight: 1}}}
 	// gap: the average time between releases; busy: how long ago the
 	// last release was, or the busy spell began.

@@ -227,7 +227,7 @@ func (d *Dispatcher) Summary(ctx context.Context) (api.Summary, error) {
 // summary is Summary and what waits in the ordered lane, per endpoint.
 func (d *Dispatcher) summary(ctx context.Context) (api.Summary, map[string]laneView, error) {
 	d.mu.RLock()
-	s := api.Summary{InFlight: d.inFlightN.Load(), Endpoints: len(d.eps)}
+	s := api.Summary{InFlight: d.gate.inFlightN.Load(), Endpoints: len(d.eps)}
 	for _, st := range d.states {
 		if st.Disabled {
 			s.DisabledEndpoints++
@@ -243,7 +243,7 @@ func (d *Dispatcher) summary(ctx context.Context) (api.Summary, map[string]laneV
 	} else if info, err := c.Info(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("consumer info %s: %w", jetstream.FanoutConsumer, err))
 	} else {
-		d.fanoutFloor.Store(info.AckFloor.Stream)
+		d.fan.floor.Store(info.AckFloor.Stream)
 		s.Pending += info.NumPending + uint64(info.NumAckPending)
 		if s.Pending > 0 {
 			if t, ok := d.firstTime(ctx, jetstream.EventsStream, info.AckFloor.Stream+1); ok {

@@ -15,19 +15,19 @@ import (
 // "rejected" and the reason as its last error, where the operator sees
 // it. The event is acked once every copy is stored, and comes back when
 // one is not.
-func (d *Dispatcher) rejectBadTenant(msg natsjs.Msg, ev *event, targets []string) {
+func (d *fanout) rejectBadTenant(msg natsjs.Msg, ev *event, targets []string) {
 	ok := true
 	for _, id := range targets {
-		e := d.endpoint(id)
+		e := d.eps.endpoint(id)
 		if e == nil {
 			continue
 		}
-		dl := &delivery{e: e, s: d.current(e), ev: ev, data: msg.Data(), hdr: msg.Headers(), st: attemptState{Error: ev.badTenant}}
+		dl := &delivery{e: e, s: d.eps.current(e), ev: ev, data: msg.Data(), hdr: msg.Headers(), st: attemptState{Error: ev.badTenant}}
 		dl.done = func(stored bool) { ok = ok && stored }
 		if d.alreadyDelivered(dl) {
 			continue
 		}
-		d.deadLetter(dl, "rejected")
+		d.settle.deadLetter(dl, "rejected")
 	}
 	if len(targets) == 0 {
 		d.log.Warn("event delivered to no endpoint: its tenant header is not valid, and no endpoint without a tenant matches it",
@@ -47,14 +47,14 @@ func (d *Dispatcher) rejectBadTenant(msg natsjs.Msg, ev *event, targets []string
 // incarnationOf is the incarnation (Hookjet-Endpoint-Created) of dl's
 // endpoint: its settings' created_at; for the safety net's deliveries,
 // which carry no settings, the task's own mark or the endpoint in force.
-func (d *Dispatcher) incarnationOf(dl *delivery) string {
+func incarnationOf(dl *delivery, eps endpointFinder) string {
 	if dl.s != nil {
 		return incarnation(dl.s.ep.CreatedAt)
 	}
 	if v := dl.hdr.Get(hdrIncarnation); v != "" && dl.hdr.Get(hdrEventKey) != "" {
 		return v // a task's
 	}
-	if e := d.endpoint(dl.e.id); e != nil {
+	if e := eps.endpoint(dl.e.id); e != nil {
 		return incarnation(e.set.Load().ep.CreatedAt)
 	}
 	return ""
