@@ -2,10 +2,11 @@ package dispatch
 
 import (
 	"context"
-	"github.com/hookjet/hookjet/attempt"
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/hookjet/hookjet/attempt"
 
 	"github.com/nats-io/nats.go"
 

@@ -3,14 +3,17 @@ package dispatch
 import (
 	"context"
 	"fmt"
-	"github.com/hookjet/hookjet/attempt"
-	"github.com/hookjet/hookjet/jetstream"
-	"github.com/hookjet/hookjet/routing"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hookjet/hookjet/attempt"
+	"github.com/hookjet/hookjet/dispatch/consume"
+	"github.com/hookjet/hookjet/dispatch/sources"
+	"github.com/hookjet/hookjet/jetstream"
+	"github.com/hookjet/hookjet/routing"
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
@@ -89,7 +92,8 @@ type Dispatcher struct {
 	// tasksAge is HOOKJET_TASKS' MaxAge as last read or raised
 	// (coverTaskAge): 0 not read yet, negative unlimited.
 	tasksAge atomic.Int64
-	table    *routing.Table // the endpoints in force and the pattern index (Install, Uninstall: endpoint.go)
+	src      *sources.Sources // where the endpoints come from (dispatch/sources)
+	table    *routing.Table   // the endpoints in force and the pattern index (Install, Uninstall: endpoint.go)
 	series   *series
 	drains   *drain.Drainer // the tasks' drains (package drain, drain_engine.go)
 	lane     *lane          // per-key ordering (lane.go)
@@ -105,20 +109,13 @@ type Dispatcher struct {
 	mu sync.RWMutex // guards the fields below; never held while waiting
 	// eps is the runtime state of every endpoint in the table.
 	eps    map[string]*endpoint
-	cfg    *config.Config
 	states map[string]endpointState
 
-	hour      hourStats
-	cfgStore  *jetstream.EndpointStore // shared config endpoints; nil until ShareConfigEndpoints
-	shareMu   sync.Mutex               // guards published and unshare
-	published map[string]string        // digests of the config endpoints last stored in the bucket, by id
-	unshare   map[string]bool          // removed config endpoints not yet deleted from the bucket
-	applied   routing.Revisions        // API endpoint revisions in force (dispatch/apply.go)
-	apiSource apiSource                // where WatchEndpoints resolves API endpoints from; guarded by applied's lock
-	resets    resets                   // breaker resets from other processes (dispatch/reset.go)
-	rec       *recorder                // the delivery log's records (dispatch/record.go)
-	settle    *settler                 // the settle stage (dispatch/settle.go)
-	leftover  Leftover                 // what waited at start (dispatch/drain_engine.go)
+	hour     hourStats
+	resets   resets    // breaker resets from other processes (dispatch/reset.go)
+	rec      *recorder // the delivery log's records (dispatch/record.go)
+	settle   *settler  // the settle stage (dispatch/settle.go)
+	leftover Leftover  // what waited at start (dispatch/drain_engine.go)
 
 }
 
@@ -162,9 +159,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 		o:        o,
 		log:      o.Log,
 		now:      o.Now,
-		cfg:      cfg,
 		eps:      map[string]*endpoint{},
-		unshare:  map[string]bool{},
 		states:   map[string]endpointState{},
 		share:    &poolShare{total: cfg.Worker.Concurrency, lazy: true},
 		jobs:     newJobs(),
@@ -189,7 +184,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 		eps: d, settle: d.settle, jobs: d.goJob, sendCtx: d.sendCtx, inflight: &d.inflight,
 		maxMsg:         int(jetstream.MaxMsgSize(cfg)),
 		unsettled:      make(chan struct{}, 2*cfg.Worker.Concurrency),
-		unsettledBytes: newByteBudget(unsettledBytes),
+		unsettledBytes: consume.NewBudget(unsettledBytes),
 		guards:         guards{in: map[*guard]struct{}{}},
 	}
 	d.send = &sendStage{
@@ -206,6 +201,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	d.fan.ordered = d.lane
 	d.table = routing.New(tableRuntime{d}, d.log)
 	d.fan.match = matcher{index: d.table}
+	d.src = sources.New(d.table, o.Breakers, d.log, d.loopCtx, &d.background)
 	var err error
 	if d.stateKV, err = o.JS.KeyValue(ctx, jetstream.StateBucket); err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", jetstream.StateBucket, err)
@@ -223,7 +219,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	if err := d.watchStates(ctx); err != nil {
 		return err
 	}
-	if err := d.Apply(ctx, d.o.Config); err != nil {
+	if err := d.src.Apply(ctx, d.o.Config); err != nil {
 		return err
 	}
 	d.fan.ackWait = fanoutAckWait(d.o.Config)
@@ -255,7 +251,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if d.o.Config.NATS.URL != "" && d.o.NC != nil {
 		// A network connection: it can be cut, and a cluster node can
 		// fail with acks it took (ackproof.go).
-		acks, err := newAckProof(d.fan.conn, time.Duration(d.fan.hold.Load()), d.log)
+		acks, err := consume.NewAckProof(d.fan.conn, time.Duration(d.fan.hold.Load()), d.log)
 		if err != nil {
 			return fmt.Errorf("fan-out ack answers: %w", err)
 		}
@@ -380,3 +376,7 @@ func (d *Dispatcher) admitHolding(e *endpoint, s *settings) (*admission, string)
 func (d *Dispatcher) launch(ctx context.Context, dl *delivery, adm *admission, wait bool) {
 	d.gate.launch(ctx, dl, adm, wait)
 }
+
+// Sources is where the engine's endpoints come from: the config file, the
+// admin API and the other processes' files.
+func (d *Dispatcher) Sources() *sources.Sources { return d.src }

@@ -130,14 +130,14 @@ func (x *drainEndpoint) Offer(ctx context.Context, msg natsjs.Msg, meta *natsjs.
 		return
 	}
 	size := int64(len(msg.Data()))
-	if !d.fan.unsettledBytes.acquire(ctx, size) {
+	if !d.fan.unsettledBytes.Acquire(ctx, size) {
 		adm.release()
 		dl.done(false)
 		return
 	}
 	done := dl.done
 	dl.done = func(ok bool) {
-		d.fan.unsettledBytes.release(size)
+		d.fan.unsettledBytes.Release(size)
 		done(ok)
 	}
 	d.gate.launch(ctx, dl, adm, true)

@@ -4,16 +4,19 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/dispatch/consume"
 	"github.com/hookjet/hookjet/jetstream"
 )
+
+// unsettledBytes bounds the payloads of the events being delivered,
+// process-wide (the pulls and the events held ahead: consume's 32 MB).
+const unsettledBytes = 128 << 20
 
 // fanoutAckWait bounds how long an event may stay unsettled in one process
 // before JetStream hands it to another (a crash): twice the longest timeout
@@ -34,19 +37,6 @@ func fanoutAckWait(cfg *config.Config) time.Duration {
 // that a slow one never holds an event for long.
 const inFlightWait = 250 * time.Millisecond
 
-// fanoutBytes bounds what the fan-out's pulls bring into the client and the
-// events it holds ahead (see fanoutAhead), and unsettledBytes the payloads
-// of events being delivered, process-wide: with
-// 1 MB events and slow endpoints, memory stays near 32 + 128 MB whatever
-// the number of endpoints. fanoutBytes stays under the subscription's
-// pending limit (64 MB), so a pull never drops a message, and twice over
-// the largest event config allows (security.max_payload_bytes, at most
-// 16 MiB): a pull whose byte limit an event exceeds would never deliver it.
-const (
-	fanoutBytes    = 32 << 20
-	unsettledBytes = 128 << 20
-)
-
 // runFanout pulls HOOKJET_EVENTS through the shared consumer and fans each
 // event out. A consumer that disappears (deleted by an operator) is created
 // again, and the loss is logged.
@@ -61,7 +51,7 @@ const (
 // later, made Consume pull again.)
 func (d *fanout) runFanout(ctx context.Context, cons natsjs.Consumer) {
 	for ctx.Err() == nil {
-		err := d.consumeFanout(ctx, cons)
+		err := consume.Run(ctx, cons, consume.Options{Conn: d.conn, MaxMsg: int64(d.maxMsg), Workers: d.fanoutWorkers(), Take: d.takeOn, Log: d.log})
 		if ctx.Err() != nil {
 			return
 		}
@@ -88,273 +78,12 @@ func (d *fanout) runFanout(ctx context.Context, cons natsjs.Consumer) {
 	}
 }
 
-// fanoutWait is how long one fan-out pull waits at the server for events:
-// an idle process asks once per fanoutWait for each pull it keeps open. A
-// stopping process listens at most fanoutStopWait for its open pulls' last
-// events, which it hands back.
-const (
-	fanoutWait     = 5 * time.Second
-	fanoutStopWait = time.Second
-)
-
-// fanoutAhead bounds the events the fan-out holds pulled ahead of its
-// unsettled slots, asked for in pulls of fanoutChunk, several at a time.
-// Within it the fan-out holds about aheadHorizon of what its workers took
-// per second lately, at least 2 x fanoutChunk.
-//
-// A standalone nats-server delivers a pull's events on the same goroutine
-// that stores the stream's incoming messages (one fsync each with
-// nats.sync always): while a burst of publishes is being stored, every pull
-// waits for all of them, seconds for thousands, and then gets at most what
-// it asked for. One pull at a time asked for what was free when it went
-// out, a few events, and the fan-out then sat idle for the next round of
-// stores. Pulls that go out as room frees, and the events held ahead, keep
-// the deliveries going meanwhile. What is held ahead is bounded in time so
-// that it is taken well within AckWait (at least 30 s) even after such a
-// wait; an event held for half of AckWait (the process paused) is handed
-// back instead of delivered.
-const (
-	fanoutAhead  = 8192
-	fanoutChunk  = 1024
-	aheadHorizon = 10 * time.Second
-	aheadTick    = 500 * time.Millisecond
-)
-
-// pulledEvent is an event held ahead, when it was read (at), and when the
-// pull that brought it was sent (sent: its AckWait runs from no earlier;
-// see late).
-type pulledEvent struct {
-	msg      natsjs.Msg
-	at, sent time.Time
-}
-
-// aheadQueue is the events the fan-out holds pulled ahead of its unsettled
-// slots. held counts the events queued or asked for: a pull takes room for
-// what it asks, a worker gives one back as it takes an event. bytes bounds
-// the payloads queued and the byte limits of the pulls out at fanoutBytes
-// (one pull may always go out).
-type aheadQueue struct {
-	queue chan pulledEvent
-	bytes *byteBudget
-	// pullBytes is each pull's byte limit: fanoutBytes / 16, or more for
-	// large events; fanoutBytes once a pull came back empty at once (an
-	// event over its limit).
-	pullBytes atomic.Int64
-	taken     atomic.Int64 // events the workers took, ever
-
-	mu    sync.Mutex
-	held  int
-	limit int
-	rate  float64       // events taken per second, the recent peak
-	freed chan struct{} // closed and replaced when held drops; nil until a pull waits
-}
-
-func newAheadQueue(maxMsg int64) *aheadQueue {
-	// The queue holds what the room allows, and events of pulls given up.
-	a := &aheadQueue{queue: make(chan pulledEvent, 2*fanoutAhead), bytes: newByteBudget(fanoutBytes), limit: 2 * fanoutChunk}
-	a.pullBytes.Store(min(fanoutBytes, max(fanoutBytes/16, 2*maxMsg)))
-	return a
-}
-
-// take takes room for n more events, waiting until they fit under the
-// limit (or nothing is held); false when ctx is done, or with the error
-// that arrived on failed meanwhile.
-func (a *aheadQueue) take(ctx context.Context, n int, failed <-chan error) (bool, error) {
-	for {
-		a.mu.Lock()
-		if a.held == 0 || a.held+n <= a.limit {
-			a.held += n
-			a.mu.Unlock()
-			return true, nil
-		}
-		if a.freed == nil {
-			a.freed = make(chan struct{})
-		}
-		ch := a.freed
-		a.mu.Unlock()
-		select {
-		case <-ch:
-		case err := <-failed:
-			return false, err
-		case <-ctx.Done():
-			return false, nil
-		}
-	}
-}
-
-// force counts an event of size bytes that arrived for a pull already
-// given up: it holds room and bytes beyond the limits until taken.
-func (a *aheadQueue) force(size int64) {
-	a.mu.Lock()
-	a.held++
-	a.mu.Unlock()
-	a.bytes.mu.Lock()
-	a.bytes.used += size
-	a.bytes.mu.Unlock()
-}
-
-// give gives back room for n events.
-func (a *aheadQueue) give(n int) {
-	a.mu.Lock()
-	a.held -= n
-	if a.freed != nil {
-		close(a.freed)
-		a.freed = nil
-	}
-	a.mu.Unlock()
-}
-
-func (a *aheadQueue) took(p pulledEvent) {
-	a.bytes.release(int64(len(p.msg.Data())))
-	a.taken.Add(1)
-	a.give(1)
-}
-
-// pace sets the limit to aheadHorizon of the recent peak of events taken
-// per second, every aheadTick until ctx is done. The peak decays slowly, so
-// a wait for the server does not shrink what is asked for next.
-func (a *aheadQueue) pace(ctx context.Context) {
-	t := time.NewTicker(aheadTick)
-	defer t.Stop()
-	last := a.taken.Load()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		n := a.taken.Load()
-		a.mu.Lock()
-		a.rate = max(float64(n-last)/aheadTick.Seconds(), 0.95*a.rate)
-		a.limit = min(fanoutAhead, max(2*fanoutChunk, int(a.rate*aheadHorizon.Seconds())))
-		if a.freed != nil {
-			close(a.freed)
-			a.freed = nil
-		}
-		a.mu.Unlock()
-		last = n
-	}
-}
-
-// consumeFanout pulls cons until ctx is done or the consumer is gone, and
-// returns why it stopped.
-func (d *fanout) consumeFanout(ctx context.Context, cons natsjs.Consumer) error {
-	var workers, recv sync.WaitGroup
-	// The pulls only fill the events held ahead; the fan-out workers take
-	// each with an unsettled slot: a slow NATS call of one event (a task's
-	// publish over the network) delays one worker, not the pulls.
-	ahead := newAheadQueue(int64(d.maxMsg))
-	info := cons.CachedInfo()
-	p := newFanoutPuller(d.conn, info.Stream, info.Name, ahead)
-	workers.Add(d.fanoutWorkers())
-	for range d.fanoutWorkers() {
-		go func() {
-			defer workers.Done()
-			for ev := range ahead.queue {
-				ahead.took(ev)
-				d.takeOn(ctx, ev)
-			}
-		}()
-	}
-	paceCtx, stopPace := context.WithCancel(ctx)
-	workers.Go(func() { ahead.pace(paceCtx) })
-	listen, stopListening := listenPast(ctx, fanoutStopWait)
-	failed := make(chan error, 4)
-	recv.Go(func() {
-		if err := p.receive(ctx, listen, failed, d.log.Debug); err != nil {
-			report(failed, err)
-		}
-	})
-	defer func() {
-		stopPace()
-		if ctx.Err() == nil {
-			p.endAll() // the consumer is gone: nothing more comes
-		}
-		for p.openCount() > 0 && listen.Err() == nil {
-			sleep(listen, 10*time.Millisecond) // the open pulls' last events
-		}
-		stopListening()
-		recv.Wait()
-		p.handBack(d.log.Debug)
-		close(ahead.queue)
-		workers.Wait()
-	}()
-	for {
-		err := d.nextPull(ctx, p, failed)
-		if err == nil {
-			return ctx.Err()
-		}
-		if errors.Is(err, natsjs.ErrConsumerDeleted) || errors.Is(err, natsjs.ErrConsumerNotFound) {
-			return err
-		}
-		if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, errPullUnanswered) {
-			// A consumer deleted while no pull was waiting sends no
-			// "consumer deleted"; its pulls go unanswered. Ask.
-			ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			_, ierr := cons.Info(ictx)
-			cancel()
-			if errors.Is(ierr, natsjs.ErrConsumerNotFound) {
-				return ierr
-			}
-		}
-		d.log.Debug("consume events", "err", err)
-		sleep(ctx, 100*time.Millisecond) // NATS reconnecting, or a leader change
-	}
-}
-
-// listenPast returns a context that ends grace after ctx does, and a
-// function that ends it at once; call it when done with the context.
-func listenPast(ctx context.Context, grace time.Duration) (context.Context, func()) {
-	listen, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
-		t := time.NewTimer(grace)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-done:
-		}
-		cancel()
-	})
-	return listen, func() {
-		stop()
-		close(done)
-		cancel()
-	}
-}
-
-// nextPull sends pulls of fanoutChunk events as room for them frees, until
-// ctx is done (nil) or a pull fails (its error).
-func (d *fanout) nextPull(ctx context.Context, p *fanoutPuller, failed <-chan error) error {
-	ahead := p.ahead
-	for {
-		select {
-		case err := <-failed:
-			return err
-		default:
-		}
-		if ok, err := ahead.take(ctx, fanoutChunk, failed); !ok {
-			return err
-		}
-		limit := ahead.pullBytes.Load()
-		if !ahead.bytes.acquire(ctx, limit) {
-			ahead.give(fanoutChunk)
-			return nil
-		}
-		if err := p.request(fanoutChunk, limit); err != nil {
-			ahead.give(fanoutChunk)
-			ahead.bytes.release(limit)
-			return err
-		}
-	}
-}
-
 // takeOn gives an event held ahead an unsettled slot and fans it out, or
 // hands it back to JetStream: at shutdown, and when it was held for half of
 // AckWait (the process was paused, and JetStream may have handed it to
 // another process).
-func (d *fanout) takeOn(ctx context.Context, p pulledEvent) {
-	if time.Since(p.at) < d.ackWait/2 {
+func (d *fanout) takeOn(ctx context.Context, p consume.Pulled) {
+	if time.Since(p.At) < d.ackWait/2 {
 		select {
 		case d.unsettled <- struct{}{}:
 			d.fanOut(ctx, p)
@@ -362,7 +91,7 @@ func (d *fanout) takeOn(ctx context.Context, p pulledEvent) {
 		case <-ctx.Done():
 		}
 	}
-	if err := p.msg.Nak(); err != nil {
+	if err := p.Msg.Nak(); err != nil {
 		d.log.Debug("hand back pulled event", "err", err)
 	}
 }
@@ -403,7 +132,7 @@ type fanEvent struct {
 // over notes that one of f's deliveries is over, request included.
 func (f *fanEvent) over() {
 	if f.holding.Add(-1) == 0 {
-		f.d.unsettledBytes.release(f.size)
+		f.d.unsettledBytes.Release(f.size)
 	}
 }
 
@@ -465,8 +194,8 @@ func eventOf(msg natsjs.Msg, meta *natsjs.MsgMetadata) (ev event, noID bool) {
 }
 
 // fanOut delivers one event to every endpoint whose patterns match it.
-func (d *fanout) fanOut(ctx context.Context, p pulledEvent) {
-	msg := p.msg
+func (d *fanout) fanOut(ctx context.Context, p consume.Pulled) {
+	msg := p.Msg
 	meta, err := msg.Metadata()
 	if err != nil {
 		d.log.Error("event without metadata", "err", err)
@@ -499,8 +228,8 @@ func (d *fanout) fanOut(ctx context.Context, p pulledEvent) {
 		<-d.unsettled
 		return
 	}
-	f := &fanEvent{d: d, msg: msg, size: int64(len(msg.Data())), pulled: p.sent}
-	if !d.unsettledBytes.acquire(ctx, f.size) {
+	f := &fanEvent{d: d, msg: msg, size: int64(len(msg.Data())), pulled: p.Sent}
+	if !d.unsettledBytes.Acquire(ctx, f.size) {
 		if err := msg.Nak(); err != nil {
 			d.log.Debug("nak event at shutdown", "err", err)
 		}

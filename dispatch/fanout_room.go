@@ -11,6 +11,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookjet/hookjet/dedupe"
+	"github.com/hookjet/hookjet/dispatch/consume"
 )
 
 // fanout is the fan-out room: the shared consumer of HOOKJET_EVENTS pulled
@@ -39,12 +40,12 @@ type fanout struct {
 
 	unsettled chan struct{} // fan-out events not yet settled in this process
 	// unsettledBytes bounds their payload bytes.
-	unsettledBytes *byteBudget
+	unsettledBytes *consume.Budget
 	ackWait        time.Duration
 	// hold (nanoseconds) is how long after its pull a fan-out delivery may
 	// still be attempted: half of ackWait (late).
 	hold atomic.Int64
-	acks *ackProof // with nats.url, from Run; nil when embedded (ackproof.go)
+	acks *consume.AckProof // with nats.url, from Run; nil when embedded (ackproof.go)
 	// floor is the fan-out consumer's ack floor when last looked at
 	// (start, and every gauge refresh): a fan-out consumer deleted from
 	// under hookjet starts again after it.
@@ -96,5 +97,14 @@ func (d *fanout) late(dl *delivery) bool {
 	// The acks written before may have been lost in a silent partition or
 	// with a failed cluster node (ackproof.go): wait for their answers,
 	// at most until the delivery would be late.
-	return !d.acks.confirmed(dl.fan.pulled.Add(time.Duration(d.hold.Load())))
+	return !d.acks.Confirmed(dl.fan.pulled.Add(time.Duration(d.hold.Load())))
+}
+
+// ackDelivered acks a fan-out event whose deliveries were made: with
+// nats.url through the proof, asking for an answer.
+func (d *fanout) ackDelivered(msg natsjs.Msg) error {
+	if d.acks == nil {
+		return msg.Ack()
+	}
+	return d.acks.Ack(msg.Reply())
 }

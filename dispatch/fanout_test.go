@@ -247,9 +247,7 @@ func TestFanoutDoesNotAttemptAnEventHeldTooLong(t *testing.T) {
 		t.Fatalf("an event held too long was attempted %d times", n)
 	}
 	eventually(t, "its payload bytes are given back", 5*time.Second, func() bool {
-		r.d.fan.unsettledBytes.mu.Lock()
-		defer r.d.fan.unsettledBytes.mu.Unlock()
-		return r.d.fan.unsettledBytes.used == 0
+		return r.d.fan.unsettledBytes.Used() == 0
 	})
 	r.d.fan.hold.Store(int64(r.d.fan.ackWait / 2))
 	rc.waitDelivered([]string{"all e1"}, 15*time.Second)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"github.com/hookjet/hookjet/jetstream"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -15,68 +14,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/hookjet/hookjet/api"
-	"github.com/hookjet/hookjet/config"
 )
-
-// WatchEndpoints applies the endpoints stored through the admin API, now
-// and whenever one changes, on this process: within the watch's latency of
-// the change on every process. The stored endpoints are applied as one
-// batch first, so 100,000 of them start in linear time. defaults returns the
-// settings API endpoints inherit (a reload may change them). stop ends the
-// watch.
-func (d *Dispatcher) WatchEndpoints(ctx context.Context, store *jetstream.EndpointStore, defaults func() config.Settings) (stop func(), err error) {
-	var mu sync.Mutex // held while the initial batch is applied
-	initial := map[string]config.Endpoint{}
-	started := false
-	unlock := d.applied.Hold() // dispatch/apply.go: the admin API applies its writes at once
-	d.apiSource = apiSource{store: store, defaults: defaults}
-	unlock()
-	d.applied.Use(d.apiSource.storedRevision)
-	stop, err = store.Watch(ctx, func(id string, rec *jetstream.EndpointRecord) {
-		mu.Lock()
-		defer mu.Unlock()
-		defer d.applied.Hold()()
-		var rev uint64
-		if rec != nil {
-			rev = rec.Revision
-		}
-		if d.applied.Stale(ctx, id, rev, rec != nil) { // the admin API applied it already
-			return
-		}
-		if rec == nil {
-			delete(initial, id)
-			if started {
-				d.RemoveEndpoint(id)
-			}
-			return
-		}
-		ep, err := store.Resolve(*rec, defaults())
-		if err != nil {
-			d.log.Error("API endpoint not applied", "endpoint", id, "err", err)
-			return
-		}
-		if !started {
-			initial[id] = ep
-			return
-		}
-		if err := d.PutEndpoint(ep); err != nil {
-			d.log.Error("API endpoint not applied", "endpoint", id, "err", err)
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	mu.Lock()
-	eps := make([]config.Endpoint, 0, len(initial))
-	for _, ep := range initial {
-		eps = append(eps, ep)
-	}
-	d.PutEndpoints(eps)
-	started = true
-	mu.Unlock()
-	d.log.Info("applied the endpoints of the admin API", "endpoints", len(eps))
-	return stop, nil
-}
 
 // redeliverKey starts the key of a task made by Redeliver.
 const redeliverKey = "d"

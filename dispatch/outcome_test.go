@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -64,33 +63,5 @@ func TestPrecheck(t *testing.T) {
 	}
 	if _, _, ok := precheck(10, 1<<20, s, now, now); !ok {
 		t.Fatal("a fresh small event was refused")
-	}
-}
-
-// Payload bytes held by deliveries in progress are bounded
-// process-wide; one event larger than the budget still goes, alone.
-func TestFanoutByteBudget(t *testing.T) {
-	b := newByteBudget(3 << 20)
-	for range 3 {
-		if !b.acquire(t.Context(), 1<<20) {
-			t.Fatal("refused within the budget")
-		}
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
-	if b.acquire(ctx, 1<<20) {
-		t.Fatal("a fourth 1 MB event went past a 3 MB budget")
-	}
-	got := make(chan bool)
-	go func() { got <- b.acquire(t.Context(), 1<<20) }()
-	b.release(1 << 20)
-	if !<-got {
-		t.Fatal("not admitted after a release")
-	}
-	for range 3 {
-		b.release(1 << 20)
-	}
-	if !b.acquire(t.Context(), 10<<20) {
-		t.Fatal("an event larger than the whole budget never goes")
 	}
 }

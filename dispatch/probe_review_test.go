@@ -72,7 +72,7 @@ func TestProbeLaneDeliversOldTenantsEventAfterTenantChange(t *testing.T) {
 	ord2.Tenant, ord2.URL = "globex", rcv.srv.URL+"/ord-globex"
 	plain2.Tenant, plain2.URL = "globex", rcv.srv.URL+"/plain-globex"
 	next.Endpoints = []config.Endpoint{ord2, plain2}
-	if err := r.d.Apply(ctx5(t), &next); err != nil {
+	if err := r.d.src.Apply(ctx5(t), &next); err != nil {
 		t.Fatal(err)
 	}
 	failing.Store(false)
@@ -244,7 +244,7 @@ func TestProbeTenantChangeListsAndLosesOldDeadLetter(t *testing.T) {
 	p2 := plain
 	p2.Tenant, p2.URL = "globex", rcv.srv.URL+"/plain-globex"
 	next.Endpoints = []config.Endpoint{p2}
-	if err := r.d.Apply(ctx5(t), &next); err != nil {
+	if err := r.d.src.Apply(ctx5(t), &next); err != nil {
 		t.Fatal(err)
 	}
 	listed := r.deadLetters("plain")

@@ -191,7 +191,7 @@ func startEngine(t *testing.T, node *jetstream.Node, cfg *config.Config, share b
 		if err != nil {
 			t.Fatal(err)
 		}
-		stop, err := d.ShareConfigEndpoints(ctx, store)
+		stop, err := d.src.ShareConfigEndpoints(ctx, store)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -44,7 +44,7 @@ func TestProcessesShareTheirConfigEndpoints(t *testing.T) {
 	// The first file drops "one": both processes stop delivering to it.
 	next := *p1.cfg
 	next.Endpoints = nil
-	if err := p1.d.Apply(ctx5(t), &next); err != nil {
+	if err := p1.d.src.Apply(ctx5(t), &next); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the second process drops the endpoint the first file dropped", 10*time.Second, func() bool {

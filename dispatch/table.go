@@ -1,18 +1,14 @@
 package dispatch
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	"golang.org/x/time/rate"
 
-	"github.com/hookjet/hookjet/breaker"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/destination"
-	"github.com/hookjet/hookjet/routing"
 	"github.com/hookjet/hookjet/signature"
 )
 
@@ -20,60 +16,6 @@ import (
 // and matches events to them; the dispatcher keeps each one's runtime state
 // (settings snapshot, in-flight slots, rate limiter, metric series) and
 // puts the table's changes into effect: tableRuntime below.
-
-// Apply makes the config-file endpoints match cfg's: new ones are added,
-// changed ones get their new settings (keeping their in-flight cap, hold and
-// series), removed ones stop receiving. Nothing is deleted from JetStream:
-// another process may still own the endpoint, and a removed endpoint's
-// waiting tasks stay until it comes back or they expire.
-func (d *Dispatcher) Apply(ctx context.Context, cfg *config.Config) error {
-	gone, err := d.apply(cfg)
-	if d.cfgStore != nil {
-		d.publishConfig(ctx, nil, gone)
-	}
-	return err
-}
-
-// apply is Apply but for sharing: it returns the ids the file dropped.
-func (d *Dispatcher) apply(cfg *config.Config) (gone []string, _ error) {
-	changed, gone, err := d.table.ApplyConfig(cfg.Endpoints)
-	d.mu.Lock()
-	d.cfg = cfg
-	d.mu.Unlock()
-	d.configureBreakers(changed)
-	return gone, err
-}
-
-// PutEndpoint adds or changes an endpoint owned by the admin API.
-func (d *Dispatcher) PutEndpoint(ep config.Endpoint) error {
-	changed, err := d.table.PutAPI(ep)
-	if err == nil && changed {
-		d.o.Breakers.Configure(ep.ID, breakerSettings(ep))
-	}
-	return err
-}
-
-// PutEndpoints is PutEndpoint for many endpoints owned by the admin API
-// (their new resolved settings after a change of the defaults).
-func (d *Dispatcher) PutEndpoints(eps []config.Endpoint) {
-	d.configureBreakers(d.table.PutAPIAll(eps))
-}
-
-// RemoveEndpoint stops deliveries to an API endpoint in this process.
-func (d *Dispatcher) RemoveEndpoint(id string) { d.table.RemoveAPI(id) }
-
-// ConfigEndpoint returns the config-file endpoint id, if the file owns it.
-func (d *Dispatcher) ConfigEndpoint(id string) (config.Endpoint, bool) { return d.table.Config(id) }
-
-// configureBreakers gives the breakers of the endpoints put in force their
-// settings, in one batch.
-func (d *Dispatcher) configureBreakers(eps []config.Endpoint) {
-	batch := make([]breaker.Config, 0, len(eps))
-	for _, ep := range eps {
-		batch = append(batch, breaker.Config{ID: ep.ID, Settings: breakerSettings(ep)})
-	}
-	d.o.Breakers.ConfigureAll(batch)
-}
 
 // tableRuntime is the dispatcher as the table's routing.Runtime.
 type tableRuntime struct{ d *Dispatcher }
@@ -131,15 +73,6 @@ func (d *Dispatcher) endpoint(id string) *endpoint {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	return d.eps[id]
-}
-
-func breakerSettings(ep config.Endpoint) breaker.Settings {
-	return breaker.Settings{
-		FailureThreshold: ep.Breaker.FailureThreshold,
-		Cooldown:         ep.Breaker.Cooldown,
-		MaxCooldown:      ep.Breaker.MaxCooldown,
-		SlowP95:          ep.Breaker.SlowP95,
-	}
 }
 
 // newSettings decodes ep's secrets and headers. The rate limiter of old is
@@ -211,13 +144,4 @@ func (d *Dispatcher) openDestination(ep *config.Endpoint, signer *signature.Sign
 		InsecureSkipVerify: ep.InsecureSkipVerify,
 		Strict:             ep.Tenant != "", // a tenant's endpoint: the strict SSRF guard (portal.allow_private_networks)
 	})
-}
-
-// logShared logs why another process's config endpoint was not applied.
-func (d *Dispatcher) logShared(id string, err error) {
-	if errors.Is(err, routing.ErrAPIOwned) {
-		d.log.Warn("a config file elsewhere defines an endpoint the API also has; the API's wins here", "endpoint", id)
-		return
-	}
-	d.log.Error("shared config endpoint not applied", "endpoint", id, "err", err)
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/hookjet/hookjet/deliver"
 	"github.com/hookjet/hookjet/destination"
 	"github.com/hookjet/hookjet/dispatch"
+	"github.com/hookjet/hookjet/dispatch/sources"
 	"github.com/hookjet/hookjet/internal/memtrim"
 	"github.com/hookjet/hookjet/jetstream"
 	"github.com/hookjet/hookjet/outbox"
@@ -399,7 +400,7 @@ func (s *Server) watchEndpoints(ctx, setupCtx context.Context) (*jetstream.Endpo
 	if err != nil {
 		return nil, err
 	}
-	stopAPI, err := s.disp.WatchEndpoints(context.WithoutCancel(ctx), store, func() config.Settings { return s.config().Defaults })
+	stopAPI, err := s.disp.Sources().WatchEndpoints(context.WithoutCancel(ctx), store, func() config.Settings { return s.config().Defaults })
 	if err != nil {
 		return nil, err
 	}
@@ -414,7 +415,7 @@ func (s *Server) watchEndpoints(ctx, setupCtx context.Context) (*jetstream.Endpo
 	if err != nil {
 		return nil, err
 	}
-	stopShared, err := s.disp.ShareConfigEndpoints(context.WithoutCancel(ctx), shared)
+	stopShared, err := s.disp.Sources().ShareConfigEndpoints(context.WithoutCancel(ctx), shared)
 	if err != nil {
 		return nil, err
 	}
@@ -452,11 +453,19 @@ func (s *Server) listenAdmin() error {
 	return nil
 }
 
+// endpointDeliveries is the engine as endpoint management sees it
+// (admin.Deliveries): its actions on an endpoint's deliveries, and the
+// sources that put the API's changes in force before it answers.
+type endpointDeliveries struct {
+	*dispatch.Dispatcher
+	*sources.Sources
+}
+
 // startAdmin installs the admin API, with the console and portal in front
 // of it, in place of the start-up answers.
 func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) error {
 	h := admin.NewHandler(s.withTally(s.withInbound(s.adminBackend())), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
-		admin.WithEndpointStore(store, s.disp, s.config), admin.WithConfigPath(o.ConfigPath),
+		admin.WithEndpointStore(store, endpointDeliveries{s.disp, s.disp.Sources()}, s.config), admin.WithConfigPath(o.ConfigPath),
 		admin.WithDurability(api.Durability(s.durability)), s.logOption(), admin.WithDiscard(s.discardDeadLetters), s.publishOption(),
 		admin.WithUnreachable(s.unreachable))
 	h, err := s.mountConsole(h)
@@ -539,7 +548,7 @@ func (s *Server) Reload(ctx context.Context, next *config.Config) error {
 	if changed := restartSections(cur, next); len(changed) > 0 {
 		s.log.Warn("reload: these sections changed and take effect at the next start", "sections", changed)
 	}
-	if err := s.disp.Apply(ctx, &merged); err != nil {
+	if err := s.disp.Sources().Apply(ctx, &merged); err != nil {
 		return err
 	}
 	merged.Endpoints = nil // the endpoint table holds them
@@ -597,7 +606,7 @@ func (s *Server) reresolveAPIEndpoints(ctx context.Context, defaults config.Sett
 	stop()
 	mu.Lock()
 	defer mu.Unlock()
-	s.disp.PutEndpoints(eps)
+	s.disp.Sources().PutEndpoints(eps)
 	return nil
 }
 

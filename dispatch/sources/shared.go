@@ -1,4 +1,4 @@
-package dispatch
+package sources
 
 import (
 	"context"
@@ -28,7 +28,7 @@ import (
 // are written in atomic batches (one fsync per 1,000 with nats.sync:
 // always), and the watch pulls at the pace it applies, so it never drops a
 // change.
-func (d *Dispatcher) ShareConfigEndpoints(ctx context.Context, store *jetstream.EndpointStore) (stop func(), err error) {
+func (d *Sources) ShareConfigEndpoints(ctx context.Context, store *jetstream.EndpointStore) (stop func(), err error) {
 	began := time.Now()
 	var mu sync.Mutex // held while the initial values are applied; orders the watch's changes after them
 	stored := map[string]string{}
@@ -78,7 +78,7 @@ func (d *Dispatcher) ShareConfigEndpoints(ctx context.Context, store *jetstream.
 	// the others (100,000 writes on a first start) goes on while it
 	// delivers, and Stop cuts it short.
 	pctx, cancel := context.WithCancel(ctx)
-	unhook := context.AfterFunc(d.loopCtx, cancel)
+	unhook := context.AfterFunc(d.stop, cancel)
 	d.background.Add(1)
 	go func() {
 		defer d.background.Done()
@@ -114,7 +114,7 @@ var builtinSettings = config.Default().Defaults
 
 // sharedEndpoint opens a watched entry of another process's config
 // endpoint: nil for a delete, false for a value to skip.
-func (d *Dispatcher) sharedEndpoint(store *jetstream.EndpointStore, e jetstream.Entry) (*config.Endpoint, bool) {
+func (d *Sources) sharedEndpoint(store *jetstream.EndpointStore, e jetstream.Entry) (*config.Endpoint, bool) {
 	if e.Deleted {
 		return nil, true
 	}
@@ -136,27 +136,27 @@ func (d *Dispatcher) sharedEndpoint(store *jetstream.EndpointStore, e jetstream.
 
 // applyShared puts another process's config endpoint in force (nil: it was
 // deleted) unless this process's file or its API defines the id.
-func (d *Dispatcher) applyShared(id string, ep *config.Endpoint) {
+func (d *Sources) applyShared(id string, ep *config.Endpoint) {
 	changed, err := d.table.PutShared(id, ep)
 	if err != nil {
 		d.logShared(id, err)
 		return
 	}
 	if changed {
-		d.o.Breakers.Configure(id, breakerSettings(*ep))
+		d.breakers.Configure(id, breakerSettings(*ep))
 	}
 }
 
 // applyInitialShared puts the other processes' config endpoints the bucket
 // held at start in force, configuring their breakers in one batch.
-func (d *Dispatcher) applyInitialShared(eps []config.Endpoint) {
+func (d *Sources) applyInitialShared(eps []config.Endpoint) {
 	d.configureBreakers(d.table.PutSharedAll(eps))
 }
 
 // reshare stores this process's definition of id again after another
 // process deleted the key (its file dropped an id this file still
 // defines).
-func (d *Dispatcher) reshare(ctx context.Context, id string) {
+func (d *Sources) reshare(ctx context.Context, id string) {
 	d.shareMu.Lock()
 	defer d.shareMu.Unlock()
 	store := d.cfgStore
@@ -183,7 +183,7 @@ func (d *Dispatcher) reshare(ctx context.Context, id string) {
 // at start; nil: what this process published last), and deletes removed
 // ones; deletes that fail are retried at the next call. ctx bounds it all
 // (a reload's: SIGTERM cuts it short).
-func (d *Dispatcher) publishConfig(ctx context.Context, stored map[string]string, removed []string) (written int) {
+func (d *Sources) publishConfig(ctx context.Context, stored map[string]string, removed []string) (written int) {
 	d.shareMu.Lock()
 	defer d.shareMu.Unlock()
 	store := d.cfgStore

@@ -1,4 +1,4 @@
-package dispatch
+package consume
 
 import (
 	"log/slog"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	natsjs "github.com/nats-io/nats.go/jetstream"
 )
 
 // An ack is a message like any other. Written to a connection that a
@@ -32,7 +31,7 @@ import (
 // it are not made. Not covered: an event with several endpoints is acked
 // when its last delivery is settled, so the deliveries settled before it
 // wait unconfirmed meanwhile.
-type ackProof struct {
+type AckProof struct {
 	nc     *nats.Conn
 	log    *slog.Logger
 	inbox  string        // an answer comes to inbox.<ack id>
@@ -65,9 +64,9 @@ const (
 
 var ackBody = []byte("+ACK")
 
-// newAckProof subscribes to the answers on nc. Close unsubscribes.
-func newAckProof(nc *nats.Conn, giveUp time.Duration, log *slog.Logger) (*ackProof, error) {
-	p := &ackProof{
+// NewAckProof subscribes to the answers on nc. Close unsubscribes.
+func NewAckProof(nc *nats.Conn, giveUp time.Duration, log *slog.Logger) (*AckProof, error) {
+	p := &AckProof{
 		nc: nc, log: log, inbox: nc.NewRespInbox(), giveUp: giveUp,
 		pending: make(map[uint64]*sentAck), answered: make(chan struct{}),
 	}
@@ -90,7 +89,7 @@ func newAckProof(nc *nats.Conn, giveUp time.Duration, log *slog.Logger) (*ackPro
 }
 
 // Close stops taking answers.
-func (p *ackProof) Close() {
+func (p *AckProof) Close() {
 	if err := p.sub.Unsubscribe(); err != nil {
 		p.log.Debug("ack answers: unsubscribe", "err", err)
 	}
@@ -98,7 +97,7 @@ func (p *ackProof) Close() {
 
 // ack acks the JetStream message whose reply subject is subject, asking
 // for an answer.
-func (p *ackProof) ack(subject string) error {
+func (p *AckProof) Ack(subject string) error {
 	now := time.Now()
 	p.mu.Lock()
 	id := p.next
@@ -113,13 +112,13 @@ func (p *ackProof) ack(subject string) error {
 }
 
 // publish writes ack id to subject, its answer asked for at inbox.<id>.
-func (p *ackProof) publish(id uint64, subject string) error {
+func (p *AckProof) publish(id uint64, subject string) error {
 	reply := p.inbox + "." + strconv.FormatUint(id, 10)
 	return p.nc.PublishMsg(&nats.Msg{Subject: subject, Reply: reply, Data: ackBody})
 }
 
 // answer notes that ack id was answered.
-func (p *ackProof) answer(id uint64) {
+func (p *AckProof) answer(id uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.pending[id]; !ok {
@@ -131,7 +130,7 @@ func (p *ackProof) answer(id uint64) {
 
 // advance moves the floor past the acks no longer pending. The caller
 // holds p.mu.
-func (p *ackProof) advance() {
+func (p *AckProof) advance() {
 	moved := false
 	for p.floor < p.next {
 		if _, ok := p.pending[p.floor]; ok {
@@ -146,11 +145,11 @@ func (p *ackProof) advance() {
 	}
 }
 
-// confirmed reports whether every ack written so far has been answered,
+// Confirmed reports whether every ack written so far has been answered,
 // waiting until it has; false when one of them is given up meanwhile (or
 // any other: a refusal too many costs a hand-back, not a duplicate) or at
 // deadline.
-func (p *ackProof) confirmed(deadline time.Time) bool {
+func (p *AckProof) Confirmed(deadline time.Time) bool {
 	p.mu.Lock()
 	want, lost := p.next, p.lost
 	for {
@@ -187,7 +186,7 @@ type resend struct {
 // sweep gives up the acks pending for longer than giveUp and returns those
 // to write again, at most once per ackSweepEvery. The caller holds p.mu.
 // Acks are written in id order, so the oldest are the lowest ids.
-func (p *ackProof) sweep(now time.Time) []resend {
+func (p *AckProof) sweep(now time.Time) []resend {
 	if p.floor >= p.next || now.Sub(p.lastSweep) < ackSweepEvery {
 		return nil
 	}
@@ -225,20 +224,11 @@ func (p *ackProof) sweep(now time.Time) []resend {
 }
 
 // write writes the acks of sweep again.
-func (p *ackProof) write(again []resend) {
+func (p *AckProof) write(again []resend) {
 	for _, a := range again {
 		if err := p.publish(a.id, a.subject); err != nil {
 			p.log.Debug("write an unanswered ack again", "err", err)
 			return
 		}
 	}
-}
-
-// ackDelivered acks a fan-out event whose deliveries were made: with
-// nats.url through the proof, asking for an answer.
-func (d *fanout) ackDelivered(msg natsjs.Msg) error {
-	if d.acks == nil {
-		return msg.Ack()
-	}
-	return d.acks.ack(msg.Reply())
 }

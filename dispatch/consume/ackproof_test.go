@@ -1,4 +1,4 @@
-package dispatch
+package consume
 
 import (
 	"errors"
@@ -104,8 +104,8 @@ func (p *stallProxy) stall(on bool) {
 // an ack unanswered is written again, and given up after giveUp, which
 // refuses the attempts waiting for it and no later one.
 func TestAckProofSeesASilentPartition(t *testing.T) {
-	r := newRig(t, nil, nil)
-	px := newStallProxy(t, r.node.ClientURL()[len("nats://"):])
+	node := startNode(t)
+	px := newStallProxy(t, node.ClientURL()[len("nats://"):])
 	nc, err := nats.Connect("nats://"+px.ln.Addr().String(), nats.MaxReconnects(-1))
 	if err != nil {
 		t.Fatal(err)
@@ -131,20 +131,20 @@ func TestAckProofSeesASilentPartition(t *testing.T) {
 	if err != nil || len(msgs) != 3 {
 		t.Fatalf("fetch: %d messages, %v", len(msgs), err)
 	}
-	p, err := newAckProof(nc, 2*time.Second, slog.New(slog.DiscardHandler))
+	p, err := NewAckProof(nc, 2*time.Second, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
 	soon := func(d time.Duration) time.Time { return time.Now().Add(d) }
 
-	if !p.confirmed(soon(time.Second)) {
+	if !p.Confirmed(soon(time.Second)) {
 		t.Fatal("no ack written, yet not confirmed")
 	}
-	if err := p.ack(msgs[0].Reply); err != nil {
+	if err := p.Ack(msgs[0].Reply); err != nil {
 		t.Fatal(err)
 	}
-	if !p.confirmed(soon(5 * time.Second)) {
+	if !p.Confirmed(soon(5 * time.Second)) {
 		t.Fatal("an ack on a working connection not confirmed")
 	}
 	if ci, err := sub.ConsumerInfo(); err != nil || ci.AckFloor.Stream != 1 {
@@ -152,14 +152,14 @@ func TestAckProofSeesASilentPartition(t *testing.T) {
 	}
 
 	px.stall(true)
-	if err := p.ack(msgs[1].Reply); err != nil {
+	if err := p.Ack(msgs[1].Reply); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	results := make([]bool, 4)
 	for i := range results {
-		wg.Go(func() { results[i] = p.confirmed(start.Add(time.Second)) })
+		wg.Go(func() { results[i] = p.Confirmed(start.Add(time.Second)) })
 	}
 	wg.Wait()
 	for i, ok := range results {
@@ -174,29 +174,29 @@ func TestAckProofSeesASilentPartition(t *testing.T) {
 		t.Fatal("the client noticed the stall: the test does not model a silent partition")
 	}
 	px.stall(false)
-	if !p.confirmed(soon(5 * time.Second)) {
+	if !p.Confirmed(soon(5 * time.Second)) {
 		t.Fatal("not confirmed once the connection passes again")
 	}
 
 	// An ack that nobody takes at first (a consumer leader not elected
 	// yet) is written again until it is answered.
-	if err := p.ack("unacked.nobody.yet"); err != nil {
+	if err := p.Ack("unacked.nobody.yet"); err != nil {
 		t.Fatal(err)
 	}
 	time.AfterFunc(800*time.Millisecond, func() {
-		_, _ = r.node.Conn().Subscribe("unacked.nobody.yet", func(m *nats.Msg) { _ = m.Respond(nil) })
+		_, _ = node.Conn().Subscribe("unacked.nobody.yet", func(m *nats.Msg) { _ = m.Respond(nil) })
 	})
-	if !p.confirmed(soon(1900 * time.Millisecond)) {
+	if !p.Confirmed(soon(1900 * time.Millisecond)) {
 		t.Fatal("an ack answered only when written again: not confirmed")
 	}
 
 	// One nobody ever answers is given up after giveUp: the attempts
 	// waiting for it are refused, the next one goes.
-	if err := p.ack("unacked.never"); err != nil {
+	if err := p.Ack("unacked.never"); err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()
-	if p.confirmed(soon(10 * time.Second)) {
+	if p.Confirmed(soon(10 * time.Second)) {
 		t.Fatal("an ack never answered: confirmed")
 	}
 	if took := time.Since(start); took < 1500*time.Millisecond || took > 5*time.Second {
@@ -205,10 +205,10 @@ func TestAckProofSeesASilentPartition(t *testing.T) {
 	if p.lost != 1 {
 		t.Fatalf("%d acks given up, want 1", p.lost)
 	}
-	if !p.confirmed(soon(time.Second)) {
+	if !p.Confirmed(soon(time.Second)) {
 		t.Fatal("after the give-up, the next attempt waits still")
 	}
-	if err := p.ack(msgs[2].Reply); err != nil || !p.confirmed(soon(5*time.Second)) {
+	if err := p.Ack(msgs[2].Reply); err != nil || !p.Confirmed(soon(5*time.Second)) {
 		t.Fatalf("an ack after a give-up: not confirmed (%v)", err)
 	}
 }

@@ -1,4 +1,4 @@
-package dispatch
+package consume
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 )
 
-// fanoutPuller pulls the fan-out consumer. Each pull request replies to
+// puller pulls the fan-out consumer. Each pull request replies to
 // an inbox subject of its own, subscribed until the server ends the pull:
 // with its status (408 when its wait is up, 409, 404), which the server
 // sends after the pull's events, or by filling its batch. So an event the
@@ -23,7 +23,7 @@ import (
 // more) ran out. What a pull did not fill is given back to the room held
 // ahead. Every pull's subscription feeds one channel, as large as what the
 // pulls may bring, so none drops an event.
-type fanoutPuller struct {
+type puller struct {
 	nc    *nats.Conn
 	api   string // the consumer's next-message subject
 	inbox string
@@ -51,8 +51,8 @@ const fanoutUnanswered = 10 * time.Second
 // errPullUnanswered reports a pull given up without an answer.
 var errPullUnanswered = errors.New("a fan-out pull went unanswered")
 
-func newFanoutPuller(nc *nats.Conn, stream, consumer string, ahead *aheadQueue) *fanoutPuller {
-	return &fanoutPuller{
+func newPuller(nc *nats.Conn, stream, consumer string, ahead *aheadQueue) *puller {
+	return &puller{
 		nc:    nc,
 		api:   "$JS.API.CONSUMER.MSG.NEXT." + stream + "." + consumer,
 		inbox: nc.NewInbox(),
@@ -66,7 +66,7 @@ func newFanoutPuller(nc *nats.Conn, stream, consumer string, ahead *aheadQueue) 
 
 // request asks for n events within limit bytes (reserved by the caller),
 // waiting at the server for fanoutWait.
-func (p *fanoutPuller) request(n int, limit int64) error {
+func (p *puller) request(n int, limit int64) error {
 	p.mu.Lock()
 	p.next++
 	id := strconv.FormatUint(p.next, 10)
@@ -88,7 +88,7 @@ func (p *fanoutPuller) request(n int, limit int64) error {
 
 // end closes pull id, giving back what it did not fill; empty reports
 // whether it ended without an event.
-func (p *fanoutPuller) end(id string, ok bool) (empty bool) {
+func (p *puller) end(id string, ok bool) (empty bool) {
 	p.mu.Lock()
 	op := p.open[id]
 	delete(p.open, id)
@@ -111,7 +111,7 @@ func (p *fanoutPuller) end(id string, ok bool) (empty bool) {
 		_ = op.sub.Unsubscribe()
 	}
 	p.ahead.give(op.n - op.got)
-	p.ahead.bytes.release(op.limit - op.gotBytes)
+	p.ahead.bytes.Release(op.limit - op.gotBytes)
 	return ok && op.got == 0
 }
 
@@ -126,7 +126,7 @@ const pullLinger = 5 * time.Second
 // that, so its AckWait runs out no earlier than that plus AckWait, however
 // long the event then waited in the socket (a process paused with a pull
 // open reads it late).
-func (p *fanoutPuller) received(id string, size int64) time.Time {
+func (p *puller) received(id string, size int64) time.Time {
 	p.mu.Lock()
 	op := p.open[id]
 	if op == nil {
@@ -144,13 +144,13 @@ func (p *fanoutPuller) received(id string, size int64) time.Time {
 	p.mu.Unlock()
 	if full {
 		_ = op.sub.Unsubscribe()
-		p.ahead.bytes.release(op.limit - op.gotBytes)
+		p.ahead.bytes.Release(op.limit - op.gotBytes)
 	}
 	return sent
 }
 
 // openCount is how many pulls are open.
-func (p *fanoutPuller) openCount() int {
+func (p *puller) openCount() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.open)
@@ -158,7 +158,7 @@ func (p *fanoutPuller) openCount() int {
 
 // sweep gives up the pulls unanswered fanoutUnanswered past their wait,
 // and reports whether it gave one up.
-func (p *fanoutPuller) sweep(now time.Time) bool {
+func (p *puller) sweep(now time.Time) bool {
 	var lost []string
 	p.mu.Lock()
 	for id, op := range p.open {
@@ -174,7 +174,7 @@ func (p *fanoutPuller) sweep(now time.Time) bool {
 }
 
 // endAll gives up every open pull.
-func (p *fanoutPuller) endAll() {
+func (p *puller) endAll() {
 	p.mu.Lock()
 	ids := make([]string, 0, len(p.open))
 	for id := range p.open {
@@ -191,7 +191,7 @@ func (p *fanoutPuller) endAll() {
 // go straight back to JetStream. Other failures (no JetStream, a pull
 // unanswered) are reported to failed, without waiting, and receiving goes
 // on.
-func (p *fanoutPuller) receive(ctx, listen context.Context, failed chan<- error, log func(string, ...any)) error {
+func (p *puller) receive(ctx, listen context.Context, failed chan<- error, log func(string, ...any)) error {
 	defer p.endAll()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -225,16 +225,16 @@ func (p *fanoutPuller) receive(ctx, listen context.Context, failed chan<- error,
 			if err := m.Nak(); err != nil {
 				log("nak pulled event", "err", err)
 			}
-			p.ahead.took(pulledEvent{msg: coreMsg{m}})
+			p.ahead.took(Pulled{Msg: coreMsg{m}})
 			continue
 		}
-		p.ahead.queue <- pulledEvent{msg: coreMsg{m}, at: time.Now(), sent: sent} // never blocks: see aheadQueue
+		p.ahead.queue <- Pulled{Msg: coreMsg{m}, At: time.Now(), Sent: sent} // never blocks: see aheadQueue
 	}
 }
 
 // handBack hands the events left in the channel back to JetStream, once
 // receive has returned.
-func (p *fanoutPuller) handBack(log func(string, ...any)) {
+func (p *puller) handBack(log func(string, ...any)) {
 	for {
 		select {
 		case m := <-p.msgs:
@@ -252,7 +252,7 @@ func (p *fanoutPuller) handBack(log func(string, ...any)) {
 
 // status ends pull id on the server's status for it and returns the error
 // it stands for, if any.
-func (p *fanoutPuller) status(id, status, desc string) error {
+func (p *puller) status(id, status, desc string) error {
 	switch status {
 	case "100": // a heartbeat or flow control: none are asked for
 		return nil

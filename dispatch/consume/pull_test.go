@@ -1,4 +1,4 @@
-package dispatch
+package consume
 
 import (
 	"context"
@@ -20,16 +20,7 @@ import (
 // ahead, neither room nor bytes.
 func TestFanoutPullerGivesBackWhatPullsDidNotFill(t *testing.T) {
 	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	cfg.NATS.Listen = "127.0.0.1:-1"
-	node, err := jetstream.OpenNode(cfg.NATS, cfg.DataDir, "pull-test", slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		node.CloseConn(time.Second, slog.New(slog.DiscardHandler))
-		node.Shutdown()
-	})
+	node := startNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	js := node.JetStream()
@@ -52,7 +43,7 @@ func TestFanoutPullerGivesBackWhatPullsDidNotFill(t *testing.T) {
 
 	ahead := newAheadQueue(int64(jetstream.MaxMsgSize(&cfg)))
 	info := cons.CachedInfo()
-	p := newFanoutPuller(js.Conn(), info.Stream, info.Name, ahead)
+	p := newPuller(js.Conn(), info.Stream, info.Name, ahead)
 	failed := make(chan error, 4)
 	var recv sync.WaitGroup
 	listen, stop := context.WithCancel(ctx)
@@ -70,7 +61,7 @@ func TestFanoutPullerGivesBackWhatPullsDidNotFill(t *testing.T) {
 		if ok, err := ahead.take(ctx, n, failed); !ok {
 			t.Fatalf("take room for %d: %v", n, err)
 		}
-		if !ahead.bytes.acquire(ctx, limit) {
+		if !ahead.bytes.Acquire(ctx, limit) {
 			t.Fatal("byte budget")
 		}
 		if err := p.request(n, limit); err != nil {
@@ -82,8 +73,8 @@ func TestFanoutPullerGivesBackWhatPullsDidNotFill(t *testing.T) {
 		select {
 		case ev := <-ahead.queue:
 			ahead.took(ev)
-			seen[ev.msg.Headers().Get(jetstream.HdrMsgID)] = true
-			if err := ev.msg.Ack(); err != nil {
+			seen[ev.Msg.Headers().Get(jetstream.HdrMsgID)] = true
+			if err := ev.Msg.Ack(); err != nil {
 				t.Fatal(err)
 			}
 		case <-time.After(10 * time.Second):
@@ -119,4 +110,21 @@ func TestFanoutPullerGivesBackWhatPullsDidNotFill(t *testing.T) {
 		t.Fatalf("a pull failed: %v", err)
 	default:
 	}
+}
+
+// startNode starts an embedded nats-server with JetStream in a temporary
+// directory, stopped when the test ends.
+func startNode(t *testing.T) *jetstream.Node {
+	t.Helper()
+	cfg := config.Default()
+	cfg.NATS.Listen = "127.0.0.1:-1"
+	node, err := jetstream.OpenNode(cfg.NATS, t.TempDir(), "consume-test", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		node.CloseConn(time.Second, slog.New(slog.DiscardHandler))
+		node.Shutdown()
+	})
+	return node
 }
