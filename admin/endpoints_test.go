@@ -558,3 +558,63 @@ func TestReplayWithoutBodyIs400(t *testing.T) {
 		t.Fatalf("POST /api/v1/dlq/replay with no body: %d %v", code, out)
 	}
 }
+
+// An endpoint's auth and proxy go in through the API, come back as the
+// auth's type and the proxy without its password, and env:/file: forms
+// are refused naming the field.
+func TestCreateEndpointWithAuth(t *testing.T) {
+	f := newFixture(t)
+	const clientSecret = "client-secret-never-shown"
+	body := `{"id":"erp","url":"https://erp.example.com/hooks","proxy":"http://u:proxy-pw-never-shown@proxy.internal:3128",
+		"auth":{"type":"oauth2","token_url":"https://id.example.com/token","client_id":"hookjet","client_secret":"` + clientSecret + `","scopes":["hooks"]}}`
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, f.srv.URL+"/api/v1/endpoints", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("status %d: %s", resp.StatusCode, raw)
+	}
+	for _, secret := range []string{clientSecret, "proxy-pw-never-shown"} {
+		if bytes.Contains(raw, []byte(secret)) {
+			t.Errorf("the answer shows %q: %s", secret, raw)
+		}
+	}
+	var out struct {
+		Settings api.EndpointSettings `json:"settings"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Settings.Auth != "oauth2" || out.Settings.Proxy != "http://u:xxxxx@proxy.internal:3128" {
+		t.Errorf("settings auth %q, proxy %q", out.Settings.Auth, out.Settings.Proxy)
+	}
+	rec, err := f.store.Get(t.Context(), "erp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := f.store.Resolve(rec, f.cfg.Defaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.Auth.ClientSecret.Reveal() != clientSecret || ep.Auth.Scopes[0] != "hooks" {
+		t.Errorf("stored auth %v", ep.Auth)
+	}
+
+	for _, tt := range []struct{ body, field string }{
+		{`{"url":"https://x.example.com/","auth":{"type":"bearer","token":"env:TOKEN"}}`, "auth.token"},
+		{`{"url":"https://x.example.com/","auth":{"type":"mtls","cert":"/etc/client.pem","key":"file:/etc/client.key"}}`, "auth.cert"},
+		{`{"url":"https://x.example.com/","auth":{"type":"bearer"}}`, "auth.token"},
+		{`{"url":"https://x.example.com/","proxy":"socks5://p:1"}`, "proxy"},
+	} {
+		status, _, out := f.do(t, http.MethodPost, "/api/v1/endpoints", tt.body)
+		if status != http.StatusBadRequest || out["field"] != tt.field {
+			t.Errorf("%s: %d %v, want 400 naming %s", tt.body, status, out, tt.field)
+		}
+	}
+}

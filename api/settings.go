@@ -55,4 +55,11 @@ type EndpointSettings struct {
 	// SecretsExpire lists when each rotated-out secret still in its grace
 	// stops signing; empty when none is.
 	SecretsExpire []time.Time `json:"secrets_expire,omitempty"`
+	// Auth is the type of the endpoint's auth ("basic", "bearer",
+	// "oauth2", "mtls"); empty when it has none. Its credentials are never
+	// shown.
+	Auth string `json:"auth,omitempty"`
+	// Proxy is the endpoint's own egress proxy ("none", or its URL with
+	// the password shown as xxxxx); empty: security.egress_proxy.
+	Proxy string `json:"proxy,omitempty"`
 }

@@ -25,6 +25,7 @@ const (
 	ClassPermanent   = "permanent"
 	ClassGone        = "gone"
 	ClassRejected    = "rejected"
+	ClassAuth        = "auth"        // the endpoint's OAuth2 token endpoint refused; nothing was sent
 	ClassDeadLetter  = "dead_letter" // moved to HOOKJET_DLQ; Reason says why
 	ClassParked      = "parked"      // waiting as a task; Reason says for what
 	ClassExpired     = "expired"     // past retry.max_age; dead-lettered
@@ -33,7 +34,7 @@ const (
 
 // Classes lists every class a record may have.
 var Classes = []string{
-	ClassSuccess, ClassTransient, ClassRateLimited, ClassPermanent, ClassGone, ClassRejected,
+	ClassSuccess, ClassTransient, ClassRateLimited, ClassPermanent, ClassGone, ClassRejected, ClassAuth,
 	ClassDeadLetter, ClassParked, ClassExpired, ClassDiscarded,
 }
 

@@ -38,9 +38,9 @@ var endpointCommands = map[string]func(ctx context.Context, args []string, geten
 // endpointCommandNames lists endpointCommands, sorted.
 func endpointCommandNames() []string { return slices.Sorted(maps.Keys(endpointCommands)) }
 
-const endpointManageHelp = `hookjet endpoints add --url URL [--id ID] [--events P ...] [--tenant T] [--description D] [--ordering none|key] [--ordering-on-dead-letter skip|hold] [--data JSON|@file]
+const endpointManageHelp = `hookjet endpoints add --url URL [--id ID] [--events P ...] [--tenant T] [--description D] [--ordering none|key] [--ordering-on-dead-letter skip|hold] [--auth TYPE --auth-* V] [--proxy URL|none] [--data JSON|@file]
 hookjet endpoints show ID
-hookjet endpoints update ID [--url URL] [--events P ...] [--tenant T] [--description D] [--ordering none|key] [--ordering-on-dead-letter skip|hold] [--data JSON|@file]
+hookjet endpoints update ID [--url URL] [--events P ...] [--tenant T] [--description D] [--ordering none|key] [--ordering-on-dead-letter skip|hold] [--auth TYPE --auth-* V] [--proxy URL|none] [--data JSON|@file]
 hookjet endpoints rm ID
 hookjet endpoints rotate ID [--grace D]
 hookjet endpoints test ID [--wait D]
@@ -55,11 +55,17 @@ NATS and reach every hookjet process within seconds. add prints the new id
 and its signing secret (shown only once). update changes only the fields
 given; --data takes any field of the API's JSON (headers, secrets, timeout,
 max_in_flight, max_backlog, rate_limit, retry, breaker, ordering,
-ordering_on_dead_letter; null restores a default). --ordering key delivers
+ordering_on_dead_letter, auth, proxy; null restores a default). --ordering key delivers
 the events of one ordering key (Hookjet-Ordering-Key) one at a time, in
 publish order; --ordering-on-dead-letter says whether such a key moves on
-(skip) or waits (hold) once one of its deliveries is dead-lettered. show
-lists the keys held, why and since when. rm
+(skip) or waits (hold) once one of its deliveries is dead-lettered. --auth
+basic|bearer|oauth2|mtls with --auth-username, --auth-password,
+--auth-token, --auth-token-url, --auth-client-id, --auth-client-secret,
+--auth-scope (repeatable), --auth-audience, --auth-cert and --auth-key
+(PEM text, e.g. "$(cat client.pem)") sets how requests authenticate, as a
+whole; --auth none removes it. --proxy names the endpoint's egress proxy
+(http://host:port) or none. show lists the auth's type (never its
+credentials), the proxy and the keys held, why and since when. rm
 stops deliveries and discards the waiting ones. rotate prints a new secret;
 the old one keeps signing for --grace (default 24h, at most 168h). test
 sends a hookjet.test event and waits for its outcome (exit 1 if it was
@@ -181,6 +187,7 @@ func runEndpointAdd(ctx context.Context, args []string, getenv func(string) stri
 	tenant := f.String("tenant", "", "tenant, for listing")
 	desc := f.String("description", "", "free text for operators")
 	ordering := orderingFlags(f.FlagSet)
+	auth := authFlags(f.FlagSet)
 	data := f.String("data", "", "more fields as JSON, or @file")
 	if _, err := f.parseWithID(args, false); err != nil {
 		return err
@@ -190,6 +197,9 @@ func runEndpointAdd(ctx context.Context, args []string, getenv func(string) stri
 		return err
 	}
 	ordering(in)
+	if err := auth(in); err != nil {
+		return err
+	}
 	if in["url"] == nil {
 		return usagef("endpoints add: --url is required")
 	}
@@ -260,6 +270,12 @@ func printEndpoint(stdout io.Writer, e api.EndpointStatus) {
 	}
 	if e.Settings != nil || e.HeldKeys != nil {
 		lines = append(lines, [2]string{"ordering", orderingText(e.Settings, e.HeldKeys)})
+	}
+	if s := e.Settings; s != nil && s.Auth != "" {
+		lines = append(lines, [2]string{"auth", s.Auth})
+	}
+	if s := e.Settings; s != nil && s.Proxy != "" {
+		lines = append(lines, [2]string{"proxy", s.Proxy})
 	}
 	for _, l := range lines {
 		fmt.Fprintf(stdout, "%-13s %s\n", l[0], l[1])
@@ -343,6 +359,7 @@ func runEndpointUpdate(ctx context.Context, args []string, getenv func(string) s
 	tenant := f.String("tenant", "", "new tenant")
 	desc := f.String("description", "", "new description")
 	ordering := orderingFlags(f.FlagSet)
+	auth := authFlags(f.FlagSet)
 	data := f.String("data", "", "fields as JSON, or @file (null restores a default)")
 	id, err := f.parseWithID(args, true)
 	if err != nil {
@@ -353,8 +370,11 @@ func runEndpointUpdate(ctx context.Context, args []string, getenv func(string) s
 		return err
 	}
 	ordering(in)
+	if err := auth(in); err != nil {
+		return err
+	}
 	if len(in) == 0 {
-		return usagef("endpoints update: nothing to change: give --url, --events, --tenant, --description, --ordering, --ordering-on-dead-letter or --data")
+		return usagef("endpoints update: nothing to change: give --url, --events, --tenant, --description, --ordering, --ordering-on-dead-letter, --auth, --proxy or --data")
 	}
 	if printed, err := f.callFor(stdout, func(c *client.Client, raw client.CallOption) (err error) {
 		_, err = c.UpdateEndpoint(ctx, id, in, raw)

@@ -226,6 +226,11 @@ type Security struct {
 	MaxPayloadBytes int `yaml:"max_payload_bytes"`
 	// MaxEndpoints caps the number of endpoints, 1..1000000. Default 100000.
 	MaxEndpoints int `yaml:"max_endpoints"`
+	// EgressProxy is the HTTP proxy every delivery goes through
+	// (http://host:port, optionally with user:password); empty means none.
+	// The SSRF guard checks each target before the proxy is asked for the
+	// checked address (docs/security.md).
+	EgressProxy string `yaml:"egress_proxy"`
 	// SecretKey encrypts the signing secrets and header values of endpoints
 	// created through the admin API (AES-256-GCM): 32 random bytes in
 	// standard base64 ("openssl rand -base64 32"), or the env:/file: forms.
@@ -364,6 +369,13 @@ type Endpoint struct {
 	// Owner is who answers for the endpoint's dead letters (free text, at
 	// most 256 bytes); empty means nobody named.
 	Owner string `yaml:"owner"`
+	// Auth is how the endpoint's requests authenticate (config/auth.go);
+	// the zero value is none.
+	Auth Auth `yaml:"auth"`
+	// Proxy is the endpoint's egress proxy: empty means
+	// security.egress_proxy, "none" none, otherwise an http:// URL.
+	// Operators only: the portal never sets it.
+	Proxy string `yaml:"proxy"`
 	// Source says who owns the endpoint: SourceConfig (the file) or
 	// SourceAPI (the admin API). Never read from a file.
 	Source string `yaml:"-"`

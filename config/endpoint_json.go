@@ -203,6 +203,11 @@ type EndpointSpec struct {
 	SecretExpiry []time.Time
 	// InsecureSkipVerify turns off TLS certificate verification.
 	InsecureSkipVerify bool
+	// Auth is how requests authenticate; the zero value is none.
+	Auth Auth
+	// Proxy is the endpoint's egress proxy: "" security.egress_proxy,
+	// "none" none, or an http:// URL.
+	Proxy string
 	// Overrides are the settings the endpoint sets itself.
 	Overrides Overrides
 }
@@ -222,6 +227,8 @@ type EndpointPatch struct {
 	Secrets            []Secret
 	Headers            map[string]Secret
 	InsecureSkipVerify *bool
+	Auth               *Auth // the whole auth, replaced as one; the zero Auth (JSON null) removes it
+	Proxy              *string
 	Overrides          Overrides
 
 	given map[string]bool // JSON paths present, null included
@@ -246,6 +253,10 @@ func (p EndpointPatch) Apply(spec EndpointSpec) EndpointSpec {
 	str("tenant", &spec.Tenant, p.Tenant)
 	str("description", &spec.Description, p.Description)
 	str("owner", &spec.Owner, p.Owner)
+	str("proxy", &spec.Proxy, p.Proxy)
+	if p.given["auth"] && p.Auth != nil {
+		spec.Auth = *p.Auth
+	}
 	if p.given["events"] {
 		spec.Events = slices.Clone(p.Events)
 	}
@@ -264,7 +275,7 @@ func (p EndpointPatch) Apply(spec EndpointSpec) EndpointSpec {
 
 // DecodeEndpointPatch decodes an admin API endpoint body: a JSON object with
 // any of id, url, events, tenant, description, owner, headers, secrets,
-// insecure_skip_verify, timeout, max_in_flight, max_backlog, rate_limit,
+// insecure_skip_verify, auth, proxy, timeout, max_in_flight, max_backlog, rate_limit,
 // retry, breaker, ordering and ordering_on_dead_letter (the per-endpoint
 // keys of the config file). Durations are Go
 // duration strings ("15s"). An unknown field, a value of the wrong type or
@@ -367,6 +378,10 @@ func (d *patchDecoder) field(p *EndpointPatch, name string, raw json.RawMessage)
 				p.Headers[k] = NewSecret(v)
 			}
 		}
+	case "auth":
+		p.Auth = d.decodeAuth(raw)
+	case "proxy":
+		p.Proxy, err = optString(raw, null)
 	case "insecure_skip_verify":
 		if !null {
 			var b bool
@@ -387,7 +402,7 @@ func (d *patchDecoder) field(p *EndpointPatch, name string, raw json.RawMessage)
 
 // topFields are the top-level fields of an endpoint body, for suggestions.
 var topFields = []string{"id", "url", "events", "tenant", "description", "headers", "secrets",
-	"insecure_skip_verify", "timeout", "max_in_flight", "max_backlog", "rate_limit", "retry", "breaker",
+	"insecure_skip_verify", "auth", "proxy", "timeout", "max_in_flight", "max_backlog", "rate_limit", "retry", "breaker",
 	"ordering", "ordering_on_dead_letter"}
 
 // unknownField is the reason for an unknown field, with the closest known
@@ -549,6 +564,8 @@ func ResolveEndpoint(defaults Settings, spec EndpointSpec) (Endpoint, error) {
 		Headers:            maps.Clone(spec.Headers),
 		Secrets:            slices.Clone(spec.Secrets),
 		InsecureSkipVerify: spec.InsecureSkipVerify,
+		Auth:               spec.Auth,
+		Proxy:              spec.Proxy,
 		Settings:           spec.Overrides.Apply(defaults),
 	}
 	if len(spec.SecretExpiry) > 0 {
@@ -604,6 +621,7 @@ func SpecOf(ep Endpoint) EndpointSpec {
 	return EndpointSpec{
 		ID: ep.ID, URL: ep.URL, Events: ep.Events, Tenant: ep.Tenant, Description: ep.Description, Owner: ep.Owner,
 		Headers: ep.Headers, Secrets: ep.Secrets, SecretExpiry: ep.SecretExpiry, InsecureSkipVerify: ep.InsecureSkipVerify,
+		Auth: ep.Auth, Proxy: ep.Proxy,
 		Overrides: Overrides{
 			Timeout: &s.Timeout, MaxInFlight: &s.MaxInFlight, MaxBacklog: &s.MaxBacklog,
 			RateLimitRPS: &s.RateLimit.RPS, RateLimitBurst: &s.RateLimit.Burst,

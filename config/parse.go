@@ -105,6 +105,15 @@ func parseWith(data []byte, getenv func(string) string, readFile func(string) (s
 		}
 	}
 	c.Endpoints = d.endpoints(c.Defaults)
+	if !lazy {
+		var p problems
+		for i := range c.Endpoints {
+			readPEMPaths(&p, "endpoints["+strconv.Itoa(i)+"].auth", &c.Endpoints[i].Auth, readFile)
+		}
+		for _, fe := range p {
+			d.fail(fe.Key, fe.Err)
+		}
+	}
 	normalize(&c)
 
 	errs := d.errs

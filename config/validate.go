@@ -209,6 +209,13 @@ func (c *Config) validateSecurity(p *problems) {
 			p.add("security.secret_key", "%w", err)
 		}
 	}
+	if s.EgressProxy != "" {
+		if s.EgressProxy == "none" {
+			p.add("security.egress_proxy", `"none" is an endpoint's value: leave security.egress_proxy empty for no proxy`)
+		} else if err := checkProxy(s.EgressProxy); err != nil {
+			p.add("security.egress_proxy", "%w", err)
+		}
+	}
 }
 
 // validateSettings checks settings whose keys start with prefix ("defaults"
@@ -327,6 +334,10 @@ func validateEndpointFields(p *problems, prefix string, e *Endpoint, httpsOnly b
 	}
 	validateEvents(p, key("events"), e.Events)
 	validateHeaders(p, key("headers"), e.Headers)
+	validateAuth(p, key("auth"), key("headers"), e.Auth, e.Headers)
+	if err := checkProxy(e.Proxy); err != nil {
+		p.add(key("proxy"), "%w", err)
+	}
 }
 
 // reservedIDs are ids no endpoint may take, in the config file or through
@@ -418,20 +429,22 @@ func validateEvents(p *problems, key string, events []string) {
 // reservedHeaders are set by hookjet or by the HTTP transport and cannot be
 // configured per endpoint.
 var reservedHeaders = map[string]bool{
-	"webhook-id":        true,
-	"webhook-timestamp": true,
-	"webhook-signature": true,
-	"content-type":      true,
-	"content-length":    true,
-	"host":              true,
-	"user-agent":        true,
-	"transfer-encoding": true,
-	"connection":        true,
-	"te":                true,
-	"trailer":           true,
-	"upgrade":           true,
-	"keep-alive":        true,
-	"proxy-connection":  true,
+	"webhook-id":         true,
+	"webhook-timestamp":  true,
+	"webhook-signature":  true,
+	"content-type":       true,
+	"content-length":     true,
+	"host":               true,
+	"user-agent":         true,
+	"transfer-encoding":  true,
+	"connection":         true,
+	"te":                 true,
+	"trailer":            true,
+	"upgrade":            true,
+	"keep-alive":         true,
+	"proxy-connection":   true,
+	"hookjet-event-type": true,
+	"hookjet-tenant":     true,
 }
 
 // validateHeaders checks extra header names and values. Errors never contain

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hookjet/hookjet/api"
@@ -171,6 +172,15 @@ func (c *Console) renderPortalHome(w http.ResponseWriter, r *http.Request, p *pa
 func (c *Console) portalCreate(w http.ResponseWriter, r *http.Request, p *page, sess session) {
 	body := endpointBody(r.PostForm, "url", "events", "description")
 	body["tenant"] = sess.Tenant
+	a, aerr := portalAuth(r.PostForm)
+	if aerr != nil {
+		p.Error = "Not created: " + aerr.Error()
+		c.renderPortalHome(w, r, p, sess, http.StatusBadRequest, r.PostForm)
+		return
+	}
+	if a != nil {
+		body["auth"] = a
+	}
 	var ep endpoint
 	if _, err := c.api.call(r.Context(), http.MethodPost, "/api/v1/endpoints", body, &ep); err != nil {
 		p.Error = "Not created: " + customerWords(err.Error())
@@ -316,4 +326,34 @@ func (c *Console) portalAction(w http.ResponseWriter, r *http.Request, p *page, 
 	}
 	p.Error = customerWords(err.Error())
 	c.renderPortalEndpoint(w, r, p, sess, statusOf(err))
+}
+
+// portalAuth is the auth a tenant chose in the portal's form: basic,
+// bearer or OAuth2 client credentials, with the fields of that type
+// alone; nil for none. mTLS and the egress proxy are the operator's.
+func portalAuth(f url.Values) (map[string]any, error) {
+	typ := strings.TrimSpace(f.Get("auth_type"))
+	if typ == "" || typ == "none" {
+		return nil, nil
+	}
+	fields, ok := map[string][]string{
+		"basic":  {"username", "password"},
+		"bearer": {"token"},
+		"oauth2": {"token_url", "client_id", "client_secret", "audience"},
+	}[typ]
+	if !ok {
+		return nil, errors.New("authentication must be none, basic, bearer or OAuth2")
+	}
+	a := map[string]any{"type": typ}
+	for _, k := range fields {
+		if v := strings.TrimSpace(f.Get("auth_" + k)); v != "" {
+			a[k] = v
+		}
+	}
+	if typ == "oauth2" {
+		if s := strings.Fields(f.Get("auth_scopes")); len(s) > 0 {
+			a["scopes"] = s
+		}
+	}
+	return a, nil
 }

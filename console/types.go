@@ -123,6 +123,11 @@ type settings struct {
 	Ordering             string      `json:"ordering"`
 	OrderingOnDeadLetter string      `json:"ordering_on_dead_letter"`
 	SecretsExpire        []time.Time `json:"secrets_expire"`
+	// Auth is the type of the endpoint's auth ("" none); Proxy its own
+	// egress proxy, password hidden ("" the default). Credentials are
+	// never shown.
+	Auth  string `json:"auth"`
+	Proxy string `json:"proxy"`
 }
 
 // Ordered reports whether the endpoint delivers one ordering key's events

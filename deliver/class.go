@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hookjet/hookjet/destination"
+	"github.com/hookjet/hookjet/reach"
 )
 
 // Class is what an attempt's outcome means for the message being delivered:
@@ -40,6 +41,10 @@ const (
 	// the SSRF guard, the URL is invalid, or it is http:// while HTTPS is
 	// required. Dead-letter at once.
 	Rejected = destination.Rejected
+	// Auth means the endpoint's OAuth2 token endpoint refused to give a
+	// token (400, 401, 403 and other refusals, or an answer without a
+	// token). Dead-letter at once with reason auth.
+	Auth = destination.Auth
 )
 
 // Outcome is the classified result of one delivery attempt.
@@ -94,9 +99,19 @@ func errReason(err error) string {
 		recErr   tls.RecordHeaderError
 		urlErr   *url.Error
 	)
+	if te, ok := errors.AsType[*reach.TokenError](err); ok {
+		if te.Status == 0 && te.Err != nil {
+			return "token endpoint: " + errReason(te.Err)
+		}
+		return te.Error()
+	}
 	switch {
 	case errors.As(err, &refused):
 		return refused.Error()
+	case errors.Is(err, ErrInvalidProxy), errors.Is(err, ErrInvalidAuth):
+		return err.Error()
+	case errors.Is(err, reach.ErrProxy):
+		return err.Error()
 	case errors.Is(err, ErrInsecureURL), errors.Is(err, ErrInvalidURL):
 		return errWithoutURL(err)
 	case errors.As(err, &timeout):
@@ -215,8 +230,18 @@ func classifyStatus(code int) Class {
 
 // classifyErr classifies a transport or refusal error.
 func classifyErr(err error) Class {
-	if errors.Is(err, ErrRefused) || errors.Is(err, ErrInsecureURL) || errors.Is(err, ErrInvalidURL) {
+	if te, ok := errors.AsType[*reach.TokenError](err); ok {
+		return classifyToken(te)
+	}
+	if errors.Is(err, ErrRefused) || errors.Is(err, ErrInsecureURL) || errors.Is(err, ErrInvalidURL) ||
+		errors.Is(err, ErrInvalidProxy) || errors.Is(err, ErrInvalidAuth) {
 		return Rejected
+	}
+	if pe, ok := errors.AsType[*reach.ProxyError](err); ok {
+		if pe.Temporary() {
+			return Transient
+		}
+		return Permanent
 	}
 	if isTimeout(err) {
 		return Transient
@@ -233,4 +258,22 @@ func classifyErr(err error) Class {
 		return Permanent
 	}
 	return Transient
+}
+
+// classifyToken classifies a failed OAuth2 token fetch: 408, 429, 5xx and
+// failures to reach the token endpoint are [Transient] (an SSRF refusal of
+// its address is [Rejected]); its refusals (400, 401, 403, any other
+// status) and an answer without a token are [Auth].
+func classifyToken(te *reach.TokenError) Class {
+	if te.Status == 0 && te.Err != nil && te.Temporary() {
+		switch c := classifyErr(te.Err); c {
+		case Transient, Rejected:
+			return c
+		}
+		return Auth // a TLS error: the token endpoint cannot be trusted
+	}
+	if te.Temporary() {
+		return Transient
+	}
+	return Auth
 }

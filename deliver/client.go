@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hookjet/hookjet/reach"
 	"github.com/hookjet/hookjet/signature"
 )
 
@@ -48,15 +49,26 @@ const (
 	// HeaderOrderingKey carries the event's ordering key
 	// ([Request.OrderingKey]) when it has one.
 	HeaderOrderingKey = "Hookjet-Ordering-Key"
+	// HeaderEventType carries the event's type ([Request.EventType]).
+	HeaderEventType = "Hookjet-Event-Type"
+	// HeaderTenant carries the tenant the event names ([Request.Tenant])
+	// when it names one.
+	HeaderTenant = "Hookjet-Tenant"
 )
 
 // ClientOptions configures a [Client]. The zero value is a usable client
 // without SSRF protection.
 type ClientOptions struct {
 	// Guard is applied at dial time to every address connected to; nil
-	// means no SSRF protection. Requests never go through a proxy, whatever
-	// the environment says, so the guard sees every address dialed.
+	// means no SSRF protection. Requests never go through a proxy the
+	// environment names (HTTP_PROXY), so the guard sees every address
+	// dialed; through EgressProxy, the guard judges the target's addresses
+	// before the proxy is asked for the one it allowed.
 	Guard *Guard
+	// EgressProxy is the proxy every request goes through unless its
+	// endpoint names another or [reach.None] (security.egress_proxy);
+	// nil means none. See [reach.Proxy].
+	EgressProxy *url.URL
 	// StrictGuard replaces Guard for requests with [Request.Strict]: the
 	// guard of endpoints that belong to a tenant, which the operator's
 	// opening of private ranges does not reach. Nil means Guard.
@@ -85,6 +97,9 @@ type ClientOptions struct {
 	DialTimeout time.Duration
 	// TLSHandshakeTimeout bounds the TLS handshake; 0 means 5s.
 	TLSHandshakeTimeout time.Duration
+	// Clock is what OAuth2 token expiry is read against; nil means
+	// time.Now. A test seam.
+	Clock func() time.Time
 }
 
 // Request is one delivery attempt to make.
@@ -127,6 +142,22 @@ type Request struct {
 	// (in place of an extra header of that name); empty sends none. The
 	// caller checks it: it becomes a header value as it is.
 	OrderingKey string
+	// EventType is the event's type, sent as Hookjet-Event-Type; empty
+	// sends none. Tenant is the tenant the event names, sent as
+	// Hookjet-Tenant; empty sends none. The caller checks both: they become
+	// header values as they are.
+	EventType, Tenant string
+	// Credentials authenticate the request (the Authorization header, in
+	// place of an extra header of that name, or a TLS client
+	// certificate); nil means none. An OAuth2 token the receiver refuses
+	// with 401 is dropped and the request sent once more with a new one.
+	Credentials *reach.Credentials
+	// Proxy is the request's egress proxy: "" means
+	// [ClientOptions.EgressProxy], [reach.None] none, otherwise an http://
+	// URL ([reach.ParseProxy]).
+	Proxy string
+
+	route *route // resolved by Client.Open for its Webhook; nil: resolved by Do
 }
 
 // Result is the outcome of one attempt made by [Client.Do].
@@ -141,6 +172,10 @@ type Result struct {
 	// Response is the start of a non-2xx response body, at most
 	// [ClientOptions.ExcerptBytes]; nil for a 2xx or without a response.
 	Response []byte
+	// Unsent reports that no request was sent: the endpoint's
+	// credentials could not be obtained (an OAuth2 token fetch failed; Err
+	// is a [*reach.TokenError]).
+	Unsent bool
 }
 
 // Client sends webhook requests over keep-alive connections. It is safe for
@@ -158,6 +193,15 @@ type Client struct {
 	// variants holds one transport per combination of InsecureSkipVerify
 	// and Strict (index insecure + 2*strict), created on first use.
 	variants [4]variant
+	// routes holds the round trippers of requests through a proxy or with
+	// a client certificate, one per route, created on first use and kept
+	// for the client's life (there are as many as distinct proxies and
+	// certificates, not endpoints).
+	routes sync.Map // route -> *routeTransport
+	// tokens holds each OAuth2 endpoint's credentials, so that reopening
+	// an endpoint whose auth did not change keeps its token.
+	tokens    sync.Map // tokenKey -> *reach.Credentials
+	tokenOpts []reach.Option
 }
 
 // variant is a lazily built transport.
@@ -192,6 +236,9 @@ func NewClient(opts ClientOptions) *Client {
 		userAgent: []string{opts.UserAgent},
 		opts:      opts,
 	}
+	if opts.Clock != nil {
+		c.tokenOpts = append(c.tokenOpts, reach.WithClock(opts.Clock))
+	}
 	c.roundTripper(false, false) // the common case is built eagerly
 	return c
 }
@@ -203,6 +250,10 @@ func (c *Client) CloseIdleConnections() {
 			tr.CloseIdleConnections()
 		}
 	}
+	c.routes.Range(func(_, v any) bool {
+		v.(*routeTransport).closeIdle()
+		return true
+	})
 }
 
 // roundTripper returns the round tripper for a combination of options.
@@ -228,20 +279,36 @@ func (c *Client) roundTripper(insecure, strict bool) http.RoundTripper {
 
 // newTransport returns a transport tuned for many keep-alive deliveries.
 func (c *Client) newTransport(insecure, strict bool) *http.Transport {
-	d := &net.Dialer{
+	d := c.dialer()
+	if g := c.guardFor(strict); g != nil {
+		d.ControlContext = g.control
+	}
+	tr := c.baseTransport(insecure)
+	tr.DialContext = d.DialContext
+	return tr
+}
+
+// dialer returns a dialer with the client's timeouts and resolver.
+func (c *Client) dialer() *net.Dialer {
+	return &net.Dialer{
 		Timeout:   c.opts.DialTimeout,
 		KeepAlive: tcpKeepAlive,
 		Resolver:  c.opts.Resolver,
 	}
-	g := c.guard
+}
+
+// guardFor returns the guard of strict or other requests; nil for none.
+func (c *Client) guardFor(strict bool) *Guard {
 	if strict && c.opts.StrictGuard != nil {
-		g = c.opts.StrictGuard
+		return c.opts.StrictGuard
 	}
-	if g != nil {
-		d.ControlContext = g.control
-	}
+	return c.guard
+}
+
+// baseTransport returns a transport tuned for many keep-alive deliveries,
+// without a dialer.
+func (c *Client) baseTransport(insecure bool) *http.Transport {
 	tr := &http.Transport{
-		DialContext:       d.DialContext,
 		ForceAttemptHTTP2: true,
 		// Connections are reused, never churned: thousands of workers may
 		// deliver to one endpoint.
@@ -280,6 +347,9 @@ func (c *Client) Do(ctx context.Context, r *Request) Result {
 	sent := time.Now()
 	res := Result{Sent: sent}
 	resp, err := c.do(ctx, r, sent)
+	if _, ok := errors.AsType[*reach.TokenError](err); ok {
+		res.Unsent = true
+	}
 	if err == nil {
 		var n int64
 		n, res.Response, err = c.readBody(resp)
@@ -318,13 +388,36 @@ func (c *Client) readBody(resp *http.Response) (int64, []byte, error) {
 	return n + int64(k), buf, err
 }
 
-// do builds and sends the request.
+// do builds and sends the request: with its credentials, through its
+// route. A receiver's 401 to an OAuth2 token drops the token and sends
+// the request once more with a new one.
 func (c *Client) do(ctx context.Context, r *Request, sent time.Time) (*http.Response, error) {
+	rt, err := c.transportFor(r)
+	if err != nil {
+		return nil, err
+	}
 	req, err := c.newRequest(ctx, r, sent.Unix())
 	if err != nil {
 		return nil, err
 	}
-	return c.roundTripper(r.InsecureSkipVerify, r.Strict).RoundTrip(req)
+	tok, err := r.Credentials.Authorize(ctx, req.Header)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized || tok == "" {
+		return resp, err
+	}
+	_, _, _ = c.readBody(resp) // the refusal is not kept: a new token is asked for
+	_ = resp.Body.Close()
+	r.Credentials.Drop(tok)
+	if req, err = c.newRequest(ctx, r, sent.Unix()); err != nil {
+		return nil, err
+	}
+	if _, err := r.Credentials.Authorize(ctx, req.Header); err != nil {
+		return nil, err
+	}
+	return rt.RoundTrip(req)
 }
 
 // newRequest builds the POST request with few allocations.
@@ -356,7 +449,7 @@ func (c *Client) newRequest(ctx context.Context, r *Request, ts int64) (*http.Re
 		req.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
 	}
 
-	h := make(http.Header, len(r.Header)+len(r.TraceHeader)+6)
+	h := make(http.Header, len(r.Header)+len(r.TraceHeader)+9)
 	for k, v := range r.Header {
 		if !reservedHeader(k) {
 			h[k] = v
@@ -386,9 +479,10 @@ func (c *Client) newRequest(ctx context.Context, r *Request, ts int64) (*http.Re
 		buf = r.Signer.AppendSign(buf, r.ID, ts, body)
 	}
 	s := string(buf)
-	vals := make([]string, 5)
+	vals := make([]string, 7)
 	vals[0], vals[1], vals[2] = r.ID, s[:nts], s[nts:]
 	vals[3], vals[4] = r.ContentType, r.OrderingKey
+	vals[5], vals[6] = r.EventType, r.Tenant
 	if vals[3] == "" {
 		vals[3] = defaultContentType
 	}
@@ -401,15 +495,23 @@ func (c *Client) newRequest(ctx context.Context, r *Request, ts int64) (*http.Re
 	if vals[4] != "" {
 		h[HeaderOrderingKey] = vals[4:5:5]
 	}
+	if vals[5] != "" {
+		h[HeaderEventType] = vals[5:6:6]
+	}
+	if vals[6] != "" {
+		h[HeaderTenant] = vals[6:7:7]
+	}
 	req.Header = h
 	return req, nil
 }
 
 // reservedHeader reports whether an extra header named k must be dropped
-// because hookjet sets it (or the transport owns it).
+// because hookjet sets it (or the transport owns it). Hookjet-Event-Type
+// and Hookjet-Tenant are dropped even when the event has none, so that a
+// receiver can trust them.
 func reservedHeader(k string) bool {
 	switch textproto.CanonicalMIMEHeaderKey(k) {
-	case "Webhook-Id", "Webhook-Timestamp", "Webhook-Signature",
+	case "Webhook-Id", "Webhook-Timestamp", "Webhook-Signature", HeaderEventType, HeaderTenant,
 		"Content-Type", "Content-Length", "Transfer-Encoding", "Host", "Connection":
 		return true
 	}

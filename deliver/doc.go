@@ -29,8 +29,21 @@
 // reserved and documentation addresses, including IPv6 forms that embed an
 // IPv4 address (IPv4-mapped, NAT64, 6to4). The [Client] applies it at dial
 // time to the address actually being connected to, so every resolved address
-// is checked and DNS rebinding has no window. Requests never go through an
-// outbound proxy, which would hide the target from the guard.
+// is checked and DNS rebinding has no window. Requests never go through a
+// proxy the environment names (HTTP_PROXY), which would hide the target from
+// the guard; through the egress proxy an operator configures
+// ([ClientOptions.EgressProxy], an endpoint's proxy) the guard judges the
+// target's addresses first and the proxy is asked for the checked one
+// (package reach).
+//
+// # Authentication and what the receiver is told
+//
+// Every request carries Hookjet-Event-Type (and Hookjet-Tenant when the
+// event names one), which no configured header can replace. An endpoint's
+// credentials (package reach: basic, bearer, OAuth2 client credentials,
+// mTLS) are opened once per endpoint by [Client.Open]; an OAuth2 token is
+// fetched through the endpoint's own route, and a token endpoint's refusal
+// is [Auth] with [Result.Unsent] set.
 //
 // # Secrets
 //

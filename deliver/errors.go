@@ -19,6 +19,15 @@ var (
 	// ErrInvalidURL is returned for a URL that cannot be parsed or whose
 	// scheme is neither http nor https. Such a delivery is [Rejected].
 	ErrInvalidURL = errors.New("invalid endpoint URL")
+
+	// ErrInvalidProxy is returned for an endpoint's proxy that is neither
+	// "none" nor an http:// URL. Such a delivery is [Rejected].
+	ErrInvalidProxy = errors.New("invalid egress proxy")
+
+	// ErrInvalidAuth is returned for an endpoint whose auth cannot be
+	// opened (configuration validates it first). Such a delivery is
+	// [Rejected].
+	ErrInvalidAuth = errors.New("invalid endpoint auth")
 )
 
 // RefusedError is the error a [Guard] returns for an address it refuses.

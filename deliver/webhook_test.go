@@ -126,9 +126,8 @@ func TestWebhookSend(t *testing.T) {
 		"Hookjet-Ordering-Key": "order-42",
 		"Traceparent":          "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
 		"User-Agent":           "hookjet/test",
-		// Not sent by a webhook today (behaviour kept as it was).
-		"Hookjet-Event-Type": "",
-		"Hookjet-Tenant":     "",
+		"Hookjet-Event-Type":   "order.created",
+		"Hookjet-Tenant":       "acme",
 	} {
 		if v := strings.Join(s.header.Values(name), ","); v != want {
 			t.Errorf("%s = %q, want %q", name, v, want)

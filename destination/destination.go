@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hookjet/hookjet/reach"
 	"github.com/hookjet/hookjet/signature"
 )
 
@@ -65,6 +66,13 @@ type Endpoint struct {
 	// opening of private ranges does not reach: the endpoint belongs to a
 	// tenant (portal.allow_private_networks decides).
 	Strict bool
+	// Auth is how the endpoint's requests authenticate (basic, bearer,
+	// OAuth2 client credentials, a TLS client certificate); the zero value
+	// is none. Its secrets never appear in a reason or an error.
+	Auth reach.Auth
+	// Proxy is the endpoint's egress proxy: "" the destination's default
+	// (security.egress_proxy), [reach.None] none, or an http:// URL.
+	Proxy string
 }
 
 // Request is one attempt to deliver one event.
@@ -117,6 +125,12 @@ type Result struct {
 	// Response is the start of what a destination answered to a failed
 	// attempt (a non-2xx body), for the delivery log; nil otherwise.
 	Response []byte
+	// Unsent reports that nothing was sent to the destination: hookjet
+	// could not obtain the endpoint's credentials (an OAuth2 token fetch
+	// failed; Class is [Transient] or [Auth]). Such a result is not an
+	// attempt: it is charged neither to retry.max_attempts nor to the
+	// breaker.
+	Unsent bool
 }
 
 // Class is what an attempt's outcome means for the delivery.
@@ -143,6 +157,12 @@ const (
 	// the SSRF guard or invalid, or it is http:// while HTTPS is required.
 	// Dead-letter at once; it does not count against the breaker.
 	Rejected
+	// Auth means the endpoint's credentials were refused where they are
+	// obtained: its OAuth2 token endpoint answered 400, 401, 403 (or
+	// another refusal), or its answer held no token. Dead-letter at once
+	// with reason "auth" and [Result.Reason] (the token endpoint's error,
+	// never a secret); it does not count against the breaker.
+	Auth
 )
 
 var classNames = [...]string{
@@ -152,11 +172,12 @@ var classNames = [...]string{
 	Permanent:   "permanent",
 	Gone:        "gone",
 	Rejected:    "rejected",
+	Auth:        "auth",
 }
 
 // String returns the class's name as used in metrics, dead letters and the
-// delivery log: "success", "transient", "rate_limited", "permanent", "gone"
-// or "rejected".
+// delivery log: "success", "transient", "rate_limited", "permanent", "gone",
+// "rejected" or "auth".
 func (c Class) String() string {
 	if c >= 0 && int(c) < len(classNames) {
 		return classNames[c]

@@ -13,7 +13,8 @@ func TestClassString(t *testing.T) {
 		{Permanent, "permanent"},
 		{Gone, "gone"},
 		{Rejected, "rejected"},
-		{Rejected + 1, "Class(6)"},
+		{Auth, "auth"},
+		{Auth + 1, "Class(7)"},
 		{-1, "Class(-1)"},
 	} {
 		if got := tt.c.String(); got != tt.want {

@@ -20,6 +20,7 @@
 // Send is one attempt.
 //
 // This package imports no engine, no broker client and no NATS: `go list
-// -deps ./destination` lists only the standard library and package
-// signature.
+// -deps ./destination` lists only the standard library, package
+// signature and package reach (an endpoint's credentials and egress proxy)
+// with golang.org/x/oauth2.
 package destination

@@ -24,6 +24,7 @@ import (
 	"github.com/hookjet/hookjet/dedupe"
 	"github.com/hookjet/hookjet/destination"
 	"github.com/hookjet/hookjet/dispatch/drain"
+	"github.com/hookjet/hookjet/dispatch/lane"
 	"github.com/hookjet/hookjet/tracing"
 )
 
@@ -95,8 +96,8 @@ type Dispatcher struct {
 	src      *sources.Sources // where the endpoints come from (dispatch/sources)
 	table    *routing.Table   // the endpoints in force and the pattern index (Install, Uninstall: endpoint.go)
 	series   *series
-	drains   *drain.Drainer // the tasks' drains (package drain, drain_engine.go)
-	lane     *lane          // per-key ordering (lane.go)
+	drains   *drain.Drainer // the tasks' drains (package drain; drain_engine.go)
+	lane     *lane.Owner    // per-key ordering (package lane; lane_engine.go)
 
 	loopCtx    context.Context // cancelled by Stop: loops stop pulling
 	stopLoops  context.CancelFunc
@@ -198,7 +199,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	d.fan.gate = d.gate
 	d.drains = drain.New(drainEngine{d}, o.JS, d.log, d.now)
 	d.lane = newLane(d)
-	d.fan.ordered = d.lane
+	d.fan.ordered = laneEngine{d}
 	d.table = routing.New(tableRuntime{d}, d.log)
 	d.fan.match = matcher{index: d.table}
 	d.src = sources.New(d.table, o.Breakers, d.log, d.loopCtx, &d.background)
@@ -264,8 +265,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}()
 	// The lane's lease is sought once before the fan-out starts, so that a
 	// process that takes it bounds its endpoints' entries from the first
-	// event on (lane_bound.go).
-	ls := d.lane.firstLease(ctx, d.loopCtx)
+	// event on (dispatch/lane, bound.go).
+	ls := d.lane.FirstLease(ctx, d.loopCtx)
 	d.loops.Add(5)
 	go func() {
 		defer d.loops.Done()
@@ -273,7 +274,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}()
 	go func() {
 		defer d.loops.Done()
-		d.lane.runLease(d.loopCtx, ls)
+		d.lane.RunLease(d.loopCtx, ls)
 	}()
 	go func() {
 		defer d.loops.Done()
@@ -367,15 +368,8 @@ func (t engineTasks) noteRetry(endpoint, key string, at time.Time) {
 func (t engineTasks) noteDue(endpoint string) { t.d.drains.Note(endpoint, time.Time{}) }
 func (t engineTasks) goJob(f func())          { t.d.goJob(f) }
 
-// Forwarders for the drains and the lane, until they are rooms of their own.
-func (d *Dispatcher) deadLetter(dl *delivery, reason string)   { d.settle.deadLetter(dl, reason) }
-func (d *Dispatcher) publishSeq(msg *nats.Msg) (uint64, error) { return d.settle.publishSeq(msg) }
-func (d *Dispatcher) admitHolding(e *endpoint, s *settings) (*admission, string) {
-	return d.gate.admitHolding(e, s)
-}
-func (d *Dispatcher) launch(ctx context.Context, dl *delivery, adm *admission, wait bool) {
-	d.gate.launch(ctx, dl, adm, wait)
-}
+// deadLetter is settlement's, for the task bounds (bounds.go).
+func (d *Dispatcher) deadLetter(dl *delivery, reason string) { d.settle.deadLetter(dl, reason) }
 
 // Sources is where the engine's endpoints come from: the config file, the
 // admin API and the other processes' files.

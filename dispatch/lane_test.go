@@ -147,7 +147,7 @@ func TestOrderedKeyHoldsAfterADeadLetterUntilReplayed(t *testing.T) {
 	r.publishKeyed("order.updated", "k1-0", "k1")
 	rcv.waitDelivered([]string{"ord k1-0"}, 10*time.Second)
 	eventually(t, "k0 held by its dead letter", 10*time.Second, func() bool {
-		h := r.d.lane.held("ord")
+		h := r.d.lane.Held("ord")
 		return h != nil && h.Why["dead_letter"] == 1
 	})
 	time.Sleep(500 * time.Millisecond)
@@ -179,7 +179,7 @@ func TestOrderedKeySkipsADeadLetterAndADiscardReleasesAHold(t *testing.T) {
 				r.publishKeyed("order.updated", fmt.Sprintf("k0-%d", i), "k0")
 			}
 			if policy == "hold" {
-				eventually(t, "k0 held", 10*time.Second, func() bool { h := r.d.lane.held("ord"); return h != nil && h.Why["dead_letter"] == 1 })
+				eventually(t, "k0 held", 10*time.Second, func() bool { h := r.d.lane.Held("ord"); return h != nil && h.Why["dead_letter"] == 1 })
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				if _, _, err := jetstream.DiscardDLQ(ctx, r.node.JetStream(), jetstream.DLQFilter{Endpoint: "ord"}, false, func(e jetstream.DLQEntry) {
@@ -238,10 +238,7 @@ func TestOrderedKeysKeepOrderAcrossProcessesAndAnOwnerChange(t *testing.T) {
 	var owner *rig
 	eventually(t, "one process owns the lane", 10*time.Second, func() bool {
 		for _, p := range ps {
-			p.d.lane.mu.Lock()
-			own := p.d.lane.owner
-			p.d.lane.mu.Unlock()
-			if own {
+			if p.d.lane.Owns() {
 				owner = p
 			}
 		}
@@ -332,4 +329,14 @@ func TestFullLaneDeadLettersOverflow(t *testing.T) {
 		dl := r.deadLetters("ord")
 		return len(dl) == 1 && strings.HasSuffix(dl[0], " overflow")
 	})
+}
+
+// The ordered lane (package lane) reads its entries' event facts with
+// jetstream's names for the task headers this package writes.
+func TestLaneReadsTheTaskHeaders(t *testing.T) {
+	for _, h := range [][2]string{{hdrPublished, jetstream.HdrPublished}, {hdrEventKey, jetstream.HdrEventKey}, {hdrEventSeq, jetstream.HdrEventSeq}} {
+		if h[0] != h[1] {
+			t.Errorf("task header %q, the lane reads %q", h[0], h[1])
+		}
+	}
 }

@@ -44,7 +44,7 @@ func (r *rig) publishTK(typ, id, tenant, key string, size int) {
 // endpoints) while one of acme's deliveries to it waits for a retry. The
 // drain drops such a task (drain_engine.go, Offer: !mayReceive), so the unordered
 // endpoint never sends acme's event to globex's URL; the ordered lane has
-// no such check (lane_owner.go delivery: staleTask only) and does.
+// no such check (lane_engine.go delivery: staleTask only) and does.
 func TestProbeLaneDeliversOldTenantsEventAfterTenantChange(t *testing.T) {
 	rcv := newReceiver(t)
 	ord := orderedTo("ord", rcv, "")
@@ -136,52 +136,12 @@ func TestProbeDeadOrderedEndpointFillsLaneForOthers(t *testing.T) {
 	}
 }
 
-// ProbeLaneIdle: the barrier's "read up to last" is taken from two quiet
-// periods of the feed (laneIdle, 100 ms each), not from having read up to
-// last. With the feed stalled (an ordered consumer being recreated after a
-// reconnect or leader change), a key's later event goes before its earlier
-// event's entry has even been read. Driven here at the lane's state
-// machine, as the feed and floor poller call it.
-func TestProbeLaneIdleAppliesFloorBeforeEntryIsRead(t *testing.T) {
-	d := &Dispatcher{now: time.Now}
-	l := newLane(d)
-	l.owner, l.gen = true, 1
-	l.running["ep"] = true // no runner goroutine: the ready queue shows what would go
-	entry := func(evSeq uint64, id string) nats.Header {
-		h := nats.Header{}
-		h.Set(jetstream.HdrEndpoint, "ep")
-		h.Set(jetstream.HdrOrderingKey, "k")
-		h.Set(jetstream.HdrEventID, id)
-		h.Set(hdrEventSeq, strconv.FormatUint(evSeq, 10))
-		h.Set(hdrPublished, time.Now().UTC().Format(time.RFC3339Nano))
-		return h
-	}
-	// Events E1 (seq 10) and E2 (seq 11) of key k; two fan-out workers
-	// append E2's entry (lane seq 100) before E1's (lane seq 101).
-	l.take(1, 100, entry(11, "E2"), []byte("{}"), time.Now())
-	// The poller reads the ack floor 11 (both acked) and the lane's last
-	// sequence 101: the floor waits until the feed has read 101.
-	l.offerFloor(1, 11, 101)
-	if len(l.ready["ep"]) != 0 {
-		t.Fatal("E2 ready before the floor applied")
-	}
-	// The feed hands nothing over for two waits of laneIdle (stalled):
-	// the server, asked, says the feed has not caught up (its ordered
-	// consumer is being created again; jetstream's
-	// TestReadLaneNotCaughtUpWhileConsumerIsRecreated drives the real one).
-	stalled := func() bool { return false }
-	l.idle(1, stalled)
-	l.idle(1, stalled)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if q := l.ready["ep"]; len(q) > 0 && q[0].cur != nil && q[0].cur.id == "E2" {
-		t.Errorf("E2 (event seq 11) is ready to be attempted while E1's entry (lane seq 101, event seq 10) was never read: floor %d applied with read %d, fed %d; E2 is delivered before E1", l.floor, l.read, l.fed)
-	}
-}
+// ProbeLaneIdle (TestProbeLaneIdleAppliesFloorBeforeEntryIsRead) drives the
+// lane's state machine: it lives with it, in dispatch/lane (lane_test.go).
 
 // ProbeReplayOrder: three events of key k0 were dead-lettered (skip); the
 // operator replays them (DLQ order k0-0, k0-1, k0-2: front entries). The
-// first replay fails once (503): lane_owner.go again stores its retry as a
+// first replay fails once (503): lane/run.go again stores its retry as a
 // front entry whose order is its new stream sequence (entryOf: front
 // entries order by their own sequence), behind the other replays, so
 // k0-1 and k0-2 are delivered before k0-0.

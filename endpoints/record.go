@@ -33,6 +33,13 @@ type Record struct {
 	Secrets []SealedSecret `json:"secrets"`
 	// InsecureSkipVerify turns off TLS certificate verification.
 	InsecureSkipVerify bool `json:"insecure_skip_verify,omitempty"`
+	// Auth is the endpoint's auth (config.Auth's sealed form, every field
+	// included) sealed with the context "<id>/auth"; nil means none.
+	Auth []byte `json:"auth,omitempty"`
+	// Proxy is the endpoint's proxy value ("none" or a URL, which may hold
+	// a password) sealed with the context "<id>/proxy"; nil means the
+	// default (security.egress_proxy).
+	Proxy []byte `json:"proxy,omitempty"`
 	// Overrides are the settings the endpoint sets itself.
 	Overrides config.Overrides `json:"overrides"`
 	// CreatedAt and UpdatedAt are set by the admin API (zero, and left out,

@@ -108,6 +108,11 @@ func secretsContext(id string) []byte { return []byte(id + "/secrets") }
 // headerContext is the sealing context of one header value.
 func headerContext(id, name string) []byte { return []byte(id + "/headers/" + name) }
 
+// authContext and proxyContext are the sealing contexts of an endpoint's
+// auth and proxy.
+func authContext(id string) []byte  { return []byte(id + "/auth") }
+func proxyContext(id string) []byte { return []byte(id + "/proxy") }
+
 // Record seals spec into a record. CreatedAt and UpdatedAt are left zero.
 func (s *EndpointStore) Record(spec config.EndpointSpec) EndpointRecord {
 	rec := EndpointRecord{
@@ -134,6 +139,12 @@ func (s *EndpointStore) Record(spec config.EndpointSpec) EndpointRecord {
 		for name, v := range spec.Headers {
 			rec.Headers[name] = s.box.Seal([]byte(v.Reveal()), headerContext(spec.ID, name))
 		}
+	}
+	if !spec.Auth.IsZero() {
+		rec.Auth = s.box.Seal(spec.Auth.SealedForm(), authContext(spec.ID))
+	}
+	if spec.Proxy != "" {
+		rec.Proxy = s.box.Seal([]byte(spec.Proxy), proxyContext(spec.ID))
 	}
 	return rec
 }
@@ -173,6 +184,22 @@ func (s *EndpointStore) Spec(rec EndpointRecord) (config.EndpointSpec, error) {
 			}
 			spec.Headers[name] = config.NewSecret(string(plain))
 		}
+	}
+	if rec.Auth != nil {
+		plain, err := s.box.Open(rec.Auth, authContext(rec.ID))
+		if err == nil {
+			spec.Auth, err = config.OpenAuth(plain)
+		}
+		if err != nil {
+			return config.EndpointSpec{}, fmt.Errorf("endpoint %s: auth: %w", rec.ID, err)
+		}
+	}
+	if rec.Proxy != nil {
+		plain, err := s.box.Open(rec.Proxy, proxyContext(rec.ID))
+		if err != nil {
+			return config.EndpointSpec{}, fmt.Errorf("endpoint %s: proxy: %w", rec.ID, err)
+		}
+		spec.Proxy = string(plain)
 	}
 	return spec, nil
 }

@@ -24,6 +24,8 @@ const (
 	testSecret  = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	testSecret2 = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
 	testHeader  = "header-value-that-is-a-credential"
+	testClient  = "client-secret-that-is-a-credential"
+	testProxy   = "http://u:proxy-password-credential@proxy.internal:3128"
 )
 
 // startJS starts an embedded nats-server with JetStream in a temporary
@@ -71,6 +73,8 @@ func testSpec(id string) config.EndpointSpec {
 		Headers:   map[string]config.Secret{"X-Api-Key": config.NewSecret(testHeader)},
 		Secrets:   []config.Secret{config.NewSecret(testSecret)},
 		Overrides: config.Overrides{RetryMaxAttempts: &four},
+		Auth:      config.Auth{Type: "oauth2", TokenURL: "https://id.example.com/token", ClientID: "hookjet", ClientSecret: config.NewSecret(testClient)},
+		Proxy:     testProxy,
 	}
 }
 
@@ -103,6 +107,9 @@ func TestEndpointStoreCreateGetResolve(t *testing.T) {
 	if len(ep.Secrets) != 1 || ep.Secrets[0].Reveal() != testSecret || ep.Headers["X-Api-Key"].Reveal() != testHeader {
 		t.Error("secrets or headers did not survive the round trip")
 	}
+	if ep.Auth.Type != "oauth2" || ep.Auth.ClientSecret.Reveal() != testClient || ep.Auth.TokenURL != "https://id.example.com/token" || ep.Proxy != testProxy {
+		t.Errorf("auth %v or proxy did not survive the round trip", ep.Auth)
+	}
 	if _, err := s.Get(ctx, "nope"); !errors.Is(err, api.ErrUnknownEndpoint) {
 		t.Errorf("Get(nope) = %v", err)
 	}
@@ -133,6 +140,7 @@ func TestEndpointBucketShowsNoSecret(t *testing.T) {
 	for _, needle := range []string{
 		testSecret, strings.TrimPrefix(testSecret, "whsec_"), base64.StdEncoding.EncodeToString([]byte(testSecret)),
 		base64.StdEncoding.EncodeToString(key), testHeader, base64.StdEncoding.EncodeToString([]byte(testHeader)),
+		testClient, "proxy-password", "id.example.com", base64.StdEncoding.EncodeToString([]byte(testClient)),
 	} {
 		if strings.Contains(raw, needle) {
 			t.Errorf("raw KV value contains %q", needle)

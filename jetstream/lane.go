@@ -16,7 +16,7 @@ import (
 // (hookjet.ordered.<endpoint>), each a task-shaped message that carries
 // its own payload and attempt state. One process at a time (the owner of
 // the "owner" key of HOOKJET_ORDERING) reads the stream and attempts each
-// key's deliveries one at a time (see package dispatch, lane.go).
+// key's deliveries one at a time (see package dispatch/lane).
 const (
 	LaneStream = "HOOKJET_ORDERED"
 	LanePrefix = "hookjet.ordered."

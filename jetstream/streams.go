@@ -67,9 +67,6 @@ const (
 	HdrFirstTry    = "Hookjet-First-Attempt"
 	HdrLastTry     = "Hookjet-Last-Attempt"
 	HdrReplayOf    = "Hookjet-Replay-Of"
-	// HdrEventKey names the event of a task in the ids derived from it
-	// (its HOOKJET_EVENTS sequence, or a prefixed unique token).
-	HdrEventKey = "Hookjet-Event-Key"
 	// HdrTenant names an event's tenant (config.CheckTenant): it reaches
 	// that tenant's endpoints and those without a tenant. Tasks and dead
 	// letters carry it on.
@@ -84,6 +81,12 @@ const (
 	// another incarnation: it never sees the earlier one's tasks or dead
 	// letters.
 	HdrIncarnation = "Hookjet-Endpoint-Created"
+	// HdrPublished, HdrEventKey and HdrEventSeq on a task or an ordered
+	// entry are its event's publish time (RFC 3339), its key (endpoint and
+	// event: the Nats-Msg-Id's part) and its HOOKJET_EVENTS sequence.
+	HdrPublished = "Hookjet-Published"
+	HdrEventKey  = "Hookjet-Event-Key"
+	HdrEventSeq  = "Hookjet-Event-Seq"
 )
 
 // DrainConsumerName is the short-lived consumer of one endpoint's tasks.

@@ -120,7 +120,7 @@ func (t *Tally) Record(r attempt.Record) {
 	switch r.Class {
 	case attempt.ClassSuccess:
 		ok = true
-	case attempt.ClassTransient, attempt.ClassRateLimited, attempt.ClassPermanent, attempt.ClassGone, attempt.ClassRejected:
+	case attempt.ClassTransient, attempt.ClassRateLimited, attempt.ClassPermanent, attempt.ClassGone, attempt.ClassRejected, attempt.ClassAuth:
 	default:
 		t.forward(r)
 		return // parked, dead-lettered, expired, discarded: not attempts

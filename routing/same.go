@@ -38,6 +38,9 @@ func canonical(ep config.Endpoint) config.Endpoint {
 	if len(ep.Headers) == 0 {
 		ep.Headers = nil
 	}
+	if len(ep.Auth.Scopes) == 0 {
+		ep.Auth.Scopes = nil
+	}
 	return ep
 }
 

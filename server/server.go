@@ -37,6 +37,7 @@ import (
 	"github.com/hookjet/hookjet/internal/memtrim"
 	"github.com/hookjet/hookjet/jetstream"
 	"github.com/hookjet/hookjet/outbox"
+	"github.com/hookjet/hookjet/reach"
 	"github.com/hookjet/hookjet/seal"
 	"github.com/hookjet/hookjet/state"
 	"github.com/hookjet/hookjet/tracing"
@@ -338,9 +339,17 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, o Options) error {
 		return err
 	}
 	s.guard, s.strictGuard = deliver.NewGuard(cfg.Security.AllowPrivateNetworks, cfg.Security.Prefixes()), tenantGuard(cfg)
+	var egress *url.URL
+	if cfg.Security.EgressProxy != "" {
+		var err error
+		if egress, err = reach.ParseProxy(cfg.Security.EgressProxy); err != nil { // validated: cannot fail
+			return fmt.Errorf("security.egress_proxy: %w", err)
+		}
+	}
 	s.client = deliver.NewClient(deliver.ClientOptions{
 		Guard:        s.guard,
 		StrictGuard:  s.strictGuard,
+		EgressProxy:  egress,
 		HTTPSOnly:    cfg.Security.HTTPSOnly,
 		UserAgent:    UserAgent(),
 		Resolver:     o.Resolver,

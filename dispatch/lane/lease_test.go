@@ -1,4 +1,4 @@
-package dispatch
+package lane
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -26,8 +27,7 @@ func (stalledKV) Update(ctx context.Context, _ string, _ []byte, _ uint64) (uint
 // over (leaseTakeover after it); it used to go on until a renewal
 // returned more than leaseLost after the last, 5-7 s in.
 func TestLeaseStopsBeforeATakeoverWhenRenewalsHang(t *testing.T) {
-	node, _ := sharedNode(t)
-	js := node.JetStream()
+	js := startNode(t).JetStream()
 	kv, err := js.KeyValue(t.Context(), jetstream.LaneBucket)
 	if err != nil {
 		t.Fatal(err)
@@ -36,9 +36,8 @@ func TestLeaseStopsBeforeATakeoverWhenRenewalsHang(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &Dispatcher{now: time.Now, log: slog.New(slog.DiscardHandler)}
 	renewed := time.Now()
-	ls := leaseState{l: newLane(d), kv: stalledKV{kv}, id: "a", owner: true, rev: rev, renewed: renewed}
+	ls := Lease{l: New(noEngine{}, Options{}), kv: stalledKV{kv}, id: "a", owner: true, rev: rev, renewed: renewed}
 	for ls.owner && time.Since(renewed) < 2*leaseTakeover {
 		ls.step(t.Context()) // as runLease does, every leaseRenew
 		if ls.owner {
@@ -50,4 +49,25 @@ func TestLeaseStopsBeforeATakeoverWhenRenewalsHang(t *testing.T) {
 	if ls.owner || stopped >= leaseTakeover {
 		t.Errorf("an owner whose renewals hang still delivered %s after its last renewal: another process may take over after %s", stopped.Round(10*time.Millisecond), leaseTakeover)
 	}
+}
+
+// startNode starts an embedded server with hookjet's streams.
+func startNode(t *testing.T) *jetstream.Node {
+	t.Helper()
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.NATS.Listen = "127.0.0.1:-1"
+	log := slog.New(slog.DiscardHandler)
+	node, err := jetstream.OpenNode(cfg.NATS, cfg.DataDir, "lane-test", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		node.CloseConn(time.Second, log)
+		node.Shutdown()
+	})
+	if err := jetstream.EnsureStreams(t.Context(), node.JetStream(), &cfg, log); err != nil {
+		t.Fatal(err)
+	}
+	return node
 }

@@ -1,4 +1,4 @@
-package dispatch
+package lane
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // Moving a waiting key's entries behind the others.
 //
 // Settled entries leave HOOKJET_ORDERED mostly by one purge below the
-// lowest entry still filed (lane_remove.go). A key that waits (a retry's
+// lowest entry still filed (remove.go). A key that waits (a retry's
 // due time, its endpoint's admission, the ack floor) keeps its entries at
 // the sequences they were stored at, so no purge passes them while it
 // waits and every other key's settled entries are deleted one tombstone
@@ -69,6 +69,20 @@ const (
 	hdrLaneSince = "Hookjet-Ordered-Since"
 )
 
+// mover stores a waiting key's entries again behind the others (see
+// above). Its own type: which entries are being moved, and which keys wait
+// for a due time or a dead letter, are its state alone; it works under its
+// Owner's lock.
+type mover struct {
+	l *Owner
+	// moving are the sequences of entries being stored again behind their
+	// key: the feed leaves their copies to the mover.
+	moving map[uint64]struct{}
+	// blocked are the keys whose first entry waits for its due time or
+	// is a hold marker (unpinAhead moves them ahead of the purge).
+	blocked map[*laneKey]struct{}
+}
+
 // laneMove is one entry to store again: the original and its message.
 type laneMove struct {
 	old *laneEntry
@@ -80,11 +94,12 @@ type laneMove struct {
 // the lane's lowest filed entry with something above it to remove, and
 // has the originals removed. k is busy (its first entry being settled), so
 // none of them is under way.
-func (l *lane) moveBehind(gen uint64, k *laneKey, above uint64) {
+func (x *mover) moveBehind(gen uint64, k *laneKey, above uint64) {
+	l := x.l
 	l.mu.Lock()
-	moves := l.movable(gen, k, above, 0)
+	moves := x.movable(gen, k, above, 0)
 	l.mu.Unlock()
-	l.move(gen, k, moves)
+	x.move(gen, k, moves)
 }
 
 // unpin moves the entries of k, the key of the lane's lowest filed entry,
@@ -93,13 +108,14 @@ func (l *lane) moveBehind(gen uint64, k *laneKey, above uint64) {
 // waiting above it for a purge are at least laneUnpinMin and half as many
 // as its entries.
 // l.mu is held; the move goes on the term's goroutine.
-func (l *lane) unpin(gen uint64, waiting int) {
-	k := l.live[l.low]
+func (x *mover) unpin(gen uint64, waiting int) {
+	l := x.l
+	k := l.rm.live[l.rm.low]
 	if k == nil || k.busy || k.unremoved > 0 || l.keys[k.id] != k || waiting < max(laneUnpinMin, len(k.entries)/2) {
 		return
 	}
-	if moves := l.movable(gen, k, ^uint64(0), 0); len(moves) > 0 {
-		l.wg.Go(func() { l.move(gen, k, moves) })
+	if moves := x.movable(gen, k, ^uint64(0), 0); len(moves) > 0 {
+		l.wg.Go(func() { x.move(gen, k, moves) })
 	}
 }
 
@@ -112,44 +128,46 @@ const laneAheadKeys = 16
 // or held after a dead letter whose lowest entry the purge's frontier is about to reach (in the lower
 // half of what the feed has read above it), so that it moves on without
 // waiting for them. l.mu is held; the moves go on the term's goroutines.
-func (l *lane) unpinAhead(gen uint64) {
-	if len(l.blocked) == 0 || len(l.blocked) > laneAheadKeys || l.fed <= l.low+2*laneUnpinMin {
+func (x *mover) unpinAhead(gen uint64) {
+	l := x.l
+	if len(x.blocked) == 0 || len(x.blocked) > laneAheadKeys || l.rm.fed <= l.rm.low+2*laneUnpinMin {
 		return
 	}
-	reach := l.low + (l.fed-l.low)/2
-	for k := range l.blocked {
+	reach := l.rm.low + (l.rm.fed-l.rm.low)/2
+	for k := range x.blocked {
 		if k.busy || k.unremoved > 0 {
 			continue
 		}
-		if moves := l.movable(gen, k, ^uint64(0), reach); len(moves) > 0 {
-			l.wg.Go(func() { l.move(gen, k, moves) })
+		if moves := x.movable(gen, k, ^uint64(0), reach); len(moves) > 0 {
+			l.wg.Go(func() { x.move(gen, k, moves) })
 		}
 	}
 }
 
 // move stores moves again behind everything in the lane and files the
 // copies in place of their originals.
-func (l *lane) move(gen uint64, k *laneKey, moves []laneMove) {
+func (x *mover) move(gen uint64, k *laneKey, moves []laneMove) {
+	l := x.l
 	if len(moves) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(l.d.sendCtx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(l.o.Sends, 5*time.Second)
 	defer cancel()
 	for i := range moves {
 		if moves[i].msg == nil {
 			raw, err := l.load(ctx, moves[i].old)
 			if err != nil {
-				l.d.log.Debug("read an ordered entry to move", "seq", moves[i].old.seq, "err", err)
-				l.unmark(gen, k, moves)
+				l.log.Debug("read an ordered entry to move", "seq", moves[i].old.seq, "err", err)
+				x.unmark(gen, k, moves)
 				return
 			}
-			moves[i].msg = &keptMsg{hdr: raw.Header, data: raw.Data, at: raw.Time}
+			moves[i].msg = &keptMsg{Msg: Msg{Header: raw.Header, Data: raw.Data, Stored: raw.Time}}
 		}
 	}
 	msgs := make([]*nats.Msg, len(moves))
 	for i, mv := range moves {
 		m := nats.NewMsg(jetstream.LanePrefix + k.id.ep)
-		m.Header = nats.Header(http.Header(mv.msg.hdr).Clone())
+		m.Header = nats.Header(http.Header(mv.msg.Header).Clone())
 		seq := strconv.FormatUint(mv.old.seq, 10)
 		m.Header.Set(jetstream.HdrMsgID, "ord-mv-"+seq)
 		m.Header.Set(hdrLaneMoved, seq)
@@ -157,12 +175,12 @@ func (l *lane) move(gen uint64, k *laneKey, moves []laneMove) {
 			// Held since the first marker's time, not the copy's.
 			m.Header.Set(hdrLaneSince, mv.old.first.UTC().Format(time.RFC3339Nano))
 		}
-		m.Data = mv.msg.data
+		m.Data = mv.msg.Data
 		msgs[i] = m
-		moves[i].msg = keptMsgOf(m.Header, m.Data, mv.msg.at)
+		moves[i].msg = keptMsgOf(m.Header, m.Data, mv.msg.Stored)
 	}
 	seqs := make([]uint64, len(moves))
-	if first, err := jetstream.PublishLaneBatch(ctx, l.d.o.NC, msgs); err == nil {
+	if first, err := jetstream.PublishLaneBatch(ctx, l.o.NC, msgs); err == nil {
 		for i := range seqs {
 			seqs[i] = first + uint64(i)
 		}
@@ -170,18 +188,19 @@ func (l *lane) move(gen uint64, k *laneKey, moves []laneMove) {
 		// A server without atomic batches, or one refused: one by one
 		// (a copy stored by a batch that timed out is a duplicate, and its
 		// PubAck says where it is).
-		l.d.log.Debug("move ordered entries in one batch", "entries", len(msgs), "err", err)
-		l.publishEach(ctx, msgs, seqs)
+		l.log.Debug("move ordered entries in one batch", "entries", len(msgs), "err", err)
+		x.publishEach(ctx, msgs, seqs)
 	}
-	l.moved(gen, k, moves, seqs)
+	x.moved(gen, k, moves, seqs)
 }
 
 // publishEach stores msgs one by one, setting seqs[i] to where msgs[i]
 // is stored (0: not stored).
-func (l *lane) publishEach(ctx context.Context, msgs []*nats.Msg, seqs []uint64) {
+func (x *mover) publishEach(ctx context.Context, msgs []*nats.Msg, seqs []uint64) {
+	l := x.l
 	acks := make([]natsjs.PubAckFuture, 0, len(msgs))
 	for _, m := range msgs {
-		f, err := l.d.o.JS.PublishMsgAsync(m)
+		f, err := l.o.JS.PublishMsgAsync(m)
 		if err != nil {
 			break
 		}
@@ -192,7 +211,7 @@ func (l *lane) publishEach(ctx context.Context, msgs []*nats.Msg, seqs []uint64)
 		case ack := <-f.Ok():
 			seqs[i] = ack.Sequence
 		case err := <-f.Err():
-			l.d.log.Debug("move an ordered entry", "err", err)
+			l.log.Debug("move an ordered entry", "err", err)
 		case <-ctx.Done():
 		}
 	}
@@ -205,7 +224,8 @@ func (l *lane) publishEach(ctx context.Context, msgs []*nats.Msg, seqs []uint64)
 // waits to be removed. With reach not 0, the lowest need only be at or
 // below reach (and half as many of the lane's read entries above it as k
 // has). l.mu is held.
-func (l *lane) movable(gen uint64, k *laneKey, above, reach uint64) []laneMove {
+func (x *mover) movable(gen uint64, k *laneKey, above, reach uint64) []laneMove {
+	l := x.l
 	if gen != l.gen || l.keys[k.id] != k {
 		return nil
 	}
@@ -221,17 +241,17 @@ func (l *lane) movable(gen uint64, k *laneKey, above, reach uint64) []laneMove {
 		moves = append(moves, laneMove{old: e, msg: e.msg})
 		lowest = min(lowest, e.seq)
 	}
-	l.advanceLow()
+	l.rm.advanceLow()
 	switch {
-	case len(moves) == 0, len(l.live) == len(k.entries) && !l.othersRemoving(k):
+	case len(moves) == 0, len(l.rm.live) == len(k.entries) && !x.othersRemoving(k):
 		return nil
-	case reach == 0 && lowest != l.low:
+	case reach == 0 && lowest != l.rm.low:
 		return nil
-	case reach != 0 && (lowest > reach || lowest < l.low || l.fed-lowest < uint64(max(laneUnpinMin, len(k.entries)/2))):
+	case reach != 0 && (lowest > reach || lowest < l.rm.low || l.rm.fed-lowest < uint64(max(laneUnpinMin, len(k.entries)/2))):
 		return nil
 	}
 	for _, mv := range moves {
-		l.moving[mv.old.seq] = struct{}{}
+		x.moving[mv.old.seq] = struct{}{}
 	}
 	k.unremoved++ // until moved: nothing of k starts, and the purge waits
 	return moves
@@ -239,8 +259,9 @@ func (l *lane) movable(gen uint64, k *laneKey, above, reach uint64) []laneMove {
 
 // othersRemoving reports whether some removal waiting is not k's own copy
 // stored again (again): moving k lets a purge take those. l.mu is held.
-func (l *lane) othersRemoving(k *laneKey) bool {
-	for _, r := range l.removals {
+func (x *mover) othersRemoving(k *laneKey) bool {
+	l := x.l
+	for _, r := range l.rm.removals {
 		if r.of != k {
 			return true
 		}
@@ -249,19 +270,21 @@ func (l *lane) othersRemoving(k *laneKey) bool {
 }
 
 // unmark ends the moves: nothing was stored.
-func (l *lane) unmark(gen uint64, k *laneKey, moves []laneMove) {
+func (x *mover) unmark(gen uint64, k *laneKey, moves []laneMove) {
+	l := x.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if gen == l.gen {
 		for _, mv := range moves {
-			delete(l.moving, mv.old.seq)
+			delete(x.moving, mv.old.seq)
 		}
-		l.moveEnded(k)
+		x.moveEnded(k)
 	}
 }
 
 // moveEnded lets k go on once its originals are removed. l.mu is held.
-func (l *lane) moveEnded(k *laneKey) {
+func (x *mover) moveEnded(k *laneKey) {
+	l := x.l
 	k.unremoved--
 	if k.unremoved == 0 && l.keys[k.id] == k {
 		l.consider(k)
@@ -272,7 +295,8 @@ func (l *lane) moveEnded(k *laneKey) {
 // originals, which are removed; k waits for that before its next attempt.
 // A copy of an ended term is left to the next owner, which files one of
 // the two.
-func (l *lane) moved(gen uint64, k *laneKey, moves []laneMove, seqs []uint64) {
+func (x *mover) moved(gen uint64, k *laneKey, moves []laneMove, seqs []uint64) {
+	l := x.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if gen != l.gen {
@@ -280,17 +304,17 @@ func (l *lane) moved(gen uint64, k *laneKey, moves []laneMove, seqs []uint64) {
 	}
 	n := 0
 	for i, mv := range moves {
-		delete(l.moving, mv.old.seq)
+		delete(x.moving, mv.old.seq)
 		seq := seqs[i]
 		if seq == 0 {
 			continue
 		}
-		if seq > l.read {
+		if seq > l.gate.read {
 			l.own[seq] = struct{}{}
 		}
 		if l.keys[k.id] != k || !k.has(mv.old) {
 			// Taken out meanwhile (its endpoint deleted): so is its copy.
-			l.drop(seq)
+			l.rm.drop(seq)
 			continue
 		}
 		e := *mv.old
@@ -302,11 +326,11 @@ func (l *lane) moved(gen uint64, k *laneKey, moves []laneMove, seqs []uint64) {
 		l.file(k, &e)
 		k.unremoved++
 		n++
-		l.removeLater(laneRemoval{seq: mv.old.seq, at: time.Now(), k: k, gen: gen, moved: true})
+		l.rm.removeLater(laneRemoval{seq: mv.old.seq, at: time.Now(), k: k, gen: gen, moved: true})
 	}
-	l.moveEnded(k)
+	x.moveEnded(k)
 	if n > 0 {
-		l.d.log.Debug("moved an ordered key's waiting entries behind it", "endpoint", k.id.ep, "entries", n)
+		l.log.Debug("moved an ordered key's waiting entries behind it", "endpoint", k.id.ep, "entries", n)
 	}
 }
 

@@ -1,4 +1,4 @@
-package dispatch
+package lane
 
 import (
 	"context"
@@ -28,7 +28,7 @@ const (
 	// laneRemoveWait is how long a settled entry waits for a purge.
 	laneRemoveWait = 25 * time.Millisecond
 	// laneMoveWait is how long a settled entry waits for a purge while
-	// the key that holds it back is being moved (lane_move.go).
+	// the key that holds it back is being moved (move.go).
 	laneMoveWait = 250 * time.Millisecond
 	// laneRemoveRetry is how long a removal that failed waits to go again.
 	laneRemoveRetry = time.Second
@@ -42,6 +42,27 @@ const (
 	laneIdle = 100 * time.Millisecond
 )
 
+// remover removes the entries settled or dropped from the stream (one
+// loop per term), and keeps what it needs to know which a purge may take.
+// Its own type: the purge's frontier and the removals waiting are its
+// state alone; it works under its Owner's lock.
+type remover struct {
+	l *Owner
+	// live are the stream sequences of the entries filed in keys, and low
+	// the lowest sequence that may still be live: every entry below it
+	// the feed has read and none is filed, so one purge removes them all.
+	// removals are the entries settled or dropped and not yet removed
+	// from the stream, for the term's loop; kick wakes it.
+	live     map[uint64]*laneKey
+	low      uint64
+	fed      uint64 // the last sequence the feed handed over
+	removals []laneRemoval
+	kick     chan struct{}
+	// kept is the size of the entries' messages kept in memory (at most
+	// laneKeep), so that most attempts need not read their entry again.
+	kept int
+}
+
 // laneRemoval is an entry to remove from the stream: settled (k, of term
 // gen, waits for it) or dropped (k nil).
 type laneRemoval struct {
@@ -53,62 +74,62 @@ type laneRemoval struct {
 	// of is the key a dropped entry was stored again for (again): its own
 	// removal is nothing a move of that key would let a purge pass.
 	of    *laneKey
-	moved bool // an original of an entry moved behind k (lane_move.go)
+	moved bool // an original of an entry moved behind k (move.go)
 }
 
 // file adds e to k, keeping its message in memory while there is room.
 // An entry of the same event already filed keeps the one with more
 // attempts; the other is dropped. l.mu is held.
-func (l *lane) file(k *laneKey, e *laneEntry) {
+func (l *Owner) file(k *laneKey, e *laneEntry) {
 	drop := k.insert(e)
 	if drop == e {
 		e.msg = nil
-		if _, filed := l.live[e.seq]; !filed {
-			l.drop(e.seq)
+		if _, filed := l.rm.live[e.seq]; !filed {
+			l.rm.drop(e.seq)
 		} // else the feed filed this very entry first
 		return
 	}
-	l.live[e.seq] = k
-	l.tally(k, e, 1)
-	if e.msg != nil && l.kept+e.msg.size <= laneKeep {
-		l.kept += e.msg.size
+	l.rm.live[e.seq] = k
+	l.tally.add(k.id.ep, k.why, e, 1)
+	if e.msg != nil && l.rm.kept+e.msg.size <= laneKeep {
+		l.rm.kept += e.msg.size
 	} else {
 		e.msg = nil
 	}
 	if drop != nil {
-		l.tally(k, drop, -1)
+		l.tally.add(k.id.ep, k.why, drop, -1)
 		l.forget(drop)
-		l.drop(drop.seq)
+		l.rm.drop(drop.seq)
 	}
 }
 
 // unfile takes e out of k. l.mu is held.
-func (l *lane) unfile(k *laneKey, e *laneEntry) {
+func (l *Owner) unfile(k *laneKey, e *laneEntry) {
 	if k.remove(e.seq) {
-		l.tally(k, e, -1)
+		l.tally.add(k.id.ep, k.why, e, -1)
 	}
 	l.forget(e)
 }
 
 // forget releases what the lane holds for e, no longer filed. l.mu is held.
-func (l *lane) forget(e *laneEntry) {
-	delete(l.live, e.seq)
+func (l *Owner) forget(e *laneEntry) {
+	delete(l.rm.live, e.seq)
 	if e.msg != nil {
-		l.kept -= e.msg.size
+		l.rm.kept -= e.msg.size
 		e.msg = nil
 	}
 }
 
 // drop has entry seq, filed nowhere, removed in the background. l.mu is
 // held, so nothing here may wait.
-func (l *lane) drop(seq uint64) {
-	l.removeLater(laneRemoval{seq: seq, at: time.Now()})
+func (x *remover) drop(seq uint64) {
+	x.removeLater(laneRemoval{seq: seq, at: time.Now()})
 }
 
-func (l *lane) removeLater(r laneRemoval) {
-	l.removals = append(l.removals, r)
+func (x *remover) removeLater(r laneRemoval) {
+	x.removals = append(x.removals, r)
 	select {
-	case l.removeKick <- struct{}{}:
+	case x.kick <- struct{}{}:
 	default:
 	}
 }
@@ -121,19 +142,20 @@ func keptMsgOf(h nats.Header, data []byte, at time.Time) *keptMsg {
 			size += len(k) + len(v) + 16
 		}
 	}
-	return &keptMsg{hdr: h, data: data, at: at, size: size}
+	return &keptMsg{Msg: Msg{Header: h, Data: data, Stored: at}, size: size}
 }
 
 // remover removes the entries settled or dropped in the term, until ctx
 // ends.
-func (l *lane) remover(ctx context.Context, gen uint64) {
+func (x *remover) loop(ctx context.Context, gen uint64) {
+	l := x.l
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-l.removeKick:
+		case <-x.kick:
 		case <-t.C:
 		}
 		sleep(ctx, laneRemoveGather)
@@ -143,16 +165,16 @@ func (l *lane) remover(ctx context.Context, gen uint64) {
 		// The requests use the send context: a removal under way when the
 		// term ends still completes, or its key's entry would be delivered
 		// again by the next owner.
-		purgeTo, covered, singles, wait := l.removable(gen)
+		purgeTo, covered, singles, wait := x.removable(gen)
 		if purgeTo != 0 {
-			if err := l.purge(l.d.sendCtx, purgeTo); err != nil {
-				l.d.log.Debug("purge settled ordered entries", "below", purgeTo, "err", err)
+			if err := x.purge(l.o.Sends, purgeTo); err != nil {
+				l.log.Debug("purge settled ordered entries", "below", purgeTo, "err", err)
 				singles = append(singles, covered...)
 				covered = nil
 			}
 		}
-		l.removed(gen, covered)
-		failed := l.deleteEach(l.d.sendCtx, gen, singles)
+		x.removed(gen, covered)
+		failed := x.deleteEach(l.o.Sends, gen, singles)
 		if failed {
 			wait = laneRemoveRetry
 		}
@@ -166,26 +188,27 @@ func (l *lane) remover(ctx context.Context, gen uint64) {
 // splits the removals waiting into those a purge below purgeTo removes
 // (purgeTo 0: none needs one), those to delete on their own now, and the
 // rest, which wait (for at most wait).
-func (l *lane) removable(gen uint64) (purgeTo uint64, covered, singles []laneRemoval, wait time.Duration) {
+func (x *remover) removable(gen uint64) (purgeTo uint64, covered, singles []laneRemoval, wait time.Duration) {
+	l := x.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if gen != l.gen {
 		return 0, nil, nil, 0
 	}
-	l.advanceLow()
+	x.advanceLow()
 	now := time.Now()
 	limit := laneRemoveWait
-	if k := l.live[l.low]; k != nil && k.unremoved > 0 {
+	if k := x.live[x.low]; k != nil && k.unremoved > 0 {
 		// The key that holds the purge back is being moved behind the
-		// others (lane_move.go): the purge passes it once moved.
+		// others (move.go): the purge passes it once moved.
 		limit = laneMoveWait
 	}
-	rest := l.removals[:0]
-	for _, r := range l.removals {
+	rest := x.removals[:0]
+	for _, r := range x.removals {
 		switch left := limit - now.Sub(r.at); {
-		case r.seq < l.low:
+		case r.seq < x.low:
 			covered = append(covered, r)
-			purgeTo = l.low
+			purgeTo = x.low
 		case r.urgent || left <= 0:
 			singles = append(singles, r)
 		default:
@@ -195,12 +218,12 @@ func (l *lane) removable(gen uint64) (purgeTo uint64, covered, singles []laneRem
 			}
 		}
 	}
-	clear(l.removals[len(rest):])
-	l.removals = rest
-	if waiting := len(singles) + len(rest); waiting > 0 && l.low <= l.fed {
-		l.unpin(gen, waiting)
+	clear(x.removals[len(rest):])
+	x.removals = rest
+	if waiting := len(singles) + len(rest); waiting > 0 && x.low <= x.fed {
+		l.mv.unpin(gen, waiting)
 	}
-	l.unpinAhead(gen)
+	l.mv.unpinAhead(gen)
 	return purgeTo, covered, singles, wait
 }
 
@@ -209,25 +232,26 @@ func (l *lane) removable(gen uint64) (purgeTo uint64, covered, singles []laneRem
 // filed: one at a time while few are left to pass, or at once to the
 // lowest filed one when the gap is wide (a key held for days while
 // millions of entries went by). l.mu is held.
-func (l *lane) advanceLow() {
-	if l.fed >= l.low && uint64(len(l.live))*4 < l.fed-l.low {
-		next := l.fed + 1
-		for seq := range l.live {
+func (x *remover) advanceLow() {
+	if x.fed >= x.low && uint64(len(x.live))*4 < x.fed-x.low {
+		next := x.fed + 1
+		for seq := range x.live {
 			next = min(next, seq)
 		}
-		l.low = max(l.low, next)
+		x.low = max(x.low, next)
 		return
 	}
-	for l.low <= l.fed {
-		if _, ok := l.live[l.low]; ok {
+	for x.low <= x.fed {
+		if _, ok := x.live[x.low]; ok {
 			return
 		}
-		l.low++
+		x.low++
 	}
 }
 
 // purge removes every entry of HOOKJET_ORDERED below seq.
-func (l *lane) purge(ctx context.Context, seq uint64) error {
+func (x *remover) purge(ctx context.Context, seq uint64) error {
+	l := x.l
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	return l.stream().Purge(ctx, natsjs.WithPurgeSequence(seq))
@@ -235,7 +259,8 @@ func (l *lane) purge(ctx context.Context, seq uint64) error {
 
 // deleteEach deletes the entries of rs on their own, a few at a time, and
 // reports whether some could not be (they wait to go again).
-func (l *lane) deleteEach(ctx context.Context, gen uint64, rs []laneRemoval) (failed bool) {
+func (x *remover) deleteEach(ctx context.Context, gen uint64, rs []laneRemoval) (failed bool) {
+	l := x.l
 	if len(rs) == 0 {
 		return false
 	}
@@ -255,7 +280,7 @@ func (l *lane) deleteEach(ctx context.Context, gen uint64, rs []laneRemoval) (fa
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				l.d.log.Debug("delete an ordered entry", "seq", r.seq, "err", err)
+				l.log.Debug("delete an ordered entry", "seq", r.seq, "err", err)
 				again = append(again, r)
 				return
 			}
@@ -263,11 +288,11 @@ func (l *lane) deleteEach(ctx context.Context, gen uint64, rs []laneRemoval) (fa
 		})
 	}
 	wg.Wait()
-	l.removed(gen, done)
+	x.removed(gen, done)
 	if len(again) > 0 {
 		l.mu.Lock()
 		if gen == l.gen {
-			l.removals = append(l.removals, again...)
+			x.removals = append(x.removals, again...)
 		}
 		l.mu.Unlock()
 	}
@@ -275,7 +300,8 @@ func (l *lane) deleteEach(ctx context.Context, gen uint64, rs []laneRemoval) (fa
 }
 
 // removed lets the keys that waited for the removals rs go on.
-func (l *lane) removed(gen uint64, rs []laneRemoval) {
+func (x *remover) removed(gen uint64, rs []laneRemoval) {
+	l := x.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if gen != l.gen {
@@ -285,9 +311,9 @@ func (l *lane) removed(gen uint64, rs []laneRemoval) {
 		switch {
 		case r.k == nil || r.gen != gen:
 		case r.moved:
-			l.moveEnded(r.k)
+			l.mv.moveEnded(r.k)
 		default:
-			l.next(r.k)
+			l.rn.next(r.k)
 		}
 	}
 }

@@ -1,16 +1,14 @@
-package dispatch
+package lane
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
-	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -29,36 +27,36 @@ const (
 	leaseTakeover = 5 * time.Second
 )
 
-// firstLease seeks the lane's ownership once, within start's context
-// (the term runs under loop), and returns the state runLease goes on with;
-// nil when the bucket could not be read (runLease then seeks it).
-func (l *lane) firstLease(start, loop context.Context) *leaseState {
+// FirstLease seeks the lane's ownership once, within start's context
+// (the term runs under loop), and returns the state RunLease goes on with;
+// nil when the bucket could not be read (RunLease then seeks it).
+func (l *Owner) FirstLease(start, loop context.Context) *Lease {
 	ctx, cancel := context.WithTimeout(start, 5*time.Second)
 	defer cancel()
-	kv, err := l.d.o.JS.KeyValue(ctx, jetstream.LaneBucket)
+	kv, err := l.o.JS.KeyValue(ctx, jetstream.LaneBucket)
 	if err != nil {
 		return nil
 	}
-	ls := &leaseState{l: l, kv: kv, id: nuid.Next()}
+	ls := &Lease{l: l, kv: kv, id: nuid.Next()}
 	ls.step(loop)
 	return ls
 }
 
-// runLease keeps or seeks the lane's ownership until ctx ends, and runs the
+// RunLease keeps or seeks the lane's ownership until ctx ends, and runs the
 // owner's term while it holds it; ls is where firstLease left off (nil:
 // nothing yet).
-func (l *lane) runLease(ctx context.Context, ls *leaseState) {
+func (l *Owner) RunLease(ctx context.Context, ls *Lease) {
 	for ls == nil {
-		kv, err := l.d.o.JS.KeyValue(ctx, jetstream.LaneBucket)
+		kv, err := l.o.JS.KeyValue(ctx, jetstream.LaneBucket)
 		if err == nil {
-			ls = &leaseState{l: l, kv: kv, id: nuid.Next()}
+			ls = &Lease{l: l, kv: kv, id: nuid.Next()}
 			ls.step(ctx)
 			break
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		l.d.log.Warn("bucket of the ordered lane's owner", "bucket", jetstream.LaneBucket, "err", err)
+		l.log.Warn("bucket of the ordered lane's owner", "bucket", jetstream.LaneBucket, "err", err)
 		sleep(ctx, 2*time.Second)
 	}
 	t := time.NewTicker(leaseRenew)
@@ -75,8 +73,10 @@ func (l *lane) runLease(ctx context.Context, ls *leaseState) {
 	}
 }
 
-type leaseState struct {
-	l       *lane
+// Lease is this process's hold on the lane's ownership, or its seeking of
+// it: FirstLease's answer, which RunLease goes on with.
+type Lease struct {
+	l       *Owner
 	kv      natsjs.KeyValue
 	id      string
 	owner   bool
@@ -86,7 +86,7 @@ type leaseState struct {
 	seenAt  time.Time // when it was first seen
 }
 
-func (ls *leaseState) step(parent context.Context) {
+func (ls *Lease) step(parent context.Context) {
 	ctx, cancel := context.WithTimeout(parent, 2*time.Second)
 	defer cancel()
 	now := time.Now()
@@ -108,7 +108,7 @@ func (ls *leaseState) step(parent context.Context) {
 	case now.Sub(ls.seenAt) >= leaseTakeover:
 		rev, err := ls.kv.Update(ctx, leaseKey, []byte(ls.id), ls.seenRev)
 		if err == nil {
-			ls.l.d.log.Info("took over the ordered lane from a process that stopped renewing it", "previous_owner", string(e.Value()))
+			ls.l.log.Info("took over the ordered lane from a process that stopped renewing it", "previous_owner", string(e.Value()))
 			ls.take(parent, rev, now)
 		}
 	}
@@ -119,7 +119,7 @@ func (ls *leaseState) step(parent context.Context) {
 // to: the renewal waits at most until then, so a blocked request cannot
 // keep it delivering into another process's term (which begins no sooner
 // than leaseTakeover after its last renewal).
-func (ls *leaseState) renew(ctx context.Context, now time.Time) {
+func (ls *Lease) renew(ctx context.Context, now time.Time) {
 	lost := ls.renewed.Add(leaseLost)
 	var err error
 	if now.Before(lost) {
@@ -137,25 +137,25 @@ func (ls *leaseState) renew(ctx context.Context, now time.Time) {
 	if isWrongRevision(err) || !time.Now().Before(lost) {
 		ls.owner = false
 		ls.l.end()
-		ls.l.d.log.Warn("stopped delivering the ordered lane: another process took it over, or NATS did not answer", "err", err)
+		ls.l.log.Warn("stopped delivering the ordered lane: another process took it over, or NATS did not answer", "err", err)
 	}
 }
 
-func (ls *leaseState) take(ctx context.Context, rev uint64, now time.Time) {
+func (ls *Lease) take(ctx context.Context, rev uint64, now time.Time) {
 	if err := ls.l.begin(ctx); err != nil {
-		ls.l.d.log.Warn("start delivering the ordered lane", "err", err)
+		ls.l.log.Warn("start delivering the ordered lane", "err", err)
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
 		_ = ls.kv.Delete(dctx, leaseKey, natsjs.LastRevision(rev))
 		return
 	}
 	ls.owner, ls.rev, ls.renewed = true, rev, now
-	ls.l.d.log.Debug("delivering the ordered lane", "stream", jetstream.LaneStream)
+	ls.l.log.Debug("delivering the ordered lane", "stream", jetstream.LaneStream)
 }
 
 // let ends the term and gives the key up, so another process takes over at
 // once.
-func (ls *leaseState) let(ctx context.Context) {
+func (ls *Lease) let(ctx context.Context) {
 	if !ls.owner {
 		return
 	}
@@ -163,104 +163,11 @@ func (ls *leaseState) let(ctx context.Context) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	if err := ls.kv.Delete(dctx, leaseKey, natsjs.LastRevision(ls.rev)); err != nil {
-		ls.l.d.log.Debug("give up the ordered lane", "err", err)
+		ls.l.log.Debug("give up the ordered lane", "err", err)
 	}
 }
 
 func isWrongRevision(err error) bool {
 	var apiErr *natsjs.APIError
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == natsjs.JSErrCodeStreamWrongLastSequence
-}
-
-// maxHeldShown bounds the keys an endpoint's view lists.
-const maxHeldShown = 10
-
-// held says which of endpoint id's keys are held and why, the
-// longest-held first (at most maxHeldShown listed), as the lane's owner
-// sees them; nil in another process, or when none is held.
-func (l *lane) held(id string) *api.HeldKeys {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.heldOf(id)
-}
-
-// heldAll is held of every endpoint with a held key. It reports false when
-// this process does not own the lane.
-func (l *lane) heldAll() (map[string]*api.HeldKeys, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.owner {
-		return nil, false
-	}
-	all := map[string]*api.HeldKeys{}
-	for ep := range l.byEp {
-		if h := l.heldOf(ep); h != nil {
-			all[ep] = h
-		}
-	}
-	return all, true
-}
-
-// heldOf is held; l.mu is held.
-func (l *lane) heldOf(id string) *api.HeldKeys {
-	var h *api.HeldKeys
-	for key, k := range l.byEp[id] {
-		if k.why == "" {
-			continue
-		}
-		if h == nil {
-			h = &api.HeldKeys{Why: map[string]int{}}
-		}
-		h.Count++
-		h.Why[k.why]++
-		hk := api.HeldKey{Key: key, Why: k.why, Since: k.since.UTC()}
-		if len(k.entries) > 0 {
-			e := k.entries[0]
-			hk.EventID, hk.Attempts = e.id, e.tries
-			if !e.due.IsZero() {
-				due := e.due.UTC()
-				hk.NextAttempt = &due
-			}
-		}
-		h.Keys = append(h.Keys, hk)
-	}
-	if h == nil {
-		return nil
-	}
-	sort.Slice(h.Keys, func(i, j int) bool { return h.Keys[i].Since.Before(h.Keys[j].Since) })
-	oldest := h.Keys[0].Since
-	h.Oldest = &oldest
-	if len(h.Keys) > maxHeldShown {
-		h.Keys = h.Keys[:maxHeldShown]
-	}
-	return h
-}
-
-// gaugeHeld sets hookjet_ordering_keys_held: the held keys per endpoint,
-// and 0 for an endpoint it reported before that has none now.
-func (l *lane) gaugeHeld() {
-	counts := map[string]int{}
-	l.mu.Lock()
-	for kid, k := range l.keys {
-		if k.why != "" {
-			counts[l.d.series.label(kid.ep)]++
-		}
-	}
-	for label := range l.reported {
-		counts[label] += 0
-	}
-	l.reported = map[string]bool{}
-	for label, n := range counts {
-		if n > 0 {
-			l.reported[label] = true
-		}
-	}
-	owner := l.owner
-	l.mu.Unlock()
-	if !owner {
-		return
-	}
-	for label, n := range counts {
-		l.d.o.Metrics.OrderingHeld.WithLabelValues(label).Set(float64(n))
-	}
 }
