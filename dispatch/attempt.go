@@ -30,7 +30,7 @@ type delivery struct {
 	done func(ok bool)
 	g    *guard // fan-out deliveries: see guard.go; nil for tasks
 	// again, for the ordered lane's deliveries, stores the retry due
-	// after wait in the lane instead of as a schedule (lane_owner.go).
+	// after wait in the lane instead of as a schedule (dispatch/lane).
 	again func(wait time.Duration)
 	dead  bool // dead-lettered: set before done
 	// fan is the event of a fan-out delivery routed straight to its
@@ -117,22 +117,24 @@ func (d *sendStage) attempt(dl *delivery, adm *admission, done func()) {
 		return
 	}
 	st := &dl.st
-	st.Attempts++
+	if !res.Unsent { // a failed token fetch is not an attempt
+		st.Attempts++
+	}
 	if st.First.IsZero() {
 		st.First = res.Sent
 	}
 	st.Last, st.Status = res.Sent, res.Status
 	d.rec.attempt(dl, &res) // delivery log
 	first := st.Attempts == 1
-	d.series.observeAttempt(dl.e, res.Class.String(), first, res.Latency.Seconds(), res.Class != destination.Rejected)
-	switch res.Class {
-	case destination.Success:
+	d.series.observeAttempt(dl.e, res.Class.String(), first, res.Latency.Seconds(), res.Class != destination.Rejected && !res.Unsent)
+	switch {
+	case res.Unsent, res.Class == destination.Rejected, res.Class == destination.Auth:
+		d.breakers.ReleaseProbe(dl.e.id, adm.probe) // nothing reached the receiver: not the breaker's
+	case res.Class == destination.Success:
 		d.breakers.Record(dl.e.id, breaker.Success, res.Latency, first)
 		dl.e.last.Store(&attempt.LastDelivery{EventID: dl.ev.id, Status: res.Status, LatencyMS: ms(res.Latency), At: res.Sent.UTC()})
-	case destination.Transient:
+	case res.Class == destination.Transient:
 		d.breakers.Record(dl.e.id, breaker.Failure, res.Latency, first)
-	case destination.Rejected:
-		d.breakers.ReleaseProbe(dl.e.id, adm.probe)
 	default:
 		d.breakers.Record(dl.e.id, breaker.Neutral, res.Latency, first)
 	}

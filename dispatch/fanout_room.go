@@ -62,7 +62,7 @@ type endpointSource interface {
 }
 
 // laneQueue is the ordered lane: it takes the deliveries of endpoints with
-// ordering: key (lane.go).
+// ordering: key (lane_engine.go, package dispatch/lane).
 type laneQueue interface {
 	enqueue(dl *delivery)
 }

@@ -117,7 +117,7 @@ func (m *Metrics) zero(label string) {
 		m.Attempts.WithLabelValues(label, c)
 		m.FirstAttempts.WithLabelValues(label, c)
 	}
-	for _, r := range []string{"permanent", "exhausted", "expired", "gone", "rejected", "overflow"} {
+	for _, r := range []string{"permanent", "exhausted", "expired", "gone", "rejected", "overflow", "auth"} {
 		m.DeadLetters.WithLabelValues(label, r)
 	}
 	for _, c := range []string{"breaker", "rate_limit", "in_flight"} {

@@ -42,6 +42,8 @@ func decide(st attemptState, res *destination.Result, s config.Settings, publish
 		return action{Verb: actDeadLetter, Reason: "gone", Disable: true}
 	case destination.Rejected:
 		return action{Verb: actDeadLetter, Reason: "rejected"}
+	case destination.Auth:
+		return action{Verb: actDeadLetter, Reason: "auth"}
 	case destination.Transient:
 		return retryOrGiveUp(st, s, published, now, jitter(st.Attempts), false)
 	case destination.RateLimited:

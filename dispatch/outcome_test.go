@@ -31,6 +31,7 @@ func TestDecide(t *testing.T) {
 		{"other 4xx is permanent", 1, fresh, destination.Result{Class: destination.Permanent, Status: 422}, action{Verb: actDeadLetter, Reason: "permanent"}},
 		{"3xx is permanent", 1, fresh, destination.Result{Class: destination.Permanent, Status: 302}, action{Verb: actDeadLetter, Reason: "permanent"}},
 		{"refused by the guard is rejected", 1, fresh, destination.Result{Class: destination.Rejected, Err: errors.New("private address")}, action{Verb: actDeadLetter, Reason: "rejected"}},
+		{"refused by the token endpoint is auth", 1, fresh, destination.Result{Class: destination.Auth, Unsent: true}, action{Verb: actDeadLetter, Reason: "auth"}},
 		{"max_attempts reached: exhausted", 20, fresh, destination.Result{Class: destination.Transient, Status: 500}, action{Verb: actDeadLetter, Reason: "exhausted"}},
 		{"429 at max_attempts: exhausted", 20, fresh, destination.Result{Class: destination.RateLimited, Status: 429}, action{Verb: actDeadLetter, Reason: "exhausted"}},
 		{"next attempt past max_age: expired", 2, now.Add(-24*time.Hour + time.Second), destination.Result{Class: destination.Transient, Status: 500}, action{Verb: actDeadLetter, Reason: "expired"}},

@@ -143,5 +143,7 @@ func (d *Dispatcher) openDestination(ep *config.Endpoint, signer *signature.Sign
 		Timeout:            ep.Timeout,
 		InsecureSkipVerify: ep.InsecureSkipVerify,
 		Strict:             ep.Tenant != "", // a tenant's endpoint: the strict SSRF guard (portal.allow_private_networks)
+		Auth:               ep.Auth.Reach(),
+		Proxy:              ep.Proxy,
 	})
 }
