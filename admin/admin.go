@@ -60,6 +60,7 @@ func NewHandler(b Backend, g prometheus.Gatherer, token string, log *slog.Logger
 	protected.HandleFunc("GET /api/v1/openapi.json", openAPI)
 	protected.HandleFunc("GET /api/v1/summary", a.summary)
 	a.routeEndpoints(protected)
+	a.routeCodeTests(protected) // filter and transform tests: admin/codetest.go
 	protected.HandleFunc("GET /api/v1/endpoints/{id}", a.endpoint)
 	protected.HandleFunc("POST /api/v1/endpoints/{id}/enable", a.setDisabled(false))
 	protected.HandleFunc("POST /api/v1/endpoints/{id}/disable", a.setDisabled(true))

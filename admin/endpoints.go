@@ -320,6 +320,7 @@ func (a *handler) objectOf(ctx context.Context, ep config.Endpoint) endpointObje
 	st.ID, st.URL, st.Events, st.Secrets = ep.ID, ep.URL, ep.Events, len(ep.Secrets)
 	st.HeaderNames = slices.Sorted(maps.Keys(ep.Headers))
 	st.Owner, st.Settings = ep.Owner, endpoints.SettingsOf(ep, time.Now()) // admin/settings.go
+	st.Filter, st.Transform = ep.Filter, ep.Transform
 	created, updated := ep.CreatedAt.UTC(), ep.UpdatedAt.UTC()
 	return endpointObject{
 		EndpointStatus: st,
@@ -340,6 +341,11 @@ func (a *handler) resolve(spec config.EndpointSpec) (config.Endpoint, error) {
 	badURL := false
 	for _, fe := range fieldErrors(err) {
 		badURL = badURL || fe.Key == "url"
+	}
+	if err == nil {
+		for _, fe := range cfg.Security.CheckCode(ep) {
+			err = errors.Join(err, fe)
+		}
 	}
 	if !badURL {
 		if uerr := cfg.Security.CheckURL(spec.URL); uerr != nil {

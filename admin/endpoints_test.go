@@ -117,9 +117,11 @@ type fixture struct {
 	kv    natsjs.KeyValue
 	now   time.Time
 	cfg   config.Config
+	// client, when set, makes the requests of do.
+	client *http.Client
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T, opts ...Option) *fixture {
 	t.Helper()
 	ns, err := jetstream.StartEmbedded(config.NATS{Listen: "127.0.0.1:-1"}, t.TempDir())
 	if err != nil {
@@ -143,9 +145,11 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	h := NewHandler(f.eng, prometheus.NewRegistry(), "", slog.New(slog.DiscardHandler),
-		WithEndpointStore(f.store, f.eng, func() *config.Config { return &f.cfg }),
-		WithConfigPath(configPath),
-		WithClock(func() time.Time { return f.now }))
+		append([]Option{
+			WithEndpointStore(f.store, f.eng, func() *config.Config { return &f.cfg }),
+			WithConfigPath(configPath),
+			WithClock(func() time.Time { return f.now }),
+		}, opts...)...)
 	f.srv = httptest.NewServer(h)
 	t.Cleanup(func() {
 		f.srv.Close()
@@ -164,7 +168,14 @@ func (f *fixture) do(t *testing.T, method, path, body string) (int, http.Header,
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	c := http.DefaultClient
+	if f.client != nil {
+		c = f.client
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

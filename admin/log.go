@@ -27,6 +27,12 @@ type EventInfo struct {
 	Type        string
 	PublishedAt time.Time
 	Size        int
+	// Tenant, Key and ContentType are the event's tenant, ordering key and
+	// Content-Type ("" when absent); Headers its message headers and Data
+	// its payload (the filter and transform tests read them).
+	Tenant, Key, ContentType string
+	Headers                  map[string][]string
+	Data                     []byte
 }
 
 // EventLookup finds an event in the event log by id; found is false when

@@ -55,6 +55,10 @@ type EndpointSettings struct {
 	// SecretsExpire lists when each rotated-out secret still in its grace
 	// stops signing; empty when none is.
 	SecretsExpire []time.Time `json:"secrets_expire,omitempty"`
+	// TransformTimeout (a Go duration) and TransformMaxMemory (bytes)
+	// bound one run of the endpoint's transform.
+	TransformTimeout   string `json:"transform_timeout"`
+	TransformMaxMemory int64  `json:"transform_max_memory"`
 	// Auth is the type of the endpoint's auth ("basic", "bearer",
 	// "oauth2", "mtls"); empty when it has none. Its credentials are never
 	// shown.

@@ -147,9 +147,13 @@ type EndpointStatus struct {
 	// endpoint is due (the retry_at of its log line); nil when none is.
 	NextRetry *time.Time `json:"next_retry,omitempty"`
 	// Owner, LastTest and Settings: api/settings.go.
-	Owner    string            `json:"owner"`
-	LastTest *LastTest         `json:"last_test"`
-	Settings *EndpointSettings `json:"settings,omitempty"`
+	Owner    string    `json:"owner"`
+	LastTest *LastTest `json:"last_test"`
+	// Filter is the endpoint's CEL filter and Transform its JavaScript
+	// transform, as written; empty when it has none.
+	Filter    string            `json:"filter,omitempty"`
+	Transform string            `json:"transform,omitempty"`
+	Settings  *EndpointSettings `json:"settings,omitempty"`
 	// HeldKeys are the ordering keys that wait on an earlier delivery of
 	// their own key (api/ordering.go); nil when none does or the endpoint
 	// is not ordered.

@@ -30,18 +30,19 @@ const (
 	ClassParked      = "parked"      // waiting as a task; Reason says for what
 	ClassExpired     = "expired"     // past retry.max_age; dead-lettered
 	ClassDiscarded   = "discarded"   // a dead letter an operator discarded
+	ClassCancelled   = "cancelled"   // the endpoint's transform cancelled it; nothing was sent
 )
 
 // Classes lists every class a record may have.
 var Classes = []string{
 	ClassSuccess, ClassTransient, ClassRateLimited, ClassPermanent, ClassGone, ClassRejected, ClassAuth,
-	ClassDeadLetter, ClassParked, ClassExpired, ClassDiscarded,
+	ClassDeadLetter, ClassParked, ClassExpired, ClassDiscarded, ClassCancelled,
 }
 
 // Terminal reports whether class c ends a delivery: delivered, or moved to
 // the dead-letter queue.
 func Terminal(c string) bool {
-	return c == ClassSuccess || c == ClassDeadLetter || c == ClassExpired
+	return c == ClassSuccess || c == ClassDeadLetter || c == ClassExpired || c == ClassCancelled
 }
 
 // ValidClass reports whether c is one of [Classes].

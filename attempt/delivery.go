@@ -112,7 +112,7 @@ func startsDelivery(recs []Record, rec *Record) bool {
 // parking, dead letter, expiry or discard, whose records carry the number
 // of attempts made so far rather than a number of their own).
 func Sent(c string) bool {
-	return c != ClassParked && c != ClassDeadLetter && c != ClassExpired && c != ClassDiscarded
+	return c != ClassParked && c != ClassDeadLetter && c != ClassExpired && c != ClassDiscarded && c != ClassCancelled
 }
 
 // deliveryTrigger is what started a delivery whose record has trigger t:

@@ -33,14 +33,15 @@ var endpointCommands = map[string]func(ctx context.Context, args []string, geten
 	"enable":    runEndpointEnable,
 	"disable":   runEndpointDisable,
 	"attempts":  runEndpointAttempts, // the delivery log: cli/deliverylogcmd.go
+	"try":       runEndpointTry,      // filter and transform tests: cli/try.go
 }
 
 // endpointCommandNames lists endpointCommands, sorted.
 func endpointCommandNames() []string { return slices.Sorted(maps.Keys(endpointCommands)) }
 
-const endpointManageHelp = `hookjet endpoints add --url URL [--id ID] [--events P ...] [--tenant T] [--description D] [--ordering none|key] [--ordering-on-dead-letter skip|hold] [--auth TYPE --auth-* V] [--proxy URL|none] [--data JSON|@file]
+const endpointManageHelp = `hookjet endpoints add --url URL [--id ID] [--events P ...] [--tenant T] [--description D] [--filter EXPR|@file] [--transform JS|@file] [--ordering none|key] [--ordering-on-dead-letter skip|hold] [--auth TYPE --auth-* V] [--proxy URL|none] [--data JSON|@file]
 hookjet endpoints show ID
-hookjet endpoints update ID [--url URL] [--events P ...] [--tenant T] [--description D] [--ordering none|key] [--ordering-on-dead-letter skip|hold] [--auth TYPE --auth-* V] [--proxy URL|none] [--data JSON|@file]
+hookjet endpoints update ID [--url URL] [--events P ...] [--tenant T] [--description D] [--filter EXPR|@file] [--transform JS|@file] [--ordering none|key] [--ordering-on-dead-letter skip|hold] [--auth TYPE --auth-* V] [--proxy URL|none] [--data JSON|@file]
 hookjet endpoints rm ID
 hookjet endpoints rotate ID [--grace D]
 hookjet endpoints test ID [--wait D]
@@ -49,13 +50,20 @@ hookjet endpoints reset ID
 hookjet endpoints enable ID
 hookjet endpoints disable ID
 hookjet endpoints attempts ID [--class C] [--since T] [--until T] [--limit N] [--after CURSOR]
+hookjet endpoints try ID (--event-id E | --type T [--data JSON|@file] [--tenant T] [--key K] [--header K=V ...]) [--filter EXPR|@file] [--transform JS|@file]
 
 Manage endpoints through the admin API; endpoints created this way live in
 NATS and reach every hookjet process within seconds. add prints the new id
 and its signing secret (shown only once). update changes only the fields
 given; --data takes any field of the API's JSON (headers, secrets, timeout,
 max_in_flight, max_backlog, rate_limit, retry, breaker, ordering,
-ordering_on_dead_letter, auth, proxy; null restores a default). --ordering key delivers
+ordering_on_dead_letter, auth, proxy, transform_timeout,
+transform_max_memory; null restores a default). --filter sets a CEL
+expression the endpoint's events must satisfy, --transform a JavaScript
+function handler(webhook) that reshapes each delivery (docs/filters.md); ""
+removes them. try shows whether the endpoint's filter (or --filter) lets an
+event through and the request its transform (or --transform) would send,
+without delivering anything. --ordering key delivers
 the events of one ordering key (Hookjet-Ordering-Key) one at a time, in
 publish order; --ordering-on-dead-letter says whether such a key moves on
 (skip) or waits (hold) once one of its deliveries is dead-lettered. --auth
@@ -186,6 +194,7 @@ func runEndpointAdd(ctx context.Context, args []string, getenv func(string) stri
 	f.Var(&events, "events", "event type pattern, such as order.* (repeatable; default: every event)")
 	tenant := f.String("tenant", "", "tenant, for listing")
 	desc := f.String("description", "", "free text for operators")
+	code := codeFlags(f.FlagSet)
 	ordering := orderingFlags(f.FlagSet)
 	auth := authFlags(f.FlagSet)
 	data := f.String("data", "", "more fields as JSON, or @file")
@@ -194,6 +203,9 @@ func runEndpointAdd(ctx context.Context, args []string, getenv func(string) stri
 	}
 	in, err := body(f.FlagSet, *data, map[string]any{"url": *u, "id": *id, "events": []string(events), "tenant": *tenant, "description": *desc})
 	if err != nil {
+		return err
+	}
+	if err := code(in); err != nil {
 		return err
 	}
 	ordering(in)
@@ -358,6 +370,7 @@ func runEndpointUpdate(ctx context.Context, args []string, getenv func(string) s
 	f.Var(&events, "events", "event type pattern (repeatable; replaces the list)")
 	tenant := f.String("tenant", "", "new tenant")
 	desc := f.String("description", "", "new description")
+	code := codeFlags(f.FlagSet)
 	ordering := orderingFlags(f.FlagSet)
 	auth := authFlags(f.FlagSet)
 	data := f.String("data", "", "fields as JSON, or @file (null restores a default)")
@@ -369,12 +382,15 @@ func runEndpointUpdate(ctx context.Context, args []string, getenv func(string) s
 	if err != nil {
 		return err
 	}
+	if err := code(in); err != nil {
+		return err
+	}
 	ordering(in)
 	if err := auth(in); err != nil {
 		return err
 	}
 	if len(in) == 0 {
-		return usagef("endpoints update: nothing to change: give --url, --events, --tenant, --description, --ordering, --ordering-on-dead-letter, --auth, --proxy or --data")
+		return usagef("endpoints update: nothing to change: give --url, --events, --tenant, --description, --filter, --transform, --ordering, --ordering-on-dead-letter, --auth, --proxy or --data")
 	}
 	if printed, err := f.callFor(stdout, func(c *client.Client, raw client.CallOption) (err error) {
 		_, err = c.UpdateEndpoint(ctx, id, in, raw)

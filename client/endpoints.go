@@ -147,3 +147,20 @@ func (c *Client) Redeliver(ctx context.Context, id string, r api.RedeliverReques
 	err := c.do(ctx, &call{method: http.MethodPost, path: endpointPath(id, "/redeliver"), in: r, out: &out, notFound: api.ErrUnknownEndpoint}, opts)
 	return out, err
 }
+
+// TestFilter answers whether the endpoint's filter, or t.Filter when set,
+// lets t's event through (POST /api/v1/endpoints/{id}/filter/test).
+func (c *Client) TestFilter(ctx context.Context, id string, t api.CodeTest, opts ...CallOption) (api.FilterTestResult, error) {
+	var out api.FilterTestResult
+	err := c.do(ctx, &call{method: http.MethodPost, path: endpointPath(id, "/filter/test"), in: t, out: &out, notFound: api.ErrUnknownEndpoint}, opts)
+	return out, err
+}
+
+// TestTransform answers the request the endpoint's transform, or
+// t.Transform when set, makes of t's event, or its error
+// (POST /api/v1/endpoints/{id}/transform/test).
+func (c *Client) TestTransform(ctx context.Context, id string, t api.CodeTest, opts ...CallOption) (api.TransformTestResult, error) {
+	var out api.TransformTestResult
+	err := c.do(ctx, &call{method: http.MethodPost, path: endpointPath(id, "/transform/test"), in: t, out: &out, notFound: api.ErrUnknownEndpoint}, opts)
+	return out, err
+}

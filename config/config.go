@@ -279,6 +279,12 @@ type Settings struct {
 	// to the key's next event, OnDeadLetterHold holds the key until that
 	// dead letter is replayed or discarded.
 	OrderingOnDeadLetter string `yaml:"ordering_on_dead_letter"`
+	// TransformTimeout interrupts one run of the endpoint's transform,
+	// 1ms..10s. Default 50ms.
+	TransformTimeout time.Duration `yaml:"transform_timeout"`
+	// TransformMaxMemory interrupts a run of the endpoint's transform once
+	// the heap grew by more than it, 1 MiB..1 GiB. Default 64 MiB.
+	TransformMaxMemory int64 `yaml:"transform_max_memory"`
 }
 
 // Values of Settings.Ordering and Settings.OrderingOnDeadLetter.
@@ -369,6 +375,14 @@ type Endpoint struct {
 	// Owner is who answers for the endpoint's dead letters (free text, at
 	// most 256 bytes); empty means nobody named.
 	Owner string `yaml:"owner"`
+	// Filter is a CEL expression over the event (package filter): the
+	// endpoint receives only the events for which it yields true. Empty
+	// means every event its patterns and tenant match.
+	Filter string `yaml:"filter"`
+	// Transform is a JavaScript function handler(webhook) that reshapes
+	// each delivery (package transform), at most 64 KiB. Empty means none:
+	// the payload goes as published.
+	Transform string `yaml:"transform"`
 	// Auth is how the endpoint's requests authenticate (config/auth.go);
 	// the zero value is none.
 	Auth Auth `yaml:"auth"`
@@ -438,6 +452,8 @@ func Default() Config {
 				SlowP95:          5 * time.Second,
 			},
 			OrderingOnDeadLetter: OnDeadLetterSkip,
+			TransformTimeout:     50 * time.Millisecond,
+			TransformMaxMemory:   64 << 20,
 		},
 	}
 }

@@ -212,6 +212,7 @@ defaults:
   rate_limit: {rps: 2.5, burst: 5}
   retry: {base: 1s, cap: 30m, max_attempts: 10, max_age: 12h}
   breaker: {failure_threshold: 5, cooldown: 1m, max_cooldown: 30m, slow_p95: 2s}
+  transform_timeout: 100ms
 endpoints:
   - id: crm
     url: https://crm.example.com/hooks?x=1
@@ -225,6 +226,13 @@ endpoints:
     rate_limit: {rps: 10}
     retry: {base: 2s, cap: 10m, max_attempts: 4, max_age: 1h}
     breaker: {failure_threshold: 3, cooldown: 30s, max_cooldown: 10m, slow_p95: 1s}
+    filter: data.amount > 1000 && data.currency == "EUR"
+    transform: |
+      function handler(webhook) {
+        webhook.payload = {text: "order " + webhook.payload.id};
+        return webhook;
+      }
+    transform_max_memory: 16MiB
   - id: billing_v2
     url: https://billing.example.com/in
     secrets: [` + secretB + `]
@@ -242,6 +250,8 @@ func TestParseFull(t *testing.T) {
 		Ordering:    OrderingKey,
 
 		OrderingOnDeadLetter: OnDeadLetterSkip,
+		TransformTimeout:     100 * time.Millisecond,
+		TransformMaxMemory:   64 << 20,
 	}
 	want := Config{
 		DataDir: "/var/lib/hookjet",
@@ -288,6 +298,8 @@ func TestParseFull(t *testing.T) {
 				Headers:            map[string]Secret{"X-Api-Key": NewSecret("key-123"), "X-Tenant": NewSecret("acme")},
 				InsecureSkipVerify: true,
 				Source:             SourceConfig,
+				Filter:             `data.amount > 1000 && data.currency == "EUR"`,
+				Transform:          "function handler(webhook) {\n  webhook.payload = {text: \"order \" + webhook.payload.id};\n  return webhook;\n}\n",
 				Settings: Settings{
 					Timeout:     3 * time.Second,
 					MaxInFlight: 4,
@@ -298,6 +310,8 @@ func TestParseFull(t *testing.T) {
 					RateLimit:            RateLimit{RPS: 10, Burst: 5}, // burst inherited field by field
 					Retry:                Retry{Base: 2 * time.Second, Cap: 10 * time.Minute, MaxAttempts: 4, MaxAge: time.Hour},
 					Breaker:              Breaker{FailureThreshold: 3, Cooldown: 30 * time.Second, MaxCooldown: 10 * time.Minute, SlowP95: time.Second},
+					TransformTimeout:     100 * time.Millisecond,
+					TransformMaxMemory:   16 << 20,
 				},
 			},
 			{

@@ -12,6 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hookjet/hookjet/filter"
+	"github.com/hookjet/hookjet/transform"
 )
 
 // Overrides are the per-endpoint settings an endpoint created through the
@@ -35,6 +38,8 @@ type Overrides struct {
 	BreakerSlowP95          *time.Duration
 	Ordering                *string
 	OrderingOnDeadLetter    *string
+	TransformTimeout        *time.Duration
+	TransformMaxMemory      *int64
 }
 
 // override ties one field of Overrides to its JSON path and to the Settings
@@ -63,6 +68,8 @@ var overrides = []override{
 	{"breaker.slow_p95", func(o *Overrides) any { return &o.BreakerSlowP95 }, func(s *Settings) any { return &s.Breaker.SlowP95 }},
 	{"ordering", func(o *Overrides) any { return &o.Ordering }, func(s *Settings) any { return &s.Ordering }},
 	{"ordering_on_dead_letter", func(o *Overrides) any { return &o.OrderingOnDeadLetter }, func(s *Settings) any { return &s.OrderingOnDeadLetter }},
+	{"transform_timeout", func(o *Overrides) any { return &o.TransformTimeout }, func(s *Settings) any { return &s.TransformTimeout }},
+	{"transform_max_memory", func(o *Overrides) any { return &o.TransformMaxMemory }, func(s *Settings) any { return &s.TransformMaxMemory }},
 }
 
 // overridePaths maps a JSON path to its entry in overrides.
@@ -85,6 +92,10 @@ func (o Overrides) Apply(s Settings) Settings {
 		case **int:
 			if *own != nil {
 				*f.settings(&s).(*int) = **own
+			}
+		case **int64:
+			if *own != nil {
+				*f.settings(&s).(*int64) = **own
 			}
 		case **float64:
 			if *own != nil {
@@ -111,6 +122,8 @@ func (o *Overrides) merge(patch Overrides, given map[string]bool) {
 			*own = *f.own(&patch).(**time.Duration)
 		case **int:
 			*own = *f.own(&patch).(**int)
+		case **int64:
+			*own = *f.own(&patch).(**int64)
 		case **float64:
 			*own = *f.own(&patch).(**float64)
 		case **string:
@@ -131,6 +144,10 @@ func (o Overrides) MarshalJSON() ([]byte, error) {
 				v = (**own).String()
 			}
 		case **int:
+			if *own != nil {
+				v = **own
+			}
+		case **int64:
 			if *own != nil {
 				v = **own
 			}
@@ -195,6 +212,11 @@ type EndpointSpec struct {
 	Description string
 	// Owner is who answers for the endpoint's dead letters; free text.
 	Owner string
+	// Filter and Transform are the endpoint's CEL filter and JavaScript
+	// transform, as [Endpoint.Filter] and [Endpoint.Transform]; empty
+	// means none.
+	Filter    string
+	Transform string
 	// Headers are extra request headers; nil means none.
 	Headers map[string]Secret
 	// Secrets sign every request; SecretExpiry runs parallel to it (zero or
@@ -223,6 +245,8 @@ type EndpointPatch struct {
 	Tenant             *string
 	Description        *string
 	Owner              *string
+	Filter             *string
+	Transform          *string
 	Events             []string
 	Secrets            []Secret
 	Headers            map[string]Secret
@@ -253,6 +277,8 @@ func (p EndpointPatch) Apply(spec EndpointSpec) EndpointSpec {
 	str("tenant", &spec.Tenant, p.Tenant)
 	str("description", &spec.Description, p.Description)
 	str("owner", &spec.Owner, p.Owner)
+	str("filter", &spec.Filter, p.Filter)
+	str("transform", &spec.Transform, p.Transform)
 	str("proxy", &spec.Proxy, p.Proxy)
 	if p.given["auth"] && p.Auth != nil {
 		spec.Auth = *p.Auth
@@ -274,10 +300,11 @@ func (p EndpointPatch) Apply(spec EndpointSpec) EndpointSpec {
 }
 
 // DecodeEndpointPatch decodes an admin API endpoint body: a JSON object with
-// any of id, url, events, tenant, description, owner, headers, secrets,
-// insecure_skip_verify, auth, proxy, timeout, max_in_flight, max_backlog, rate_limit,
-// retry, breaker, ordering and ordering_on_dead_letter (the per-endpoint
-// keys of the config file). Durations are Go
+// any of id, url, events, tenant, description, owner, filter, transform,
+// headers, secrets, insecure_skip_verify, auth, proxy, timeout,
+// max_in_flight, max_backlog, rate_limit, retry, breaker, ordering,
+// ordering_on_dead_letter, transform_timeout and transform_max_memory (the
+// per-endpoint keys of the config file). Durations are Go
 // duration strings ("15s"). An unknown field, a value of the wrong type or
 // trailing data is an error. Errors are an errors.Join of [*FieldError]
 // whose Key is the JSON field ("retry.max_attempts"); they wrap
@@ -344,6 +371,10 @@ func (d *patchDecoder) field(p *EndpointPatch, name string, raw json.RawMessage)
 		p.Description, err = optString(raw, null)
 	case "owner":
 		p.Owner, err = optString(raw, null)
+	case "filter":
+		p.Filter, err = optString(raw, null)
+	case "transform":
+		p.Transform, err = optString(raw, null)
 	case "events":
 		var list []json.RawMessage
 		if err = strict(raw, &list, "a list of patterns"); err == nil && list != nil {
@@ -403,7 +434,7 @@ func (d *patchDecoder) field(p *EndpointPatch, name string, raw json.RawMessage)
 // topFields are the top-level fields of an endpoint body, for suggestions.
 var topFields = []string{"id", "url", "events", "tenant", "description", "headers", "secrets",
 	"insecure_skip_verify", "auth", "proxy", "timeout", "max_in_flight", "max_backlog", "rate_limit", "retry", "breaker",
-	"ordering", "ordering_on_dead_letter"}
+	"ordering", "ordering_on_dead_letter", "filter", "transform", "transform_timeout", "transform_max_memory"}
 
 // unknownField is the reason for an unknown field, with the closest known
 // name when it looks like a typo.
@@ -501,6 +532,19 @@ func (d *patchDecoder) leaf(p *EndpointPatch, o override, raw json.RawMessage) {
 				*own = &i
 			}
 		}
+	case **int64:
+		var n json.Number
+		if err = strict(raw, &n, "an integer"); err == nil && bytes.HasPrefix(bytes.TrimSpace(raw), []byte(`"`)) {
+			err = errors.New("want an integer, got string")
+		}
+		if err == nil {
+			v, perr := strconv.ParseInt(n.String(), 10, 64)
+			if perr != nil {
+				err = errors.New("want an integer")
+			} else {
+				*own = &v
+			}
+		}
 	case **float64:
 		var v float64
 		if err = strict(raw, &v, "a number"); err == nil {
@@ -561,6 +605,8 @@ func ResolveEndpoint(defaults Settings, spec EndpointSpec) (Endpoint, error) {
 		Tenant:             spec.Tenant,
 		Description:        spec.Description,
 		Owner:              spec.Owner,
+		Filter:             spec.Filter,
+		Transform:          spec.Transform,
 		Headers:            maps.Clone(spec.Headers),
 		Secrets:            slices.Clone(spec.Secrets),
 		InsecureSkipVerify: spec.InsecureSkipVerify,
@@ -587,6 +633,12 @@ func ResolveEndpoint(defaults Settings, spec EndpointSpec) (Endpoint, error) {
 	}
 	if len(ep.Owner) > maxTextLen {
 		p.add("owner", "must be at most %d bytes, got %d", maxTextLen, len(ep.Owner))
+	}
+	if len(ep.Filter) > filter.MaxExpressionBytes {
+		p.add("filter", "must be at most %d bytes, got %d", filter.MaxExpressionBytes, len(ep.Filter))
+	}
+	if len(ep.Transform) > transform.MaxScriptBytes {
+		p.add("transform", "must be at most %d bytes, got %d", transform.MaxScriptBytes, len(ep.Transform))
 	}
 	validateEndpointFields(&p, "", &ep, false)
 	validateSettings(&p, "", ep.Settings)
@@ -620,6 +672,7 @@ func SpecOf(ep Endpoint) EndpointSpec {
 	s := ep.Settings
 	return EndpointSpec{
 		ID: ep.ID, URL: ep.URL, Events: ep.Events, Tenant: ep.Tenant, Description: ep.Description, Owner: ep.Owner,
+		Filter: ep.Filter, Transform: ep.Transform,
 		Headers: ep.Headers, Secrets: ep.Secrets, SecretExpiry: ep.SecretExpiry, InsecureSkipVerify: ep.InsecureSkipVerify,
 		Auth: ep.Auth, Proxy: ep.Proxy,
 		Overrides: Overrides{
@@ -629,6 +682,7 @@ func SpecOf(ep Endpoint) EndpointSpec {
 			BreakerFailureThreshold: &s.Breaker.FailureThreshold, BreakerCooldown: &s.Breaker.Cooldown,
 			BreakerMaxCooldown: &s.Breaker.MaxCooldown, BreakerSlowP95: &s.Breaker.SlowP95,
 			Ordering: &s.Ordering, OrderingOnDeadLetter: &s.OrderingOnDeadLetter,
+			TransformTimeout: &s.TransformTimeout, TransformMaxMemory: &s.TransformMaxMemory,
 		},
 	}
 }
@@ -646,6 +700,8 @@ func SpecAgainst(ep Endpoint, base Settings) EndpointSpec {
 			dropEqual(own, f.settings(&base).(*time.Duration))
 		case **int:
 			dropEqual(own, f.settings(&base).(*int))
+		case **int64:
+			dropEqual(own, f.settings(&base).(*int64))
 		case **float64:
 			dropEqual(own, f.settings(&base).(*float64))
 		case **string:

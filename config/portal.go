@@ -26,6 +26,10 @@ type Portal struct {
 	// them whatever security.allow_private_networks and
 	// security.allow_cidrs open for the operator's own endpoints.
 	AllowPrivateNetworks bool `yaml:"allow_private_networks"`
+	// AllowTransforms lets portal sessions set and test their endpoints'
+	// transform (JavaScript). False (the default): a tenant may set a
+	// filter, not a transform, and keeps one the operator set.
+	AllowTransforms bool `yaml:"allow_transforms"`
 }
 
 // TenantGuardReason is why the SSRF guard refuses an address to an

@@ -237,6 +237,12 @@ func validateSettings(p *problems, prefix string, s Settings) {
 	if s.OrderingOnDeadLetter != OnDeadLetterSkip && s.OrderingOnDeadLetter != OnDeadLetterHold {
 		p.add(key("ordering_on_dead_letter"), "must be %s or %s, got %q", OnDeadLetterSkip, OnDeadLetterHold, s.OrderingOnDeadLetter)
 	}
+	if s.TransformTimeout < time.Millisecond || s.TransformTimeout > maxTransformTimeout {
+		p.add(key("transform_timeout"), "must be between 1ms and %s, got %s", maxTransformTimeout, s.TransformTimeout)
+	}
+	if s.TransformMaxMemory < 1<<20 || s.TransformMaxMemory > 1<<30 {
+		p.add(key("transform_max_memory"), "must be between 1MiB and 1GiB, got %d bytes", s.TransformMaxMemory)
+	}
 	r := s.RateLimit
 	if !(r.RPS >= 0 && r.RPS <= maxRPS) { // also refuses NaN
 		p.add(key("rate_limit.rps"), "must be between 0 (unlimited) and %g, got %g", float64(maxRPS), r.RPS)
@@ -300,6 +306,9 @@ func (c *Config) validateEndpoints(p *problems, defaultProblems problems) {
 			ids[e.ID] = i
 		}
 		validateEndpointFields(p, prefix, e, c.Security.HTTPSOnly)
+		for _, fe := range c.Security.CheckCode(*e) {
+			p.add(key(fe.Key), "%w", fe.Err)
+		}
 
 		var sp problems
 		validateSettings(&sp, prefix, e.Settings)

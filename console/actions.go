@@ -53,7 +53,7 @@ func endpointBody(f url.Values, keys ...string) map[string]any {
 // createEndpoint creates an endpoint from the endpoints page's form and
 // shows its secret once.
 func (c *Console) createEndpoint(w http.ResponseWriter, r *http.Request, p *page) {
-	body := endpointBody(r.PostForm, "id", "url", "events", "tenant", "description", "owner", "ordering", "ordering_on_dead_letter")
+	body := endpointBody(r.PostForm, "id", "url", "events", "tenant", "description", "owner", "ordering", "ordering_on_dead_letter", "filter", "transform")
 	var ep endpoint
 	if _, err := c.api.call(r.Context(), http.MethodPost, "/api/v1/endpoints", body, &ep); err != nil {
 		p.Error = "Not created: " + err.Error()
@@ -126,7 +126,7 @@ func (c *Console) edit(r *http.Request, id string) error {
 	}
 	f := r.PostForm
 	patch := map[string]any{}
-	for k, old := range map[string]string{"url": cur.URL, "tenant": cur.Tenant, "description": cur.Description, "owner": cur.Owner} {
+	for k, old := range map[string]string{"url": cur.URL, "tenant": cur.Tenant, "description": cur.Description, "owner": cur.Owner, "filter": cur.Filter, "transform": strings.TrimSpace(cur.Transform)} {
 		if v := strings.TrimSpace(f.Get(k)); f.Has(k) && v != old {
 			patch[k] = v
 		}

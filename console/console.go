@@ -32,6 +32,9 @@ type Options struct {
 	// private or loopback addresses, an excerpt may be an internal
 	// service's error page. Nil shows them.
 	HideResponses func(endpointURL string) bool
+	// AllowTransforms is portal.allow_transforms: portal sessions may set
+	// their endpoints' transform. They may always set a filter.
+	AllowTransforms bool
 	// Log receives render and API errors; nil discards them.
 	Log *slog.Logger
 	// Now is the clock of sessions; nil is time.Now.

@@ -139,6 +139,8 @@ type portalHomeData struct {
 	Endpoints []endpoint
 	Next      string
 	Form      url.Values
+	// AllowTransforms shows the transform field (portal.allow_transforms).
+	AllowTransforms bool
 }
 
 // portalHome lists the tenant's endpoints, with the form that creates one.
@@ -157,7 +159,7 @@ func (c *Console) renderPortalHome(w http.ResponseWriter, r *http.Request, p *pa
 		c.fail(w, p, err)
 		return
 	}
-	d := portalHomeData{Next: pg.Next, Form: form}
+	d := portalHomeData{Next: pg.Next, Form: form, AllowTransforms: c.o.AllowTransforms}
 	for _, e := range pg.Endpoints {
 		if e.Tenant == sess.Tenant { // the API filtered; checked again
 			d.Endpoints = append(d.Endpoints, e)
@@ -170,7 +172,7 @@ func (c *Console) renderPortalHome(w http.ResponseWriter, r *http.Request, p *pa
 // portalCreate creates an endpoint in the session's tenant and shows its
 // secret once.
 func (c *Console) portalCreate(w http.ResponseWriter, r *http.Request, p *page, sess session) {
-	body := endpointBody(r.PostForm, "url", "events", "description")
+	body := endpointBody(r.PostForm, c.portalFields("url", "events", "description")...)
 	body["tenant"] = sess.Tenant
 	a, aerr := portalAuth(r.PostForm)
 	if aerr != nil {
@@ -221,6 +223,18 @@ type portalEndpointData struct {
 	// ResponsesHidden says the response excerpts were left out: the
 	// endpoint's address may be inside the platform's network.
 	ResponsesHidden bool
+	// AllowTransforms shows the transform field (portal.allow_transforms).
+	AllowTransforms bool
+}
+
+// portalFields are the endpoint fields a portal session may set: fields,
+// the filter, and the transform when portal.allow_transforms.
+func (c *Console) portalFields(fields ...string) []string {
+	fields = append(fields, "filter")
+	if c.o.AllowTransforms {
+		fields = append(fields, "transform")
+	}
+	return fields
 }
 
 // portalEndpoint shows one of the tenant's endpoints: its attempts and
@@ -234,7 +248,7 @@ func (c *Console) renderPortalEndpoint(w http.ResponseWriter, r *http.Request, p
 	if !ok {
 		return
 	}
-	d := portalEndpointData{E: ep, Event: r.URL.Query().Get("event")}
+	d := portalEndpointData{E: ep, Event: r.URL.Query().Get("event"), AllowTransforms: c.o.AllowTransforms}
 	ctx := r.Context()
 	id := url.PathEscape(ep.ID)
 	var pg attemptPage
@@ -295,6 +309,17 @@ func (c *Console) portalAction(w http.ResponseWriter, r *http.Request, p *page, 
 		}
 		if _, err = c.api.call(ctx, http.MethodPost, api+"/test", map[string]any{}, &res); err == nil {
 			http.Redirect(w, r, back+"?done=test&event="+url.QueryEscape(res.EventID), http.StatusSeeOther)
+			return
+		}
+	case "code": // the filter, and the transform when allowed
+		patch := map[string]any{}
+		for _, k := range c.portalFields() {
+			if r.PostForm.Has(k) {
+				patch[k] = strings.TrimSpace(r.PostForm.Get(k))
+			}
+		}
+		if _, err = c.api.call(ctx, http.MethodPatch, api, patch, nil); err == nil {
+			http.Redirect(w, r, back+"?done=updated", http.StatusSeeOther)
 			return
 		}
 	case "rotate":

@@ -68,6 +68,8 @@ type endpoint struct {
 	Tenant                  string        `json:"tenant"`
 	Description             string        `json:"description"`
 	Owner                   string        `json:"owner"`
+	Filter                  string        `json:"filter"`
+	Transform               string        `json:"transform"`
 	CreatedAt               *time.Time    `json:"created_at"`
 	UpdatedAt               *time.Time    `json:"updated_at"`
 	LastTest                *lastTest     `json:"last_test"`

@@ -3,6 +3,7 @@ package deliver
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -122,12 +123,25 @@ func (w *Webhook) Send(ctx context.Context, r destination.Request) destination.R
 	if w.openErr != nil {
 		return destination.Result{Class: Rejected, Sent: time.Now(), Reason: errReason(w.openErr), Err: w.openErr}
 	}
+	u, header := w.url, w.header
+	if r.URL != "" {
+		u = r.URL
+	}
+	if len(r.Header) > 0 { // a transformation's: they override the endpoint's
+		header = make(http.Header, len(w.header)+len(r.Header))
+		for k, v := range w.header {
+			if _, over := r.Header[k]; !over {
+				header[k] = v
+			}
+		}
+		maps.Copy(header, r.Header)
+	}
 	req := Request{
-		URL:                w.url,
+		URL:                u,
 		ID:                 r.EventID,
 		Body:               r.Payload,
 		ContentType:        r.ContentType,
-		Header:             w.header,
+		Header:             header,
 		TraceHeader:        r.Trace,
 		Signer:             w.signer,
 		Timeout:            w.timeout,

@@ -95,6 +95,16 @@ type Request struct {
 	// Trace holds this attempt's trace context headers (traceparent,
 	// tracestate); nil when untraced. Its values are not secret.
 	Trace http.Header
+	// URL, when not empty, replaces the endpoint's URL for this request:
+	// the endpoint's transformation changed it (package transform checked
+	// it is an absolute http or https URL). Destinations without a URL
+	// ignore it; the webhook's SSRF guard applies to it as to the
+	// endpoint's.
+	URL string
+	// Header holds the headers the endpoint's transformation set (canonical
+	// keys, checked by transform.CheckHeader): they override the
+	// endpoint's configured ones. Nil means none.
+	Header http.Header
 }
 
 // Result is the classified outcome of one attempt.

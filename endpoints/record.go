@@ -27,6 +27,10 @@ type Record struct {
 	Tenant      string `json:"tenant,omitempty"`
 	Description string `json:"description,omitempty"`
 	Owner       string `json:"owner,omitempty"`
+	// Filter is the endpoint's CEL filter and Transform its JavaScript
+	// transform, as written (neither is a secret); empty means none.
+	Filter    string `json:"filter,omitempty"`
+	Transform string `json:"transform,omitempty"`
 	// Headers maps extra header names to sealed values; nil means none.
 	Headers map[string][]byte `json:"headers,omitempty"`
 	// Secrets are the sealed signing secrets, newest first.

@@ -23,6 +23,7 @@ func SettingsOf(ep config.Endpoint, now time.Time) *api.EndpointSettings {
 	out.Retry.Base, out.Retry.Cap, out.Retry.MaxAttempts, out.Retry.MaxAge = s.Retry.Base.String(), s.Retry.Cap.String(), s.Retry.MaxAttempts, s.Retry.MaxAge.String()
 	out.Breaker.FailureThreshold, out.Breaker.Cooldown = s.Breaker.FailureThreshold, s.Breaker.Cooldown.String()
 	out.Breaker.MaxCooldown, out.Breaker.SlowP95 = s.Breaker.MaxCooldown.String(), s.Breaker.SlowP95.String()
+	out.TransformTimeout, out.TransformMaxMemory = s.TransformTimeout.String(), s.TransformMaxMemory
 	out.Auth, out.Proxy = ep.Auth.Type, config.RedactedProxy(ep.Proxy)
 	for _, t := range ep.SecretExpiry {
 		if !t.IsZero() && t.After(now) {

@@ -46,6 +46,8 @@ func (s *EndpointStore) Digest(spec config.EndpointSpec) string {
 	str(spec.Tenant)
 	str(spec.Description)
 	str(spec.Owner)
+	str(spec.Filter)
+	str(spec.Transform)
 	b = strconv.AppendBool(b, spec.InsecureSkipVerify)
 	b = strconv.AppendInt(b, int64(len(spec.Secrets)), 10)
 	for i, sec := range spec.Secrets {

@@ -15,6 +15,12 @@ type StoredEvent struct {
 	Type        string
 	PublishedAt time.Time
 	Size        int
+	// Tenant and Key are its Hookjet-Tenant and Hookjet-Ordering-Key;
+	// ContentType its Content-Type ("" when absent).
+	Tenant, Key, ContentType string
+	// Header holds the message's headers; Data its payload.
+	Header map[string][]string
+	Data   []byte
 }
 
 // EventAt reads the event at seq in HOOKJET_EVENTS; found is false when the
@@ -31,5 +37,9 @@ func (n *Node) EventAt(ctx context.Context, seq uint64) (ev StoredEvent, found b
 	if err != nil {
 		return StoredEvent{}, false, err
 	}
-	return StoredEvent{ID: m.Header.Get(HdrMsgID), Type: strings.TrimPrefix(m.Subject, EventsPrefix), PublishedAt: m.Time, Size: len(m.Data)}, true, nil
+	return StoredEvent{
+		ID: m.Header.Get(HdrMsgID), Type: strings.TrimPrefix(m.Subject, EventsPrefix), PublishedAt: m.Time, Size: len(m.Data),
+		Tenant: m.Header.Get(HdrTenant), Key: m.Header.Get(HdrOrderingKey), ContentType: m.Header.Get(HdrContentType),
+		Header: m.Header, Data: m.Data,
+	}, true, nil
 }

@@ -31,7 +31,8 @@ func (s *Server) mountConsole(api http.Handler) (http.Handler, error) {
 	o := console.Options{
 		API: api, Token: cfg.Admin.Token.Reveal(), SecretKey: s.secretKey,
 		FrameAncestors: cfg.Portal.FrameAncestors, Log: s.log,
-		HideResponses: func(u string) bool { return privateResponses(cfg.Security, u) },
+		HideResponses:   func(u string) bool { return privateResponses(cfg.Security, u) },
+		AllowTransforms: cfg.Portal.AllowTransforms,
 	}
 	if ln != nil {
 		o.PortalAddr = ln.Addr().String()

@@ -152,7 +152,10 @@ func (s *Server) lookupEvent(ctx context.Context, id string) (admin.EventInfo, b
 	if ev.ID != id && !strings.HasPrefix(id, "seq_") {
 		return admin.EventInfo{}, false, nil // trimmed, and the sequence is another event's
 	}
-	return admin.EventInfo{Type: ev.Type, PublishedAt: ev.PublishedAt, Size: ev.Size}, true, nil
+	return admin.EventInfo{
+		Type: ev.Type, PublishedAt: ev.PublishedAt, Size: ev.Size,
+		Tenant: ev.Tenant, Key: ev.Key, ContentType: ev.ContentType, Headers: ev.Header, Data: ev.Data,
+	}, true, nil
 }
 
 // discardDeadLetters deletes the dead letters matching f (POST

@@ -1,0 +1,93 @@
+package console
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// A portal session sets its endpoint's filter; it sets the transform only
+// with portal.allow_transforms.
+func TestPortalSetsFilterNotTransformByDefault(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		var mu sync.Mutex
+		var patches []map[string]any
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /api/v1/endpoints/crm", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"id":"crm","url":"https://crm.example.com/h","tenant":"acme","filter":"type == \"a\"","breaker":{"state":"closed"}}`)
+		})
+		mux.HandleFunc("GET /api/v1/endpoints/crm/attempts", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"attempts":[],"next":""}`)
+		})
+		mux.HandleFunc("GET /api/v1/dlq", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"entries":[]}`)
+		})
+		mux.HandleFunc("PATCH /api/v1/endpoints/crm", func(w http.ResponseWriter, r *http.Request) {
+			var m map[string]any
+			_ = json.NewDecoder(r.Body).Decode(&m)
+			mu.Lock()
+			patches = append(patches, m)
+			mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"id":"crm"}`)
+		})
+		c, err := New(Options{API: mux, Token: "admintoken", SecretKey: []byte("0123456789abcdef0123456789abcdef"), AllowTransforms: allow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := c.AdminHandler()
+		req := httptest.NewRequest("POST", "/api/v1/portal/sessions", strings.NewReader(`{"tenant":"acme"}`))
+		req.Header.Set("Authorization", "Bearer admintoken")
+		req.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		var sess struct {
+			URL string `json:"url"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &sess); err != nil || w.Code != http.StatusCreated {
+			t.Fatalf("session: HTTP %d %s", w.Code, w.Body.String())
+		}
+		u, _ := url.Parse(sess.URL)
+		pw := httptest.NewRecorder()
+		h.ServeHTTP(pw, httptest.NewRequest("GET", u.Path+"endpoints/crm", nil))
+		page := pw.Body.String()
+		if pw.Code != http.StatusOK || !strings.Contains(page, `name="filter"`) {
+			t.Fatalf("endpoint page: HTTP %d without a filter field", pw.Code)
+		}
+		if got := strings.Contains(page, `name="transform"`); got != allow {
+			t.Errorf("allow_transforms %v: transform field shown %v", allow, got)
+		}
+		csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
+		if csrf == nil {
+			t.Fatal("no CSRF token")
+		}
+		form := url.Values{"csrf": {csrf[1]}, "filter": {"data.amount > 1"}, "transform": {"function handler(w) { return w }"}}
+		preq := httptest.NewRequest("POST", u.Path+"endpoints/crm/code", strings.NewReader(form.Encode()))
+		preq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		preq.Header.Set("Origin", "http://"+preq.Host)
+		preq.Header.Set("Sec-Fetch-Site", "same-origin")
+		rw := httptest.NewRecorder()
+		h.ServeHTTP(rw, preq)
+		if rw.Code != http.StatusSeeOther {
+			t.Fatalf("save: HTTP %d %s", rw.Code, rw.Body.String())
+		}
+		c.Close()
+		mu.Lock()
+		if len(patches) != 1 || patches[0]["filter"] != "data.amount > 1" {
+			t.Fatalf("patches %v", patches)
+		}
+		if _, has := patches[0]["transform"]; has != allow {
+			t.Errorf("allow_transforms %v: the patch carries a transform: %v", allow, has)
+		}
+		mu.Unlock()
+	}
+}
