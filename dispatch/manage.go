@@ -44,7 +44,7 @@ func (d *Dispatcher) SendTest(ctx context.Context, id string) (string, error) {
 		return "", fmt.Errorf("test event: %w", err)
 	}
 	d.o.Metrics.Published.Inc()
-	d.drains.note(id, time.Time{})
+	d.drains.Note(id, time.Time{})
 	return ev.id, nil
 }
 
@@ -131,7 +131,7 @@ func (d *Dispatcher) Redeliver(ctx context.Context, id string, since, until time
 		}
 	}
 	if queued > 0 {
-		d.drains.note(id, time.Time{})
+		d.drains.Note(id, time.Time{})
 	}
 	d.log.Info("redelivered history", "endpoint", id, "since", since, "until", until, "matched", matched, "queued", queued, "dry_run", dryRun)
 	return matched, queued, nil

@@ -80,7 +80,7 @@ func (d *Dispatcher) Replay(ctx context.Context, r api.ReplayRequest) (api.Repla
 		}
 		d.o.Metrics.Published.Inc()
 		if !inLane {
-			d.drains.note(e.Endpoint, time.Time{})
+			d.drains.Note(e.Endpoint, time.Time{})
 		}
 		if err := st.DeleteMsg(ctx, e.Seq); err != nil && !errors.Is(err, natsjs.ErrMsgNotFound) {
 			sendErr = fmt.Errorf("remove replayed dead letter %d: %w", e.Seq, err)

@@ -78,7 +78,7 @@ func (d *Dispatcher) resetLocal(id string) {
 		return
 	}
 	d.o.Breakers.Reset(id) // a transition publishes hookjet.ops.endpoint.closed
-	d.drains.note(id, time.Time{})
+	d.drains.Note(id, time.Time{})
 }
 
 // WatchResets applies the breaker resets other processes publish, until

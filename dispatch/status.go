@@ -140,7 +140,7 @@ func (d *Dispatcher) status(e *endpoint, w waitingCount, deadLetters uint64, lan
 	// their time included.
 	now := d.now()
 	f := d.waitFacts(e, now, true, lane.Held)
-	f.Retries, f.NextRetry = w.scheduled+lane.Retrying, d.drains.firstRetry(e.id)
+	f.Retries, f.NextRetry = w.scheduled+lane.Retrying, d.drains.FirstRetry(e.id)
 	s.Waiting = api.Waits(e.id, f, now)
 	s.NextRetry = timePtr(f.NextRetry)
 	s.HeldKeys = lane.Held

@@ -41,7 +41,7 @@ func (d *Dispatcher) waitFacts(e *endpoint, now time.Time, breakers bool, held *
 		f.RateLimit, f.Tokens = float64(s.limiter.Limit()), s.limiter.TokensAt(now)
 	}
 	f.MaxInFlight, f.InFlight = s.ep.MaxInFlight, e.slots.inUse()
-	f.Taken, f.TakenUntil = d.drains.takenWait(e.id, now)
+	f.Taken, f.TakenUntil = d.drains.TakenWait(e.id, now)
 	return f
 }
 
