@@ -338,6 +338,9 @@ func (a *handler) objectOf(ctx context.Context, ep config.Endpoint) endpointObje
 func (a *handler) resolve(spec config.EndpointSpec) (config.Endpoint, error) {
 	cfg := a.cfg()
 	ep, err := config.ResolveEndpoint(cfg.Defaults, spec)
+	if err == nil {
+		err = cfg.Portal.CheckTenantDestination("", &ep)
+	}
 	badURL := false
 	for _, fe := range fieldErrors(err) {
 		badURL = badURL || fe.Key == "url"
@@ -347,7 +350,7 @@ func (a *handler) resolve(spec config.EndpointSpec) (config.Endpoint, error) {
 			err = errors.Join(err, fe)
 		}
 	}
-	if !badURL {
+	if !badURL && spec.Destination.IsWebhook() { // a broker's addresses are judged at each dial
 		if uerr := cfg.Security.CheckURL(spec.URL); uerr != nil {
 			err = errors.Join(err, uerr)
 		} else if a.unreachable != nil {

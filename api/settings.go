@@ -66,4 +66,23 @@ type EndpointSettings struct {
 	// Proxy is the endpoint's own egress proxy ("none", or its URL with
 	// the password shown as xxxxx); empty: security.egress_proxy.
 	Proxy string `json:"proxy,omitempty"`
+	// Destination is where the endpoint's deliveries go.
+	Destination Destination `json:"destination"`
+}
+
+// Destination is an endpoint's destination as the API shows it: its type
+// and where it publishes, never a credential (a URL's user info shows as
+// ***, tokens and passwords not at all).
+type Destination struct {
+	// Type is webhook, nats, kafka or rabbitmq.
+	Type          string   `json:"type"`
+	URL           string   `json:"url,omitempty"`
+	Subject       string   `json:"subject,omitempty"`
+	JetStream     *bool    `json:"jetstream,omitempty"`
+	Brokers       []string `json:"brokers,omitempty"`
+	Topic         string   `json:"topic,omitempty"`
+	SASLMechanism string   `json:"sasl_mechanism,omitempty"`
+	Exchange      string   `json:"exchange,omitempty"`
+	RoutingKey    string   `json:"routing_key,omitempty"`
+	TLS           bool     `json:"tls,omitempty"`
 }

@@ -39,9 +39,9 @@ var endpointCommands = map[string]func(ctx context.Context, args []string, geten
 // endpointCommandNames lists endpointCommands, sorted.
 func endpointCommandNames() []string { return slices.Sorted(maps.Keys(endpointCommands)) }
 
-const endpointManageHelp = `hookjet endpoints add --url URL [--id ID] [--events P ...] [--tenant T] [--description D] [--filter EXPR|@file] [--transform JS|@file] [--ordering none|key] [--ordering-on-dead-letter skip|hold] [--auth TYPE --auth-* V] [--proxy URL|none] [--data JSON|@file]
+const endpointManageHelp = `hookjet endpoints add --url URL | --destination JSON|@file [--id ID] [--events P ...] [--tenant T] [--description D] [--filter EXPR|@file] [--transform JS|@file] [--ordering none|key] [--ordering-on-dead-letter skip|hold] [--auth TYPE --auth-* V] [--proxy URL|none] [--data JSON|@file]
 hookjet endpoints show ID
-hookjet endpoints update ID [--url URL] [--events P ...] [--tenant T] [--description D] [--filter EXPR|@file] [--transform JS|@file] [--ordering none|key] [--ordering-on-dead-letter skip|hold] [--auth TYPE --auth-* V] [--proxy URL|none] [--data JSON|@file]
+hookjet endpoints update ID [--url URL] [--destination JSON|@file] [--events P ...] [--tenant T] [--description D] [--filter EXPR|@file] [--transform JS|@file] [--ordering none|key] [--ordering-on-dead-letter skip|hold] [--auth TYPE --auth-* V] [--proxy URL|none] [--data JSON|@file]
 hookjet endpoints rm ID
 hookjet endpoints rotate ID [--grace D]
 hookjet endpoints test ID [--wait D]
@@ -186,9 +186,30 @@ func body(fs *flag.FlagSet, data string, fields map[string]any) (map[string]any,
 	return out, nil
 }
 
+// destinationFlag puts the --destination JSON (or @file) into in.
+func destinationFlag(fs *flag.FlagSet, value string, in map[string]any) error {
+	if value == "" {
+		return nil
+	}
+	raw := []byte(value)
+	if path, ok := strings.CutPrefix(value, "@"); ok {
+		var err error
+		if raw, err = os.ReadFile(path); err != nil {
+			return usagef("%s: --destination: %v", fs.Name(), err)
+		}
+	}
+	var d any
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return usagef("%s: --destination: want a JSON object: %v", fs.Name(), err)
+	}
+	in["destination"] = d
+	return nil
+}
+
 func runEndpointAdd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newEndpointFlags("add", getenv, stdout)
-	u := f.String("url", "", "where deliveries are POSTed (required)")
+	u := f.String("url", "", "where deliveries are POSTed (required for a webhook)")
+	dest := f.String("destination", "", `a broker destination as JSON, or @file: {"type":"nats","url":"nats://host:4222","subject":"orders.{type}"} (docs/configuration.md#destinations)`)
 	id := f.String("id", "", "endpoint id, [a-z0-9_-]+ (default: generated, ep_...)")
 	var events multiFlag
 	f.Var(&events, "events", "event type pattern, such as order.* (repeatable; default: every event)")
@@ -209,11 +230,14 @@ func runEndpointAdd(ctx context.Context, args []string, getenv func(string) stri
 		return err
 	}
 	ordering(in)
+	if err := destinationFlag(f.FlagSet, *dest, in); err != nil {
+		return err
+	}
 	if err := auth(in); err != nil {
 		return err
 	}
-	if in["url"] == nil {
-		return usagef("endpoints add: --url is required")
+	if in["url"] == nil && in["destination"] == nil {
+		return usagef("endpoints add: --url is required (or --destination for a broker)")
 	}
 	var out api.CreatedEndpoint
 	if printed, err := f.callFor(stdout, func(c *client.Client, raw client.CallOption) (err error) {
@@ -253,7 +277,7 @@ func printEndpoint(stdout io.Writer, e api.EndpointStatus) {
 		st = "disabled " + e.DisabledReason
 	}
 	lines := [][2]string{
-		{"id", e.ID}, {"url", e.URL}, {"events", strings.Join(e.Events, " ")}, {"state", st},
+		{"id", e.ID}, {"url", orDash(e.URL)}, {"destination", destinationText(e.Settings)}, {"events", strings.Join(e.Events, " ")}, {"state", st},
 		{"source", e.Source}, {"tenant", orDash(e.Tenant)}, {"owner", orDash(e.Owner)}, {"description", e.Description},
 		{"created", fmtTime(e.CreatedAt)}, {"updated", fmtTime(e.UpdatedAt)},
 		{"breaker", fmt.Sprintf("%s (%d consecutive failures)", e.Breaker.State, e.Breaker.ConsecutiveFailures)},
@@ -366,6 +390,7 @@ func fmtTime(t *time.Time) string {
 func runEndpointUpdate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newEndpointFlags("update", getenv, stdout)
 	u := f.String("url", "", "new URL")
+	dest := f.String("destination", "", "new destination as JSON, or @file (null: back to a webhook)")
 	var events multiFlag
 	f.Var(&events, "events", "event type pattern (repeatable; replaces the list)")
 	tenant := f.String("tenant", "", "new tenant")
@@ -386,11 +411,16 @@ func runEndpointUpdate(ctx context.Context, args []string, getenv func(string) s
 		return err
 	}
 	ordering(in)
+	if *dest == "null" {
+		in["destination"] = nil
+	} else if err := destinationFlag(f.FlagSet, *dest, in); err != nil {
+		return err
+	}
 	if err := auth(in); err != nil {
 		return err
 	}
 	if len(in) == 0 {
-		return usagef("endpoints update: nothing to change: give --url, --events, --tenant, --description, --filter, --transform, --ordering, --ordering-on-dead-letter, --auth, --proxy or --data")
+		return usagef("endpoints update: nothing to change: give --url, --destination, --events, --tenant, --description, --filter, --transform, --ordering, --ordering-on-dead-letter, --auth, --proxy or --data")
 	}
 	if printed, err := f.callFor(stdout, func(c *client.Client, raw client.CallOption) (err error) {
 		_, err = c.UpdateEndpoint(ctx, id, in, raw)
@@ -630,4 +660,30 @@ func latencyText(l api.Latency) string {
 	}
 	p50, p95, p99 := latencies(l)
 	return fmt.Sprintf("p50 %s p95 %s p99 %s (%d samples)", p50, p95, p99, l.Samples)
+}
+
+// destinationText is what `endpoints show` says of where deliveries go:
+// the type, and for a broker its masked address and subject, topic or
+// exchange and routing key.
+func destinationText(s *api.EndpointSettings) string {
+	if s == nil || s.Destination.Type == "" || s.Destination.Type == "webhook" {
+		return "webhook"
+	}
+	d := s.Destination
+	parts := []string{d.Type}
+	if d.URL != "" {
+		parts = append(parts, d.URL)
+	}
+	if len(d.Brokers) > 0 {
+		parts = append(parts, strings.Join(d.Brokers, ","))
+	}
+	for _, kv := range [][2]string{{"subject", d.Subject}, {"topic", d.Topic}, {"exchange", d.Exchange}, {"routing key", d.RoutingKey}, {"sasl", d.SASLMechanism}} {
+		if kv[1] != "" {
+			parts = append(parts, kv[0]+" "+kv[1])
+		}
+	}
+	if d.JetStream != nil && !*d.JetStream {
+		parts = append(parts, "core NATS (at most once)")
+	}
+	return strings.Join(parts, " ")
 }

@@ -351,8 +351,11 @@ type Endpoint struct {
 	// ID names the endpoint: [a-z0-9_-]+, at most 64 characters, unique.
 	ID string `yaml:"id"`
 	// URL is the http or https URL deliveries are POSTed to, without
-	// user info.
+	// user info; required for webhook destinations only.
 	URL string `yaml:"url"`
+	// Destination is where deliveries go; the zero value is the webhook
+	// (the HTTP POST to URL).
+	Destination Destination `yaml:"destination"`
 	// Secrets are the "whsec_<base64>" signing secrets; each signs every
 	// request, so secrets rotate without downtime. At least one.
 	Secrets []Secret `yaml:"secrets"`

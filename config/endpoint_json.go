@@ -225,6 +225,8 @@ type EndpointSpec struct {
 	SecretExpiry []time.Time
 	// InsecureSkipVerify turns off TLS certificate verification.
 	InsecureSkipVerify bool
+	// Destination is where deliveries go, as [Endpoint.Destination].
+	Destination Destination
 	// Auth is how requests authenticate; the zero value is none.
 	Auth Auth
 	// Proxy is the endpoint's egress proxy: "" security.egress_proxy,
@@ -251,6 +253,7 @@ type EndpointPatch struct {
 	Secrets            []Secret
 	Headers            map[string]Secret
 	InsecureSkipVerify *bool
+	Destination        *Destination
 	Auth               *Auth // the whole auth, replaced as one; the zero Auth (JSON null) removes it
 	Proxy              *string
 	Overrides          Overrides
@@ -295,13 +298,19 @@ func (p EndpointPatch) Apply(spec EndpointSpec) EndpointSpec {
 	if p.given["insecure_skip_verify"] {
 		spec.InsecureSkipVerify = p.InsecureSkipVerify != nil && *p.InsecureSkipVerify
 	}
+	if p.given["destination"] {
+		spec.Destination = Destination{} // null: the webhook
+		if p.Destination != nil {
+			spec.Destination = *p.Destination
+		}
+	}
 	spec.Overrides.merge(p.Overrides, p.given)
 	return spec
 }
 
 // DecodeEndpointPatch decodes an admin API endpoint body: a JSON object with
-// any of id, url, events, tenant, description, owner, filter, transform,
-// headers, secrets, insecure_skip_verify, auth, proxy, timeout,
+// any of id, url, destination, events, tenant, description, owner, filter,
+// transform, headers, secrets, insecure_skip_verify, auth, proxy, timeout,
 // max_in_flight, max_backlog, rate_limit, retry, breaker, ordering,
 // ordering_on_dead_letter, transform_timeout and transform_max_memory (the
 // per-endpoint keys of the config file). Durations are Go
@@ -419,6 +428,12 @@ func (d *patchDecoder) field(p *EndpointPatch, name string, raw json.RawMessage)
 			err = strict(raw, &b, "true or false")
 			p.InsecureSkipVerify = &b
 		}
+	case "destination":
+		if !null {
+			var dest Destination
+			dest, err = decodeDestination(raw)
+			p.Destination = &dest
+		}
 	default:
 		delete(d.given, name)
 		if !d.setting(p, name, raw) {
@@ -432,7 +447,7 @@ func (d *patchDecoder) field(p *EndpointPatch, name string, raw json.RawMessage)
 }
 
 // topFields are the top-level fields of an endpoint body, for suggestions.
-var topFields = []string{"id", "url", "events", "tenant", "description", "headers", "secrets",
+var topFields = []string{"id", "url", "destination", "events", "tenant", "description", "headers", "secrets",
 	"insecure_skip_verify", "auth", "proxy", "timeout", "max_in_flight", "max_backlog", "rate_limit", "retry", "breaker",
 	"ordering", "ordering_on_dead_letter", "filter", "transform", "transform_timeout", "transform_max_memory"}
 
@@ -610,6 +625,7 @@ func ResolveEndpoint(defaults Settings, spec EndpointSpec) (Endpoint, error) {
 		Headers:            maps.Clone(spec.Headers),
 		Secrets:            slices.Clone(spec.Secrets),
 		InsecureSkipVerify: spec.InsecureSkipVerify,
+		Destination:        spec.Destination,
 		Auth:               spec.Auth,
 		Proxy:              spec.Proxy,
 		Settings:           spec.Overrides.Apply(defaults),
@@ -674,7 +690,8 @@ func SpecOf(ep Endpoint) EndpointSpec {
 		ID: ep.ID, URL: ep.URL, Events: ep.Events, Tenant: ep.Tenant, Description: ep.Description, Owner: ep.Owner,
 		Filter: ep.Filter, Transform: ep.Transform,
 		Headers: ep.Headers, Secrets: ep.Secrets, SecretExpiry: ep.SecretExpiry, InsecureSkipVerify: ep.InsecureSkipVerify,
-		Auth: ep.Auth, Proxy: ep.Proxy,
+		Destination: ep.Destination,
+		Auth:        ep.Auth, Proxy: ep.Proxy,
 		Overrides: Overrides{
 			Timeout: &s.Timeout, MaxInFlight: &s.MaxInFlight, MaxBacklog: &s.MaxBacklog,
 			RateLimitRPS: &s.RateLimit.RPS, RateLimitBurst: &s.RateLimit.Burst,

@@ -342,6 +342,10 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, key string) {
 			}
 			d.failAt(key, n.Line, err)
 		}
+	case t.Kind() == reflect.Pointer:
+		e := reflect.New(t.Elem())
+		d.decode(n, e.Elem(), key)
+		v.Set(e)
 	case t.Kind() == reflect.Struct:
 		if n.Kind != yaml.MappingNode {
 			d.failAt(key, n.Line, fmt.Errorf("want a mapping, got %s", describe(n)))

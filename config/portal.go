@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -30,6 +31,41 @@ type Portal struct {
 	// transform (JavaScript). False (the default): a tenant may set a
 	// filter, not a transform, and keeps one the operator set.
 	AllowTransforms bool `yaml:"allow_transforms"`
+	// Destinations are the destination types endpoints with a tenant may
+	// use (webhook, nats, kafka, rabbitmq). Empty (the default) means
+	// webhook only.
+	Destinations []string `yaml:"destinations"`
+}
+
+// TenantMayUse reports whether an endpoint with a tenant may deliver to
+// destination type typ (portal.destinations).
+func (p Portal) TenantMayUse(typ string) bool {
+	if len(p.Destinations) == 0 {
+		return typ == DestinationWebhook
+	}
+	return slices.Contains(p.Destinations, typ)
+}
+
+// CheckTenantDestination refuses a tenant's endpoint whose destination type
+// portal.destinations does not list, naming destination.type under prefix.
+func (p Portal) CheckTenantDestination(prefix string, e *Endpoint) error {
+	if err := p.tenantDestination(e); err != nil {
+		return &FieldError{Key: child(prefix, "destination.type"), Err: err}
+	}
+	return nil
+}
+
+// tenantDestination is why e, an endpoint with a tenant, may not use its
+// destination type; nil when it may, or it has no tenant.
+func (p Portal) tenantDestination(e *Endpoint) error {
+	if e.Tenant == "" || p.TenantMayUse(e.Destination.TypeName()) {
+		return nil
+	}
+	allowed := p.Destinations
+	if len(allowed) == 0 {
+		allowed = []string{DestinationWebhook}
+	}
+	return fmt.Errorf("%q: endpoints of a tenant may use %s (portal.destinations)", e.Destination.TypeName(), strings.Join(allowed, ", "))
 }
 
 // TenantGuardReason is why the SSRF guard refuses an address to an
@@ -39,6 +75,11 @@ const TenantGuardReason = "the endpoint belongs to a tenant: portal.allow_privat
 
 // validatePortal checks the portal section.
 func (c *Config) validatePortal(p *problems) {
+	for i, typ := range c.Portal.Destinations {
+		if !slices.Contains(DestinationTypes, typ) {
+			p.add(fmt.Sprintf("portal.destinations[%d]", i), "%q: want %s", typ, strings.Join(DestinationTypes, ", "))
+		}
+	}
 	if l := c.Portal.Listen; l != "" {
 		if err := checkHostPort(l); err != nil {
 			p.add("portal.listen", "%w", err)

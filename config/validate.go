@@ -309,6 +309,9 @@ func (c *Config) validateEndpoints(p *problems, defaultProblems problems) {
 		for _, fe := range c.Security.CheckCode(*e) {
 			p.add(key(fe.Key), "%w", fe.Err)
 		}
+		if err := c.Portal.tenantDestination(e); err != nil {
+			p.add(prefix+".destination.type", "%w", err)
+		}
 
 		var sp problems
 		validateSettings(&sp, prefix, e.Settings)
@@ -325,9 +328,14 @@ func (c *Config) validateEndpoints(p *problems, defaultProblems problems) {
 // ("endpoints[i]", or "" for the admin API's JSON fields).
 func validateEndpointFields(p *problems, prefix string, e *Endpoint, httpsOnly bool) {
 	key := func(k string) string { return child(prefix, k) }
-	if err := checkEndpointURL(e.URL, httpsOnly); err != nil {
-		p.add(key("url"), "%w", err)
+	if e.Destination.IsWebhook() {
+		if err := checkEndpointURL(e.URL, httpsOnly); err != nil {
+			p.add(key("url"), "%w", err)
+		}
+	} else if e.URL != "" {
+		p.add(key("url"), "applies to webhook destinations only; a %s destination's address is under destination", e.Destination.Type)
 	}
+	validateDestination(p, prefix, &e.Destination)
 	if len(e.Secrets) == 0 {
 		p.add(key("secrets"), "at least one signing secret (whsec_...) is required")
 	}

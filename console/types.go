@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hookjet/hookjet/api"
@@ -128,8 +129,9 @@ type settings struct {
 	// Auth is the type of the endpoint's auth ("" none); Proxy its own
 	// egress proxy, password hidden ("" the default). Credentials are
 	// never shown.
-	Auth  string `json:"auth"`
-	Proxy string `json:"proxy"`
+	Auth        string          `json:"auth"`
+	Proxy       string          `json:"proxy"`
+	Destination api.Destination `json:"destination"`
 }
 
 // Ordered reports whether the endpoint delivers one ordering key's events
@@ -269,6 +271,38 @@ func (l loose) Int() int {
 const heldShown = 10
 
 // HeldShown is the held ordering keys a page lists: at most heldShown.
+// DestinationType is where the endpoint delivers: webhook, nats, kafka or
+// rabbitmq.
+func (e endpoint) DestinationType() string {
+	if e.Settings == nil || e.Settings.Destination.Type == "" {
+		return "webhook"
+	}
+	return e.Settings.Destination.Type
+}
+
+// Where is what the console shows of where deliveries go: a webhook's URL,
+// or a broker destination's type, address (credentials masked by the API)
+// and subject, topic or exchange and routing key.
+func (e endpoint) Where() string {
+	if e.DestinationType() == "webhook" {
+		return e.URL
+	}
+	d := e.Settings.Destination
+	addr := d.URL
+	if len(d.Brokers) > 0 {
+		addr = strings.Join(d.Brokers, ",")
+	}
+	switch d.Type {
+	case "nats":
+		return "nats " + addr + " subject " + d.Subject
+	case "kafka":
+		return "kafka " + addr + " topic " + d.Topic
+	case "rabbitmq":
+		return "rabbitmq " + addr + " exchange " + strconv.Quote(d.Exchange) + " routing key " + strconv.Quote(d.RoutingKey)
+	}
+	return d.Type + " " + addr
+}
+
 func (e endpoint) HeldShown() []api.HeldKey {
 	if e.HeldKeys == nil {
 		return nil

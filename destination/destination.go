@@ -66,6 +66,11 @@ type Endpoint struct {
 	// opening of private ranges does not reach: the endpoint belongs to a
 	// tenant (portal.allow_private_networks decides).
 	Strict bool
+	// Options are the endpoint's destination settings beyond these fields
+	// (its config's `destination` object, as JSON, credentials revealed),
+	// which the opener of [Endpoint.Type] decodes; nil for a webhook. They
+	// are secret as a whole: never logged, never in a reason or an error.
+	Options []byte
 	// Auth is how the endpoint's requests authenticate (basic, bearer,
 	// OAuth2 client credentials, a TLS client certificate); the zero value
 	// is none. Its secrets never appear in a reason or an error.
@@ -105,6 +110,11 @@ type Request struct {
 	// keys, checked by transform.CheckHeader): they override the
 	// endpoint's configured ones. Nil means none.
 	Header http.Header
+	// Replay is n for the n-th replay of the event to the endpoint, 0 for
+	// its first delivery and that delivery's retries. A broker that
+	// dedupes on a message id (NATS JetStream's Nats-Msg-Id) takes it
+	// into the id, so that retries are deduped and replays are not.
+	Replay int
 }
 
 // Result is the classified outcome of one attempt.
@@ -132,8 +142,10 @@ type Result struct {
 	// Err is the cause of a failure without an answer, for errors.Is and
 	// errors.As; nil when the destination answered.
 	Err error
-	// Response is the start of what a destination answered to a failed
-	// attempt (a non-2xx body), for the delivery log; nil otherwise.
+	// Response is the start of what a destination answered, for the
+	// delivery log: a webhook's non-2xx body (nil on success), a broker's
+	// acknowledgement on success (e.g. "stream ORDERS seq 42",
+	// "partition 3 offset 1207") or its words on a failure.
 	Response []byte
 	// Unsent reports that nothing was sent to the destination: hookjet
 	// could not obtain the endpoint's credentials (an OAuth2 token fetch

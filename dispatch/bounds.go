@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
@@ -65,7 +64,7 @@ func (d *Dispatcher) reserve(dl *delivery, busy bool) bool {
 	e := dl.e
 	if busy {
 		e.busy.Add(1)
-		if d.tasksUsed.reserve(size, d.tasksMax) {
+		if d.tasksUsed.Reserve(size, d.tasksMax) {
 			return true
 		}
 		e.consumed(size, true)
@@ -79,7 +78,7 @@ func (d *Dispatcher) reserve(dl *delivery, busy bool) bool {
 	case b > d.tasksMax/endpointShare:
 		why = fmt.Sprintf("the endpoint's waiting deliveries reached 1/%d of streams.tasks_max_bytes (%d bytes)", endpointShare, d.tasksMax/endpointShare)
 	default:
-		if d.tasksUsed.reserve(size, d.tasksMax) {
+		if d.tasksUsed.Reserve(size, d.tasksMax) {
 			return true
 		}
 		why = fmt.Sprintf("HOOKJET_TASKS reached streams.tasks_max_bytes (%d bytes)", d.tasksMax)
@@ -103,74 +102,12 @@ func (d *Dispatcher) overflow(dl *delivery, why string) bool {
 func (d *Dispatcher) unreserve(dl *delivery, busy bool) {
 	size := taskSize(len(dl.data))
 	dl.e.consumed(size, busy)
-	d.tasksUsed.release(size)
+	d.tasksUsed.Release(size)
 }
 
 // stored counts dl's reserved task as stored: the server holds it now.
 func (d *Dispatcher) stored(dl *delivery) {
-	d.tasksUsed.stored(taskSize(len(dl.data)))
-}
-
-// taskBytes is this process's count of HOOKJET_TASKS' bytes: the server's
-// figure as last read, plus what this process stored since that read
-// began, plus what it reserved and has not stored yet. A read never wipes
-// out a reservation whose task is still on its way (the server's figure
-// cannot hold it yet), and a task stored while a read was under way is
-// counted twice until the next read: the count errs high, never low, so
-// streams.tasks_max_bytes holds with many parks in flight.
-type taskBytes struct {
-	mu      sync.Mutex
-	read    int64 // the server's figure at the last read
-	mark    int64 // storedN when that read began
-	storedN int64 // bytes stored by this process, ever
-	pending int64 // reserved, not stored yet
-}
-
-// reserve takes size bytes if the count stays within max.
-func (t *taskBytes) reserve(size, max int64) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.read+t.storedN-t.mark+t.pending+size > max {
-		return false
-	}
-	t.pending += size
-	return true
-}
-
-// release gives back a reservation whose task was not stored.
-func (t *taskBytes) release(size int64) {
-	t.mu.Lock()
-	t.pending -= size
-	t.mu.Unlock()
-}
-
-// stored turns a reservation of size bytes into a stored task.
-func (t *taskBytes) stored(size int64) {
-	t.mu.Lock()
-	t.pending -= size
-	t.storedN += size
-	t.mu.Unlock()
-}
-
-// beginRead notes what was stored before a read of the server's figure.
-func (t *taskBytes) beginRead() int64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.storedN
-}
-
-// setRead takes the server's figure, read after beginRead returned mark.
-func (t *taskBytes) setRead(bytes, mark int64) {
-	t.mu.Lock()
-	t.read, t.mark = bytes, mark
-	t.mu.Unlock()
-}
-
-// used is the count, for tests and status.
-func (t *taskBytes) used() int64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.read + t.storedN - t.mark + t.pending
+	d.tasksUsed.Stored(taskSize(len(dl.data)))
 }
 
 // taskSize is what a task of a payload of n bytes takes in HOOKJET_TASKS.
@@ -213,15 +150,9 @@ func (d *Dispatcher) runHousekeeping(ctx context.Context) {
 }
 
 func (d *Dispatcher) readTaskBytes(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	mark := d.tasksUsed.beginRead()
-	st, err := d.o.JS.Stream(ctx, jetstream.TasksStream)
-	if err != nil {
+	if err := d.tasksUsed.Read(ctx, d.o.JS); err != nil {
 		d.log.Debug("read task stream size", "err", err)
-		return
 	}
-	d.tasksUsed.setRead(int64(st.CachedInfo().State.Bytes), mark)
 }
 
 // trimLevel is the share of streams.max_bytes past which the event log is

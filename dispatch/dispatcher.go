@@ -25,6 +25,7 @@ import (
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/dedupe"
 	"github.com/hookjet/hookjet/destination"
+	"github.com/hookjet/hookjet/dispatch/drain"
 	"github.com/hookjet/hookjet/dispatch/lane"
 	"github.com/hookjet/hookjet/dispatch/query"
 	"github.com/hookjet/hookjet/tracing"
@@ -72,7 +73,8 @@ type Options struct {
 //     endpoint's own subject. Retries are JetStream message schedules: they
 //     wait in the server, holding no consumer's ack slot.
 //   - a short-lived consumer drains an endpoint's due tasks while the
-//     endpoint can take them, at most maxDrains at a time per process.
+//     endpoint can take them, at most 64 at a time per process (package
+//     drain, which the engine serves through drain_engine.go).
 //
 // Endpoints are data: an endpoint that receives nothing costs its config,
 // its index entries and its breaker state, and no goroutine, timer or
@@ -84,21 +86,21 @@ type Dispatcher struct {
 	log       *slog.Logger
 	now       func() time.Time
 	stateKV   natsjs.KeyValue
-	fan       *fanout    // the fan-out (dispatch/fanout_room.go)
-	gate      *admitter  // the admit stage and the workers (dispatch/admit.go)
-	send      *sendStage // the send stage (dispatch/attempt.go)
-	share     *poolShare // divides the workers between the endpoints using them
-	jobs      *jobs      // background NATS work (tasks, dead letters)
-	tasksUsed taskBytes  // HOOKJET_TASKS bytes (bounds.go)
-	tasksMax  int64      // streams.tasks_max_bytes
+	fan       *fanout         // the fan-out (dispatch/fanout_room.go)
+	gate      *admitter       // the admit stage and the workers (dispatch/admit.go)
+	send      *sendStage      // the send stage (dispatch/attempt.go)
+	share     *poolShare      // divides the workers between the endpoints using them
+	jobs      *jobs           // background NATS work (tasks, dead letters)
+	tasksUsed drain.TaskBytes // HOOKJET_TASKS bytes (bounds.go)
+	tasksMax  int64           // streams.tasks_max_bytes
 	// tasksAge is HOOKJET_TASKS' MaxAge as last read or raised
 	// (coverTaskAge): 0 not read yet, negative unlimited.
 	tasksAge atomic.Int64
 	src      *sources.Sources // where the endpoints come from (dispatch/sources)
 	table    *routing.Table   // the endpoints in force and the pattern index (Install, Uninstall: endpoint.go)
 	series   *series
-	drains   *drainer
-	lane     *lane.Owner // per-key ordering (package lane; lane_engine.go)
+	drains   *drain.Drainer // the tasks' drains (package drain; drain_engine.go)
+	lane     *lane.Owner    // per-key ordering (package lane; lane_engine.go)
 
 	loopCtx    context.Context // cancelled by Stop: loops stop pulling
 	stopLoops  context.CancelFunc
@@ -118,7 +120,7 @@ type Dispatcher struct {
 	operator *Operator      // the operator's actions (dispatch/operator.go)
 	rec      *recorder      // the delivery log's records (dispatch/record.go)
 	settle   *settler       // the settle stage (dispatch/settle.go)
-	leftover Leftover       // what waited at start (dispatch/drain.go)
+	leftover Leftover       // what waited at start (dispatch/drain_engine.go)
 
 }
 
@@ -208,7 +210,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 		global: make(chan struct{}, cfg.Worker.Concurrency), unsettled: cap(d.fan.unsettled),
 	}
 	d.fan.gate = d.gate
-	d.drains = newDrainer(d)
+	d.drains = drain.New(drainEngine{d}, o.JS, d.log, d.now)
 	d.lane = newLane(d)
 	d.fan.ordered = laneEngine{d}
 	d.table = routing.New(tableRuntime{d}, d.log)
@@ -274,7 +276,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	d.background.Add(1)
 	go func() {
 		defer d.background.Done()
-		d.drains.keepAlive(d.sendCtx)
+		d.drains.KeepAlive(d.sendCtx)
 	}()
 	// The lane's lease is sought once before the fan-out starts, so that a
 	// process that takes it bounds its endpoints' entries from the first
@@ -299,7 +301,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}()
 	go func() {
 		defer d.loops.Done()
-		d.drains.run(d.loopCtx)
+		d.drains.Run(d.loopCtx)
 	}()
 	return nil
 }
@@ -377,22 +379,13 @@ func (t engineTasks) reserve(dl *delivery, busy bool) bool { return t.d.reserve(
 func (t engineTasks) unreserve(dl *delivery, busy bool)    { t.d.unreserve(dl, busy) }
 func (t engineTasks) stored(dl *delivery)                  { t.d.stored(dl) }
 func (t engineTasks) noteRetry(endpoint, key string, at time.Time) {
-	t.d.drains.noteRetry(endpoint, key, at)
+	t.d.drains.NoteRetry(endpoint, key, at)
 }
-func (t engineTasks) noteDue(endpoint string) { t.d.drains.note(endpoint, time.Time{}) }
+func (t engineTasks) noteDue(endpoint string) { t.d.drains.Note(endpoint, time.Time{}) }
 func (t engineTasks) goJob(f func())          { t.d.goJob(f) }
 
-// Forwarders for the drains and the lane, until they are rooms of their own.
-func (d *Dispatcher) deadLetter(dl *delivery, reason string)              { d.settle.deadLetter(dl, reason) }
-func (d *Dispatcher) publish(msg *nats.Msg) error                         { return d.settle.publish(msg) }
-func (d *Dispatcher) admit(e *endpoint, s *settings) (*admission, string) { return d.gate.admit(e, s) }
-func (d *Dispatcher) admitBreaker(e *endpoint, token *rate.Reservation) (*admission, time.Duration) {
-	return d.gate.admitBreaker(e, token)
-}
-func (d *Dispatcher) launch(ctx context.Context, dl *delivery, adm *admission, wait bool) {
-	d.gate.launch(ctx, dl, adm, wait)
-}
-func (d *Dispatcher) alreadyDelivered(dl *delivery) bool { return d.fan.alreadyDelivered(dl) }
+// deadLetter is settlement's, for the task bounds (bounds.go).
+func (d *Dispatcher) deadLetter(dl *delivery, reason string) { d.settle.deadLetter(dl, reason) }
 
 // Sources is where the engine's endpoints come from: the config file, the
 // admin API and the other processes' files.

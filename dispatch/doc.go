@@ -5,7 +5,8 @@
 // ([decide], a pure function over the outcomes table), and carries that
 // out: ack, a scheduled retry, a parked task, a dead letter, a disabled or
 // held endpoint. Deliveries that cannot go now wait as tasks on their
-// endpoint's own subject, drained by short-lived consumers, so consumers
+// endpoint's own subject, drained by short-lived consumers (package
+// dispatch/drain, served through drain_engine.go), so consumers
 // stay few whatever the number of endpoints (see [Dispatcher]).
 //
 // The table decides which endpoints are in force; the dispatcher keeps

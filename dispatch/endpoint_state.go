@@ -78,7 +78,7 @@ func (d *Dispatcher) applyState(e natsjs.KeyValueEntry) {
 	}
 	d.mu.Unlock()
 	if !s.Disabled {
-		d.drains.wake(id, s.HoldUntil)
+		d.drains.Wake(id, s.HoldUntil)
 	}
 }
 
@@ -170,7 +170,7 @@ func (d *Dispatcher) hold(id string, until time.Time, cause string) {
 	if err != nil {
 		d.log.Warn("hold endpoint", "endpoint", id, "cause", cause, "err", err)
 	}
-	d.drains.wake(id, until)
+	d.drains.Wake(id, until)
 }
 
 // ops publishes an operational event on hookjet.ops.<kind>; HOOKJET_OPS keeps it.
@@ -194,7 +194,7 @@ func (d *Dispatcher) OnBreakerTransition(t breaker.Transition) {
 	kind := map[breaker.State]string{breaker.Open: "endpoint.opened", breaker.Closed: "endpoint.closed", breaker.HalfOpen: "endpoint.half_opened"}[t.To]
 	d.ops(kind, map[string]any{"endpoint": t.Endpoint, "from": t.From.String(), "to": t.To.String(), "cooldown_seconds": t.Cooldown.Seconds()})
 	if t.To == breaker.Open {
-		d.drains.wake(t.Endpoint, d.now().Add(t.Cooldown))
+		d.drains.Wake(t.Endpoint, d.now().Add(t.Cooldown))
 	}
 }
 
@@ -245,7 +245,7 @@ func (d *Dispatcher) SetDisabled(ctx context.Context, id string, disabled bool, 
 	}
 	d.log.Info("endpoint enabled", "endpoint", id)
 	d.ops("endpoint.enabled", map[string]any{"endpoint": id})
-	d.drains.wake(id, time.Time{})
+	d.drains.Wake(id, time.Time{})
 	return nil
 }
 

@@ -109,7 +109,7 @@ func (d *Dispatcher) migrateConsumer(ctx context.Context, st natsjs.Stream, name
 		return n, err
 	}
 	if n > 0 {
-		d.drains.note(endpoint, time.Time{})
+		d.drains.Note(endpoint, time.Time{})
 	}
 	return n, nil
 }

@@ -53,7 +53,7 @@ func newOperator(d *Dispatcher, tasks taskCounter) *Operator {
 	return &Operator{
 		log: d.log, now: d.now, js: d.o.JS, nc: d.o.NC, metrics: d.o.Metrics, breakers: d.o.Breakers,
 		stateKV: d.stateKV, eps: d, states: d, tasks: tasks, done: d.loopCtx,
-		wake: func(id string) { d.drains.note(id, time.Time{}) },
+		wake: func(id string) { d.drains.Note(id, time.Time{}) },
 	}
 }
 

@@ -42,7 +42,7 @@ func (r *rig) publishTK(typ, id, tenant, key string, size int) {
 // ProbeLaneTenant: an endpoint is reassigned from tenant acme to tenant
 // globex (a SIGHUP'd config file here; PATCH tenant does the same for API
 // endpoints) while one of acme's deliveries to it waits for a retry. The
-// drain drops such a task (drain.go: !mayReceive), so the unordered
+// drain drops such a task (drain_engine.go, Offer: !mayReceive), so the unordered
 // endpoint never sends acme's event to globex's URL; the ordered lane has
 // no such check (lane_engine.go delivery: staleTask only) and does.
 func TestProbeLaneDeliversOldTenantsEventAfterTenantChange(t *testing.T) {

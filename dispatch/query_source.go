@@ -66,7 +66,7 @@ func (q querySource) facts(e *endpoint, now time.Time) query.Endpoint {
 	if s.limiter != nil {
 		f.RateLimit, f.Tokens = float64(s.limiter.Limit()), s.limiter.TokensAt(now)
 	}
-	f.Taken, f.TakenUntil = q.d.drains.takenWait(e.id, now)
+	f.Taken, f.TakenUntil = q.d.drains.TakenWait(e.id, now)
 	return f
 }
 
@@ -87,7 +87,7 @@ func (q querySource) Backlogs(fn func(id string, tasks int64)) {
 	}
 }
 
-func (q querySource) FirstRetry(id string) time.Time { return q.d.drains.firstRetry(id) }
+func (q querySource) FirstRetry(id string) time.Time { return q.d.drains.FirstRetry(id) }
 
 func (q querySource) LastTest(id string) (attempt.Record, bool) { return q.d.rec.lastTest(id) }
 
@@ -144,7 +144,7 @@ func (q querySource) Requeue(ctx context.Context, m jetstream.DLQMsg) (bool, err
 	}
 	d.o.Metrics.Published.Inc()
 	if !inLane {
-		d.drains.note(e.Endpoint, time.Time{})
+		d.drains.Note(e.Endpoint, time.Time{})
 	}
 	return true, nil
 }

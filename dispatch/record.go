@@ -98,9 +98,9 @@ func (r *recorder) attempt(dl *delivery, res *destination.Result) {
 		Status:            res.Status,
 		Class:             res.Class.String(),
 	}
+	rec.Response = string(res.Response) // a broker's answer (stream and sequence, partition and offset) on success too
 	if res.Class != destination.Success {
 		rec.Error = res.Reason
-		rec.Response = string(res.Response)
 	}
 	r.out.Record(rec)
 	if rec.Trigger == attempt.TriggerTest {

@@ -39,7 +39,7 @@ type settler struct {
 }
 
 // taskKeeper keeps deliveries as tasks in HOOKJET_TASKS: their bytes and
-// bounds (bounds.go), the drains told they are due (drain.go), and the pool
+// bounds (bounds.go), the drains told they are due (package drain), and the pool
 // of background NATS work (jobs.go).
 type taskKeeper interface {
 	reserve(dl *delivery, busy bool) bool

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/hookjet/hookjet/config"
@@ -121,5 +123,17 @@ func storedRequest(dl *delivery) destination.Request {
 		OrderingKey: jetstream.OrderingKey(dl.hdr),
 		ContentType: dl.hdr.Get(jetstream.HdrContentType),
 		Payload:     dl.data,
+		Replay:      replayOf(dl.ev.key),
 	}
+}
+
+// replayOf is the replay number of a delivery whose event key is key: a
+// replay's key is "r" and its dead letter's HOOKJET_DLQ sequence, unique
+// per replay; 0 for a first delivery and its retries.
+func replayOf(key string) int {
+	n, err := strconv.Atoi(strings.TrimPrefix(key, "r"))
+	if !strings.HasPrefix(key, "r") || err != nil || n < 0 {
+		return 0
+	}
+	return n
 }

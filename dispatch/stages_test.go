@@ -198,3 +198,13 @@ func (f fakeEndpoints) endpoint(id string) *endpoint {
 }
 
 func (f fakeEndpoints) current(e *endpoint) *settings { return e.set.Load() }
+
+// A replay's request carries its replay number (a broker that dedupes on a
+// message id takes it in); a first delivery's is 0.
+func TestReplayNumber(t *testing.T) {
+	for key, want := range map[string]int{"r1234": 1234, "17": 0, "t5": 0, "d1": 0, "r": 0, "rx": 0} {
+		if got := replayOf(key); got != want {
+			t.Errorf("replayOf(%q) = %d, want %d", key, got, want)
+		}
+	}
+}

@@ -129,10 +129,10 @@ func (d *Dispatcher) newSettings(ep *config.Endpoint, old *endpoint) (*settings,
 }
 
 // openDestination opens ep's destination with the opener registered for its
-// type. Every endpoint's type is destination.Webhook until endpoints name
-// another (the destinations issue adds the field, not code here).
+// type (webhook, nats, kafka, rabbitmq: server registers them; the engine
+// knows none by name).
 func (d *Dispatcher) openDestination(ep *config.Endpoint, signer *signature.Signer, hdr http.Header) (destination.Destination, error) {
-	typ := destination.Webhook
+	typ := ep.Destination.TypeName()
 	open := d.o.Destinations[typ]
 	if open == nil {
 		return nil, fmt.Errorf("no destination of type %q", typ)
@@ -149,6 +149,7 @@ func (d *Dispatcher) openDestination(ep *config.Endpoint, signer *signature.Sign
 		Strict:             ep.Tenant != "", // a tenant's endpoint: the strict SSRF guard (portal.allow_private_networks)
 		Auth:               ep.Auth.Reach(),
 		Proxy:              ep.Proxy,
+		Options:            ep.Destination.Options(),
 	})
 }
 

@@ -77,7 +77,7 @@ type attemptState struct {
 // share their names and meaning (Hookjet-Attempts, Hookjet-Last-*).
 const (
 	hdrPublished = "Hookjet-Published" // RFC 3339 publish time of the event
-	hdrEventKey  = "Hookjet-Event-Key"
+	hdrEventKey  = jetstream.HdrEventKey
 	hdrEventSeq  = "Hookjet-Event-Seq"
 	hdrSchedule  = "Nats-Schedule"
 	hdrTarget    = "Nats-Schedule-Target"

@@ -18,9 +18,13 @@ type Record struct {
 	V int `json:"v"`
 	// ID is the endpoint id, also the KV key.
 	ID string `json:"id"`
-	// URL is where deliveries go. Every record has one; a value without it
-	// is not an endpoint (the first design kept disabled states here).
+	// URL is where a webhook's deliveries go. Every record has one or a
+	// Destination; a value with neither is not an endpoint (the first
+	// design kept disabled states here).
 	URL string `json:"url"`
+	// Destination is a broker destination with its credentials sealed;
+	// nil for a webhook.
+	Destination *Destination `json:"destination,omitempty"`
 	// Events are the endpoint's patterns; nil means every event.
 	Events []string `json:"events,omitempty"`
 	// Tenant and Description are free text; empty means none.
@@ -53,6 +57,63 @@ type Record struct {
 	// Revision is the KV revision the record was read at; 0 when it was not
 	// read from the bucket.
 	Revision uint64 `json:"-"`
+}
+
+// Destination is a broker destination as stored: its fields, with the
+// credentials (URL, token, password, SASL password) sealed together.
+type Destination struct {
+	Type          string                `json:"type"`
+	Subject       string                `json:"subject,omitempty"`
+	JetStream     *bool                 `json:"jetstream,omitempty"`
+	Creds         string                `json:"creds,omitempty"`
+	NKey          string                `json:"nkey,omitempty"`
+	User          string                `json:"user,omitempty"`
+	Brokers       []string              `json:"brokers,omitempty"`
+	Topic         string                `json:"topic,omitempty"`
+	SASLMechanism string                `json:"sasl_mechanism,omitempty"`
+	SASLUser      string                `json:"sasl_user,omitempty"`
+	Exchange      string                `json:"exchange,omitempty"`
+	RoutingKey    string                `json:"routing_key,omitempty"`
+	TLS           config.DestinationTLS `json:"tls,omitzero"`
+	// Credentials are [Credentials] as JSON, sealed with the context
+	// "<id>/destination".
+	Credentials []byte `json:"credentials,omitempty"`
+}
+
+// Credentials are a destination's secret fields, sealed as one value.
+type Credentials struct {
+	URL          string `json:"url,omitempty"`
+	Token        string `json:"token,omitempty"`
+	Password     string `json:"password,omitempty"`
+	SASLPassword string `json:"sasl_password,omitempty"`
+}
+
+// StoredDestination returns d's stored form but for its sealed
+// credentials, and the credentials to seal; nil for a webhook.
+func StoredDestination(d config.Destination) (*Destination, Credentials) {
+	if d.IsWebhook() {
+		return nil, Credentials{}
+	}
+	return &Destination{
+			Type: d.Type, Subject: d.Subject, JetStream: d.JetStream, Creds: d.Creds, NKey: d.NKey, User: d.User,
+			Brokers: d.Brokers, Topic: d.Topic, SASLMechanism: d.SASL.Mechanism, SASLUser: d.SASL.User,
+			Exchange: d.Exchange, RoutingKey: d.RoutingKey, TLS: d.TLS,
+		}, Credentials{
+			URL: d.URL.Reveal(), Token: d.Token.Reveal(), Password: d.Password.Reveal(), SASLPassword: d.SASL.Password.Reveal(),
+		}
+}
+
+// Config returns the destination d stores, with its opened credentials c.
+func (d *Destination) Config(c Credentials) config.Destination {
+	if d == nil {
+		return config.Destination{}
+	}
+	return config.Destination{
+		Type: d.Type, URL: config.NewSecret(c.URL), Subject: d.Subject, JetStream: d.JetStream, Creds: d.Creds, NKey: d.NKey,
+		Token: config.NewSecret(c.Token), User: d.User, Password: config.NewSecret(c.Password),
+		Brokers: d.Brokers, Topic: d.Topic, SASL: config.SASL{Mechanism: d.SASLMechanism, User: d.SASLUser, Password: config.NewSecret(c.SASLPassword)},
+		Exchange: d.Exchange, RoutingKey: d.RoutingKey, TLS: d.TLS,
+	}
 }
 
 // SealedSecret is one sealed signing secret.

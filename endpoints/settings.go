@@ -25,6 +25,15 @@ func SettingsOf(ep config.Endpoint, now time.Time) *api.EndpointSettings {
 	out.Breaker.MaxCooldown, out.Breaker.SlowP95 = s.Breaker.MaxCooldown.String(), s.Breaker.SlowP95.String()
 	out.TransformTimeout, out.TransformMaxMemory = s.TransformTimeout.String(), s.TransformMaxMemory
 	out.Auth, out.Proxy = ep.Auth.Type, config.RedactedProxy(ep.Proxy)
+	d := &ep.Destination
+	out.Destination = api.Destination{Type: d.TypeName()}
+	if !d.IsWebhook() {
+		out.Destination = api.Destination{
+			Type: d.Type, URL: d.MaskedURL(), Subject: d.Subject, JetStream: d.JetStream, Brokers: d.Brokers,
+			Topic: d.Topic, SASLMechanism: d.SASL.Mechanism, Exchange: d.Exchange, RoutingKey: d.RoutingKey,
+			TLS: d.TLS != (config.DestinationTLS{}),
+		}
+	}
 	for _, t := range ep.SecretExpiry {
 		if !t.IsZero() && t.After(now) {
 			out.SecretsExpire = append(out.SecretsExpire, t.UTC())

@@ -142,6 +142,14 @@ func (s *EndpointStore) Record(spec config.EndpointSpec) EndpointRecord {
 			rec.Headers[name] = s.box.Seal([]byte(v.Reveal()), headerContext(spec.ID, name))
 		}
 	}
+	if dest, creds := endpoints.StoredDestination(spec.Destination); dest != nil {
+		plain, err := json.Marshal(creds)
+		if err != nil {
+			panic("jetstream: destination credentials: " + err.Error()) // strings only
+		}
+		dest.Credentials = s.box.Seal(plain, destinationContext(spec.ID))
+		rec.Destination = dest
+	}
 	if !spec.Auth.IsZero() {
 		rec.Auth = s.box.Seal(spec.Auth.SealedForm(), authContext(spec.ID))
 	}
@@ -150,6 +158,9 @@ func (s *EndpointStore) Record(spec config.EndpointSpec) EndpointRecord {
 	}
 	return rec
 }
+
+// destinationContext is the sealing context of a destination's credentials.
+func destinationContext(id string) []byte { return []byte(id + "/destination") }
 
 // Spec opens rec into the definition it was built from, every secret
 // included. Errors wrap [seal.ErrOpen] (wrong secret_key, or a value
@@ -188,6 +199,19 @@ func (s *EndpointStore) Spec(rec EndpointRecord) (config.EndpointSpec, error) {
 			}
 			spec.Headers[name] = config.NewSecret(string(plain))
 		}
+	}
+	if rec.Destination != nil {
+		var creds endpoints.Credentials
+		if rec.Destination.Credentials != nil {
+			plain, err := s.box.Open(rec.Destination.Credentials, destinationContext(rec.ID))
+			if err != nil {
+				return config.EndpointSpec{}, fmt.Errorf("endpoint %s: destination: %w", rec.ID, err)
+			}
+			if err := json.Unmarshal(plain, &creds); err != nil {
+				return config.EndpointSpec{}, fmt.Errorf("endpoint %s: destination: %w", rec.ID, err)
+			}
+		}
+		spec.Destination = rec.Destination.Config(creds)
 	}
 	if rec.Auth != nil {
 		plain, err := s.box.Open(rec.Auth, authContext(rec.ID))
@@ -240,7 +264,7 @@ func decodeValue(id string, rev uint64, value []byte) (EndpointRecord, bool, err
 	if err := json.Unmarshal(value, &rec); err != nil {
 		return EndpointRecord{}, false, fmt.Errorf("endpoint %s: %w", id, err)
 	}
-	if rec.URL == "" {
+	if rec.URL == "" && rec.Destination == nil {
 		return EndpointRecord{}, false, nil
 	}
 	rec.ID = id

@@ -534,3 +534,52 @@ func TestEndpointStorePutAllAndDigest(t *testing.T) {
 		t.Error("two stores with the same secret key disagree on a digest")
 	}
 }
+
+// A broker destination's credentials are sealed in the bucket and come
+// back whole; its other fields are stored as they are.
+func TestEndpointStoreSealsDestinationCredentials(t *testing.T) {
+	js := startJS(t)
+	s := openStore(t, js)
+	ctx := t.Context()
+	spec := testSpec("broker")
+	spec.URL = ""
+	spec.Destination = config.Destination{Type: config.DestinationRabbitMQ, URL: config.NewSecret("amqp://hook:rabbit-pw-1@rabbit.example.com/vh"), Exchange: "hooks", RoutingKey: "orders.{type}"}
+	if err := s.Create(ctx, s.Record(spec)); err != nil {
+		t.Fatal(err)
+	}
+	kspec := testSpec("stream")
+	kspec.URL = ""
+	kspec.Destination = config.Destination{Type: config.DestinationKafka, Brokers: []string{"k1:9092"}, Topic: "t", SASL: config.SASL{Mechanism: "PLAIN", User: "u", Password: config.NewSecret("kafka-pw-2")}}
+	if err := s.Create(ctx, s.Record(kspec)); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, EndpointBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"broker", "stream"} {
+		e, err := kv.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if raw := string(e.Value()); strings.Contains(raw, "rabbit-pw-1") || strings.Contains(raw, "kafka-pw-2") || strings.Contains(raw, "hook:") {
+			t.Errorf("raw KV value shows a credential: %s", raw)
+		}
+	}
+	got, err := s.Get(ctx, "broker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := s.Resolve(got, config.Default().Defaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := ep.Destination; d.Type != config.DestinationRabbitMQ || d.URL.Reveal() != "amqp://hook:rabbit-pw-1@rabbit.example.com/vh" || d.Exchange != "hooks" || d.RoutingKey != "orders.{type}" {
+		t.Errorf("destination = %+v (%s)", d, d.URL.Reveal())
+	}
+	got, _ = s.Get(ctx, "stream")
+	ep, _ = s.Resolve(got, config.Default().Defaults)
+	if d := ep.Destination; d.SASL.Password.Reveal() != "kafka-pw-2" || d.Brokers[0] != "k1:9092" {
+		t.Errorf("destination = %+v", d)
+	}
+}

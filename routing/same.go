@@ -38,6 +38,12 @@ func canonical(ep config.Endpoint) config.Endpoint {
 	if len(ep.Headers) == 0 {
 		ep.Headers = nil
 	}
+	if len(ep.Destination.Brokers) == 0 {
+		ep.Destination.Brokers = nil
+	}
+	if ep.Destination.Type == config.DestinationWebhook {
+		ep.Destination.Type = "" // the default, named or not
+	}
 	if len(ep.Auth.Scopes) == 0 {
 		ep.Auth.Scopes = nil
 	}

@@ -65,6 +65,12 @@ func change(t *testing.T, v reflect.Value, name string) {
 		v.SetInt(v.Int() + 1) // time.Duration too
 	case reflect.Float64:
 		v.SetFloat(v.Float() + 0.5)
+	case reflect.Pointer: // *bool: unset and set differ
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		} else {
+			v.Set(reflect.Zero(v.Type()))
+		}
 	case reflect.Struct: // time.Time or config.Secret
 		switch x := v.Interface().(type) {
 		case time.Time:

@@ -31,7 +31,6 @@ import (
 	"github.com/hookjet/hookjet/console"
 	"github.com/hookjet/hookjet/dedupe"
 	"github.com/hookjet/hookjet/deliver"
-	"github.com/hookjet/hookjet/destination"
 	"github.com/hookjet/hookjet/dispatch"
 	"github.com/hookjet/hookjet/dispatch/sources"
 	"github.com/hookjet/hookjet/internal/memtrim"
@@ -111,6 +110,7 @@ type Server struct {
 	handler            *startingHandler // the admin API once started
 	registry           *prometheus.Registry
 	client             *deliver.Client
+	brokers            *brokers // the broker destinations' openers and connections
 	ledger             *dedupe.Ledger
 	// The delivery log's writer and reader (server/deliverylog.go); nil when
 	// log.enabled is false.
@@ -339,6 +339,7 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, o Options) error {
 		return err
 	}
 	s.guard, s.strictGuard = deliver.NewGuard(cfg.Security.AllowPrivateNetworks, cfg.Security.Prefixes()), tenantGuard(cfg)
+	s.brokers = newBrokers(s.guard, s.strictGuard)
 	var egress *url.URL
 	if cfg.Security.EgressProxy != "" {
 		var err error
@@ -668,6 +669,9 @@ func (s *Server) abort() {
 	if s.disp != nil && !s.stopped {
 		s.disp.Stop(time.Second)
 	}
+	if s.brokers != nil {
+		s.brokers.close() // the broker destinations' connections, once nothing sends
+	}
 	if s.stopOutbox != nil {
 		s.stopOutbox() // finishes its batch while NATS is still connected
 	}
@@ -718,19 +722,6 @@ func (s *Server) unreachable(endpointURL string, tenant bool) error {
 		return fmt.Errorf("%w (security.allow_private_networks or security.allow_cidrs would open it)", err)
 	}
 	return nil
-}
-
-// destinations are the destination types endpoints may name, each with
-// what opens an endpoint's destination: the HTTP webhook through the
-// process's one client. A broker destination is one more entry here and a
-// package of its own; the engine knows none of them by name.
-func (s *Server) destinations() map[string]destination.Opener {
-	client := s.client
-	return map[string]destination.Opener{
-		destination.Webhook: func(ep destination.Endpoint) (destination.Destination, error) {
-			return client.Open(ep), nil
-		},
-	}
 }
 
 // tenantGuard is the SSRF guard of endpoints with a tenant: the default one,

@@ -33,6 +33,28 @@ func ExampleVerifier_Verify() {
 	// webhook: no matching signature
 }
 
+func ExampleVerifier_VerifyMessage() {
+	// A message hookjet published to a broker, as a NATS consumer reads it
+	// (msg.Header, msg.Data), read two days later: the tolerance is the
+	// consumer's to choose. A real consumer leaves out WithClock.
+	v, err := webhook.NewVerifier(
+		[]string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+		webhook.WithTolerance(7*24*time.Hour),
+		webhook.WithClock(func() time.Time { return time.Unix(1614265330, 0).Add(48 * time.Hour) }),
+	)
+	if err != nil {
+		panic(err)
+	}
+	header := map[string][]string{
+		"webhook-id":         {"msg_p5jXN8AQM9LWM0D4loKWxJek"},
+		"webhook-timestamp":  {"1614265330"},
+		"webhook-signature":  {"v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="},
+		"Hookjet-Event-Type": {"test"},
+	}
+	fmt.Println(v.VerifyMessage(header, []byte(`{"test": 2432232314}`)))
+	// Output: <nil>
+}
+
 func ExampleDeduper() {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now } // a real receiver leaves out WithClock

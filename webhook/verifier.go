@@ -91,25 +91,7 @@ func (v *Verifier) Format(f fmt.State, _ rune) {
 //
 // body must be the raw request body, byte for byte: verify before decoding.
 func (v *Verifier) Verify(h http.Header, body []byte) error {
-	id := first(h[keyID])
-	if id == "" {
-		return fmt.Errorf("%w: %s", ErrMissingHeader, HeaderID)
-	}
-	ts := first(h[keyTimestamp])
-	if ts == "" {
-		return fmt.Errorf("%w: %s", ErrMissingHeader, HeaderTimestamp)
-	}
-	sigs := h[keySignature]
-	if !hasNonEmpty(sigs) {
-		return fmt.Errorf("%w: %s", ErrMissingHeader, HeaderSignature)
-	}
-	if err := v.checkTimestamp(ts); err != nil {
-		return err
-	}
-	if !v.signer.Verify(id, ts, sigs, body) {
-		return ErrNoMatchingSignature
-	}
-	return nil
+	return v.verify(first(h[keyID]), first(h[keyTimestamp]), h[keySignature], body)
 }
 
 // checkTimestamp parses ts and compares it with the clock.
