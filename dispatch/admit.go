@@ -39,7 +39,7 @@ type admitter struct {
 
 // blocker says why an endpoint cannot receive now (endpoint_state.go).
 type blocker interface {
-	blocked(id string, now time.Time) (cause string, until time.Time)
+	Blocked(id string, now time.Time) (cause string, until time.Time)
 }
 
 // sender is the send stage (attempt.go): watch guards a fan-out delivery
@@ -134,7 +134,7 @@ func (a *admission) release() {
 // rate_limit (a receiver's Retry-After or the local limit), breaker or
 // in_flight.
 func (a *admitter) admit(e *endpoint, s *settings) (*admission, string) {
-	if cause, _ := a.states.blocked(e.id, a.now()); cause != "" {
+	if cause, _ := a.states.Blocked(e.id, a.now()); cause != "" {
 		return nil, cause
 	}
 	if !e.slots.tryAcquire() {
@@ -146,7 +146,7 @@ func (a *admitter) admit(e *endpoint, s *settings) (*admission, string) {
 // admitHolding is admit for a caller that already holds one of e's slots;
 // the slot is given back when e cannot take the delivery.
 func (a *admitter) admitHolding(e *endpoint, s *settings) (*admission, string) {
-	if cause, _ := a.states.blocked(e.id, a.now()); cause != "" {
+	if cause, _ := a.states.Blocked(e.id, a.now()); cause != "" {
 		e.slots.release()
 		return nil, cause
 	}

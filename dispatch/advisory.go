@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hookjet/hookjet/jetstream"
 	"strings"
 	"time"
+
+	"github.com/hookjet/hookjet/jetstream"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
 )
@@ -48,10 +49,10 @@ func (d *Dispatcher) runSafetyNet(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", jetstream.AdvisoryStream, err)
 	}
-	d.background.Add(1)
+	d.life.background.Add(1)
 	go func() {
-		defer d.background.Done()
-		<-d.loopCtx.Done()
+		defer d.life.background.Done()
+		<-d.life.loopCtx.Done()
 		cc.Stop()
 	}()
 	return nil
@@ -70,7 +71,7 @@ func (d *Dispatcher) moveExhausted(data []byte) error {
 	if err := json.Unmarshal(data, &adv); err != nil {
 		return nil // not ours to fix; drop it
 	}
-	ctx, cancel := context.WithTimeout(d.loopCtx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(d.life.loopCtx, 10*time.Second)
 	defer cancel()
 	var stream string
 	switch {

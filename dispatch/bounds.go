@@ -64,24 +64,24 @@ func (d *Dispatcher) reserve(dl *delivery, busy bool) bool {
 	e := dl.e
 	if busy {
 		e.busy.Add(1)
-		if d.tasksUsed.Reserve(size, d.tasksMax) {
+		if d.tasks.used.Reserve(size, d.tasks.max) {
 			return true
 		}
 		e.consumed(size, true)
-		return d.overflow(dl, fmt.Sprintf("HOOKJET_TASKS reached streams.tasks_max_bytes (%d bytes)", d.tasksMax))
+		return d.overflow(dl, fmt.Sprintf("HOOKJET_TASKS reached streams.tasks_max_bytes (%d bytes)", d.tasks.max))
 	}
 	n := e.backlog.Add(1)
 	b := e.backlogBytes.Add(size)
 	switch {
 	case limit > 0 && n > int64(limit):
 		why = fmt.Sprintf("the endpoint's backlog reached max_backlog (%d waiting deliveries)", limit)
-	case b > d.tasksMax/endpointShare:
-		why = fmt.Sprintf("the endpoint's waiting deliveries reached 1/%d of streams.tasks_max_bytes (%d bytes)", endpointShare, d.tasksMax/endpointShare)
+	case b > d.tasks.max/endpointShare:
+		why = fmt.Sprintf("the endpoint's waiting deliveries reached 1/%d of streams.tasks_max_bytes (%d bytes)", endpointShare, d.tasks.max/endpointShare)
 	default:
-		if d.tasksUsed.Reserve(size, d.tasksMax) {
+		if d.tasks.used.Reserve(size, d.tasks.max) {
 			return true
 		}
-		why = fmt.Sprintf("HOOKJET_TASKS reached streams.tasks_max_bytes (%d bytes)", d.tasksMax)
+		why = fmt.Sprintf("HOOKJET_TASKS reached streams.tasks_max_bytes (%d bytes)", d.tasks.max)
 	}
 	e.consumed(size, false)
 	return d.overflow(dl, why)
@@ -102,12 +102,12 @@ func (d *Dispatcher) overflow(dl *delivery, why string) bool {
 func (d *Dispatcher) unreserve(dl *delivery, busy bool) {
 	size := taskSize(len(dl.data))
 	dl.e.consumed(size, busy)
-	d.tasksUsed.Release(size)
+	d.tasks.used.Release(size)
 }
 
 // stored counts dl's reserved task as stored: the server holds it now.
 func (d *Dispatcher) stored(dl *delivery) {
-	d.tasksUsed.Stored(taskSize(len(dl.data)))
+	d.tasks.used.Stored(taskSize(len(dl.data)))
 }
 
 // taskSize is what a task of a payload of n bytes takes in HOOKJET_TASKS.
@@ -150,7 +150,7 @@ func (d *Dispatcher) runHousekeeping(ctx context.Context) {
 }
 
 func (d *Dispatcher) readTaskBytes(ctx context.Context) {
-	if err := d.tasksUsed.Read(ctx, d.o.JS); err != nil {
+	if err := d.tasks.used.Read(ctx, d.o.JS); err != nil {
 		d.log.Debug("read task stream size", "err", err)
 	}
 }

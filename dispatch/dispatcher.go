@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookjet/hookjet/attempt"
 	"github.com/hookjet/hookjet/dispatch/consume"
+	"github.com/hookjet/hookjet/dispatch/epstate"
 	"github.com/hookjet/hookjet/dispatch/sources"
 	"github.com/hookjet/hookjet/filter"
 	"github.com/hookjet/hookjet/jetstream"
@@ -82,46 +83,37 @@ type Options struct {
 // messages, wait for in-flight deliveries for the grace period, then cancel
 // the rest.
 type Dispatcher struct {
-	o         Options
-	log       *slog.Logger
-	now       func() time.Time
-	stateKV   natsjs.KeyValue
-	fan       *fanout         // the fan-out (dispatch/fanout_room.go)
-	gate      *admitter       // the admit stage and the workers (dispatch/admit.go)
-	send      *sendStage      // the send stage (dispatch/attempt.go)
-	share     *poolShare      // divides the workers between the endpoints using them
-	jobs      *jobs           // background NATS work (tasks, dead letters)
-	tasksUsed drain.TaskBytes // HOOKJET_TASKS bytes (bounds.go)
-	tasksMax  int64           // streams.tasks_max_bytes
-	// tasksAge is HOOKJET_TASKS' MaxAge as last read or raised
-	// (coverTaskAge): 0 not read yet, negative unlimited.
-	tasksAge atomic.Int64
-	src      *sources.Sources // where the endpoints come from (dispatch/sources)
-	table    *routing.Table   // the endpoints in force and the pattern index (Install, Uninstall: endpoint.go)
-	series   *series
-	drains   *drain.Drainer // the tasks' drains (package drain; drain_engine.go)
-	lane     *lane.Owner    // per-key ordering (package lane; lane_engine.go)
+	o   Options
+	log *slog.Logger
+	now func() time.Time
 
-	loopCtx    context.Context // cancelled by Stop: loops stop pulling
-	stopLoops  context.CancelFunc
-	sendCtx    context.Context // cancelled when the grace period is over
-	stopSends  context.CancelFunc
-	loops      sync.WaitGroup
-	inflight   sync.WaitGroup
-	background sync.WaitGroup
+	// The stages and rooms of the delivery path.
+	fan    *fanout         // the fan-out and the match stage (fanout_room.go, match.go)
+	gate   *admitter       // the admit stage and the workers (admit.go)
+	send   *sendStage      // the shape and send stages (shape.go, attempt.go)
+	settle *settler        // the settle stage (settle.go, outcome.go)
+	rec    *recorder       // the delivery log's records (record.go)
+	drains *drain.Drainer  // tasks and their drains (package drain; drain_engine.go)
+	lane   *lane.Owner     // per-key ordering (package lane; lane_engine.go)
+	states *epstate.States // disabled and held endpoints (package epstate)
+	tasks  taskSpace       // HOOKJET_TASKS' bytes and bounds (bounds.go)
+	jobs   *jobs           // background NATS work (tasks, dead letters)
+	share  *poolShare      // divides the workers between the endpoints using them
+	series *series         // the metrics' endpoint labels
+	hour   hourStats       // outcomes over the last hour
 
-	mu sync.RWMutex // guards the fields below; never held while waiting
+	// Where endpoints come from, and the operator's side.
+	src      *sources.Sources // the file, the API, other processes' files (package sources)
+	table    *routing.Table   // the endpoints in force and the pattern index (its Runtime: table.go)
+	queries  *query.Queries   // the operator's questions (package query; query_source.go)
+	operator *Operator        // the operator's actions (operator.go)
+	leftover Leftover         // what waited at start (drain_engine.go)
+
+	life lifecycle // the engine's goroutines and contexts, and Stop's order
+
+	mu sync.RWMutex // guards eps; never held while waiting
 	// eps is the runtime state of every endpoint in the table.
-	eps    map[string]*endpoint
-	states map[string]endpointState
-
-	hour     hourStats
-	queries  *query.Queries // the operator's questions (package query, dispatch/query_source.go)
-	operator *Operator      // the operator's actions (dispatch/operator.go)
-	rec      *recorder      // the delivery log's records (dispatch/record.go)
-	settle   *settler       // the settle stage (dispatch/settle.go)
-	leftover Leftover       // what waited at start (dispatch/drain_engine.go)
-
+	eps map[string]*endpoint
 }
 
 // endpoint is one endpoint's runtime state. Its settings are an immutable
@@ -169,15 +161,14 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	}
 	cfg := o.Config
 	d := &Dispatcher{
-		o:        o,
-		log:      o.Log,
-		now:      o.Now,
-		eps:      map[string]*endpoint{},
-		states:   map[string]endpointState{},
-		share:    &poolShare{total: cfg.Worker.Concurrency, lazy: true},
-		jobs:     newJobs(),
-		tasksMax: cfg.Streams.TasksMaxBytes,
-		series:   newSeries(o.Metrics, maxSeries(cfg)),
+		o:      o,
+		log:    o.Log,
+		now:    o.Now,
+		eps:    map[string]*endpoint{},
+		share:  &poolShare{total: cfg.Worker.Concurrency, lazy: true},
+		jobs:   newJobs(),
+		tasks:  taskSpace{max: cfg.Streams.TasksMaxBytes},
+		series: newSeries(o.Metrics, maxSeries(cfg)),
 	}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
@@ -185,28 +176,36 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	if d.now == nil {
 		d.now = time.Now
 	}
-	d.loopCtx, d.stopLoops = context.WithCancel(context.WithoutCancel(ctx))
-	d.sendCtx, d.stopSends = context.WithCancel(context.WithoutCancel(ctx))
+	d.life.loopCtx, d.life.stopLoops = context.WithCancel(context.WithoutCancel(ctx))
+	d.life.sendCtx, d.life.stopSends = context.WithCancel(context.WithoutCancel(ctx))
+	kv, err := o.JS.KeyValue(ctx, jetstream.StateBucket)
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", jetstream.StateBucket, err)
+	}
+	d.states = epstate.New(epstate.Options{
+		KV: kv, NC: o.NC, Log: d.log, Now: d.now, Ctx: d.life.sendCtx, Stop: d.life.loopCtx, Background: &d.life.background,
+		Wake: func(id string, at time.Time) { d.drains.Wake(id, at) },
+	})
 	d.rec = &recorder{out: o.Recorder, now: d.now, eps: d}
 	d.settle = &settler{
-		log: d.log, now: d.now, ctx: d.sendCtx, js: o.JS, ledger: o.Ledger, tasks: engineTasks{d}, states: d,
-		rec: d.rec, series: d.series, tracer: o.Tracer, inflight: &d.inflight, onDeadLetter: o.OnDeadLetter,
+		log: d.log, now: d.now, ctx: d.life.sendCtx, js: o.JS, ledger: o.Ledger, tasks: engineTasks{d}, states: d.states,
+		rec: d.rec, series: d.series, tracer: o.Tracer, inflight: &d.life.inflight, onDeadLetter: o.OnDeadLetter,
 	}
 	d.fan = &fanout{
 		log: d.log, now: d.now, js: o.JS, conn: fanoutConn(&o), metrics: o.Metrics, ledger: o.Ledger,
-		eps: d, settle: d.settle, jobs: d.goJob, sendCtx: d.sendCtx, inflight: &d.inflight,
+		eps: d, settle: d.settle, jobs: d.goJob, sendCtx: d.life.sendCtx, inflight: &d.life.inflight,
 		maxMsg:         int(jetstream.MaxMsgSize(cfg)),
 		unsettled:      make(chan struct{}, 2*cfg.Worker.Concurrency),
 		unsettledBytes: consume.NewBudget(unsettledBytes),
 		guards:         guards{in: map[*guard]struct{}{}},
 	}
 	d.send = &sendStage{
-		log: d.log, now: d.now, ctx: d.sendCtx, maxPayload: cfg.Security.MaxPayloadBytes, fan: d.fan, breakers: o.Breakers,
+		log: d.log, now: d.now, ctx: d.life.sendCtx, maxPayload: cfg.Security.MaxPayloadBytes, fan: d.fan, breakers: o.Breakers,
 		tracer: o.Tracer, rec: d.rec, series: d.series, hour: &d.hour, settle: d.settle,
 		shape: &shaper{security: cfg.Security, concurrency: cfg.Worker.Concurrency},
 	}
 	d.gate = &admitter{
-		now: d.now, states: d, breakers: o.Breakers, metrics: o.Metrics, send: d.send, park: d.settle.park, inflight: &d.inflight,
+		now: d.now, states: d.states, breakers: o.Breakers, metrics: o.Metrics, send: d.send, park: d.settle.park, inflight: &d.life.inflight,
 		global: make(chan struct{}, cfg.Worker.Concurrency), unsettled: cap(d.fan.unsettled),
 	}
 	d.fan.gate = d.gate
@@ -215,11 +214,8 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	d.fan.ordered = laneEngine{d}
 	d.table = routing.New(tableRuntime{d}, d.log)
 	d.fan.match = matcher{index: d.table, eps: d, series: d.series}
-	d.src = sources.New(d.table, o.Breakers, d.log, d.loopCtx, &d.background)
-	var err error
-	if d.stateKV, err = o.JS.KeyValue(ctx, jetstream.StateBucket); err != nil {
-		return nil, fmt.Errorf("bucket %s: %w", jetstream.StateBucket, err)
-	}
+	d.src = sources.New(d.table, o.Breakers, d.log, d.life.loopCtx, &d.life.background)
+
 	d.queries = newQueries(d)
 	d.operator = newOperator(d, d.queries)
 	if cfg.NATS.URL != "" && o.Seen != nil {
@@ -232,7 +228,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 // states and watches them, applies the config's endpoints and makes sure the
 // fan-out consumer exists. Nothing is pulled yet: Run starts that.
 func (d *Dispatcher) Start(ctx context.Context) error {
-	if err := d.watchStates(ctx); err != nil {
+	if err := d.states.Watch(ctx); err != nil {
 		return err
 	}
 	if err := d.src.Apply(ctx, d.o.Config); err != nil {
@@ -273,35 +269,35 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}
 		d.fan.acks = acks
 	}
-	d.background.Add(1)
+	d.life.background.Add(1)
 	go func() {
-		defer d.background.Done()
-		d.drains.KeepAlive(d.sendCtx)
+		defer d.life.background.Done()
+		d.drains.KeepAlive(d.life.sendCtx)
 	}()
 	// The lane's lease is sought once before the fan-out starts, so that a
 	// process that takes it bounds its endpoints' entries from the first
 	// event on (dispatch/lane, bound.go).
-	ls := d.lane.FirstLease(ctx, d.loopCtx)
-	d.loops.Add(5)
+	ls := d.lane.FirstLease(ctx, d.life.loopCtx)
+	d.life.loops.Add(5)
 	go func() {
-		defer d.loops.Done()
-		d.fan.runGuards(d.loopCtx)
+		defer d.life.loops.Done()
+		d.fan.runGuards(d.life.loopCtx)
 	}()
 	go func() {
-		defer d.loops.Done()
-		d.lane.RunLease(d.loopCtx, ls)
+		defer d.life.loops.Done()
+		d.lane.RunLease(d.life.loopCtx, ls)
 	}()
 	go func() {
-		defer d.loops.Done()
-		d.fan.runFanout(d.loopCtx, d.fan.cons)
+		defer d.life.loops.Done()
+		d.fan.runFanout(d.life.loopCtx, d.fan.cons)
 	}()
 	go func() {
-		defer d.loops.Done()
-		d.runHousekeeping(d.loopCtx)
+		defer d.life.loops.Done()
+		d.runHousekeeping(d.life.loopCtx)
 	}()
 	go func() {
-		defer d.loops.Done()
-		d.drains.Run(d.loopCtx)
+		defer d.life.loops.Done()
+		d.drains.Run(d.life.loopCtx)
 	}()
 	return nil
 }
@@ -332,19 +328,19 @@ func (d *Dispatcher) Stop(grace time.Duration) {
 	// the loops return, and those must be cut off at the grace too.
 	over := time.AfterFunc(grace, func() {
 		d.log.Warn("grace period over; cancelling in-flight deliveries", "in_flight", d.gate.inFlightN.Load())
-		d.stopSends()
+		d.life.stopSends()
 	})
-	d.stopLoops()
-	d.loops.Wait()
-	d.inflight.Wait()
+	d.life.stopLoops()
+	d.life.loops.Wait()
+	d.life.inflight.Wait()
 	if d.fan.acks != nil {
 		d.fan.acks.Close()
 	}
 	over.Stop()
-	d.stopSends()
+	d.life.stopSends()
 	d.send.shape.close()
 	d.jobs.close()
-	d.background.Wait()
+	d.life.background.Wait()
 }
 
 // sleep waits for dur or until ctx is done.
@@ -390,3 +386,24 @@ func (d *Dispatcher) deadLetter(dl *delivery, reason string) { d.settle.deadLett
 // Sources is where the engine's endpoints come from: the config file, the
 // admin API and the other processes' files.
 func (d *Dispatcher) Sources() *sources.Sources { return d.src }
+
+// lifecycle is what Stop stops, in order: the loops (pulls), the deliveries
+// in flight (with the grace period), then the background work.
+type lifecycle struct {
+	loopCtx    context.Context // cancelled by Stop: loops stop pulling
+	stopLoops  context.CancelFunc
+	sendCtx    context.Context // cancelled when the grace period is over
+	stopSends  context.CancelFunc
+	loops      sync.WaitGroup
+	inflight   sync.WaitGroup
+	background sync.WaitGroup
+}
+
+// taskSpace is HOOKJET_TASKS as the engine bounds it (bounds.go).
+type taskSpace struct {
+	used drain.TaskBytes // this process's count of its bytes
+	max  int64           // streams.tasks_max_bytes
+	// age is its MaxAge as last read or raised (coverTaskAge): 0 not read
+	// yet, negative unlimited.
+	age atomic.Int64
+}

@@ -62,7 +62,7 @@ func (x *drainEndpoint) Current() drain.Endpoint {
 
 func (x *drainEndpoint) Gate(now time.Time) (disabled bool, notBefore time.Time) {
 	d, id := x.d, x.e.id
-	if cause, until := d.blocked(id, now); cause == "disabled" {
+	if cause, until := d.states.Blocked(id, now); cause == "disabled" {
 		disabled = true
 	} else if cause != "" {
 		return false, until
@@ -181,7 +181,7 @@ func (x *drainEndpoint) Found(n uint64) {
 func (x *drainEndpoint) admitNow(ctx context.Context, poll time.Duration) (*admission, time.Time) {
 	d, e, s := x.d, x.e, x.s
 	now := d.now()
-	if cause, until := d.blocked(e.id, now); cause != "" {
+	if cause, until := d.states.Blocked(e.id, now); cause != "" {
 		return nil, until
 	}
 	if !e.slots.tryAcquire() {

@@ -35,12 +35,12 @@ func newJobs() *jobs {
 	return j
 }
 
-// goJob runs f on a background worker, counted in d.inflight so that Stop
+// goJob runs f on a background worker, counted in d.life.inflight so that Stop
 // waits for it.
 func (d *Dispatcher) goJob(f func()) {
-	d.inflight.Add(1)
+	d.life.inflight.Add(1)
 	job := func() {
-		defer d.inflight.Done()
+		defer d.life.inflight.Done()
 		f()
 	}
 	j := d.jobs

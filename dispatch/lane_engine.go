@@ -17,10 +17,10 @@ import (
 // The engine's side of the ordered lane (package lane): what the fan-out
 // hands it, and laneEngine, what it asks of the engine (lane.Engine).
 
-// newLane makes d's part in the ordered lane. d.sendCtx is made.
+// newLane makes d's part in the ordered lane. d.life.sendCtx is made.
 func newLane(d *Dispatcher) *lane.Owner {
-	o := lane.Options{JS: d.o.JS, NC: d.o.NC, Sends: d.sendCtx, Log: d.log, Now: d.now, Busy: busyCause,
-		Share: jetstream.LaneBytes(d.tasksMax) / endpointShare, Shares: endpointShare}
+	o := lane.Options{JS: d.o.JS, NC: d.o.NC, Sends: d.life.sendCtx, Log: d.log, Now: d.now, Busy: busyCause,
+		Share: jetstream.LaneBytes(d.tasks.max) / endpointShare, Shares: endpointShare}
 	if d.o.Metrics != nil {
 		o.Held = d.o.Metrics.OrderingHeld
 	}
@@ -57,7 +57,7 @@ func (x laneEngine) enqueue(dl *delivery) {
 	d.goJob(func() {
 		err := d.lane.Enqueue(r, laneMsg(dl, time.Time{}))
 		if lane.Full(err) {
-			dl.st.Error = fmt.Sprintf("the ordered lane %s is full (%d bytes: an eighth of streams.tasks_max_bytes)", jetstream.LaneStream, jetstream.LaneBytes(d.tasksMax))
+			dl.st.Error = fmt.Sprintf("the ordered lane %s is full (%d bytes: an eighth of streams.tasks_max_bytes)", jetstream.LaneStream, jetstream.LaneBytes(d.tasks.max))
 			d.settle.deadLetter(dl, "overflow")
 			return
 		}
@@ -132,9 +132,9 @@ func (x laneEngine) AckFloor(ctx context.Context) (uint64, error) {
 func (x laneEngine) Label(ep string) string { return x.d.series.label(ep) }
 
 func (x laneEngine) Go(f func()) {
-	x.d.inflight.Add(1)
+	x.d.life.inflight.Add(1)
 	go func() {
-		defer x.d.inflight.Done()
+		defer x.d.life.inflight.Done()
 		f()
 	}()
 }
@@ -154,7 +154,7 @@ func (x laneEngine) Attempt(ctx context.Context, a lane.Attempt) lane.Verdict {
 		x.expire(ctx, a, e, s)
 		return lane.Verdict{Started: true}
 	}
-	if cause, until := d.blocked(e.id, d.now()); cause != "" {
+	if cause, until := d.states.Blocked(e.id, d.now()); cause != "" {
 		wait := time.Second
 		if !until.IsZero() {
 			wait = min(wait, until.Sub(d.now()))

@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hookjet/hookjet/jetstream"
 	"strconv"
 	"time"
+
+	"github.com/hookjet/hookjet/jetstream"
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
@@ -170,7 +171,7 @@ func (o *Operator) Discard(ctx context.Context, id string) (int, error) {
 	if err := lane.Purge(ctx, natsjs.WithPurgeSubject(jetstream.LanePrefix+id)); err != nil {
 		return n, fmt.Errorf("discard %s: %w", jetstream.LanePrefix+id, err)
 	}
-	if err := o.stateKV.Purge(ctx, id); err != nil && !errors.Is(err, natsjs.ErrKeyNotFound) {
+	if err := o.states.Purge(ctx, id); err != nil {
 		o.log.Warn("remove endpoint state", "endpoint", id, "err", err)
 	}
 	o.log.Info("discarded the deliveries waiting for a deleted endpoint", "endpoint", id, "discarded", n)

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hookjet/hookjet/jetstream"
 	"strings"
 	"time"
+
+	"github.com/hookjet/hookjet/dispatch/epstate"
+	"github.com/hookjet/hookjet/jetstream"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
 )
@@ -184,7 +186,7 @@ func migrateStates(ctx context.Context, d *Dispatcher) error {
 		if json.Unmarshal(e.Value(), &old) != nil || old.URL != "" || old.Reason == nil {
 			continue // an endpoint definition
 		}
-		err = d.updateState(ctx, key, func(s *endpointState) bool {
+		err = d.states.Update(ctx, key, func(s *epstate.State) bool {
 			s.Disabled, s.Reason, s.At = true, *old.Reason, old.At
 			return true
 		})

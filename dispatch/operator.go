@@ -10,6 +10,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookjet/hookjet/breaker"
+	"github.com/hookjet/hookjet/dispatch/epstate"
 )
 
 // Operator carries out the operator's actions that write into the
@@ -25,7 +26,6 @@ type Operator struct {
 	nc       *nats.Conn
 	metrics  *Metrics
 	breakers *breaker.Registry
-	stateKV  natsjs.KeyValue // HOOKJET_ENDPOINT_STATE (Discard)
 	eps      endpointFinder  // the endpoints in force
 	states   stateUpdater    // endpoint states (ResetBreaker lifts a hold)
 	wake     func(id string) // starts endpoint id's drain now
@@ -36,7 +36,8 @@ type Operator struct {
 
 // stateUpdater changes an endpoint's shared state (endpoint_state.go).
 type stateUpdater interface {
-	updateState(ctx context.Context, id string, fn func(*endpointState) bool) error
+	Update(ctx context.Context, id string, fn func(*epstate.State) bool) error
+	Purge(ctx context.Context, id string) error
 }
 
 // taskCounter counts the tasks waiting for an endpoint (query.Queries).
@@ -52,7 +53,7 @@ func (d *Dispatcher) Operator() *Operator { return d.operator }
 func newOperator(d *Dispatcher, tasks taskCounter) *Operator {
 	return &Operator{
 		log: d.log, now: d.now, js: d.o.JS, nc: d.o.NC, metrics: d.o.Metrics, breakers: d.o.Breakers,
-		stateKV: d.stateKV, eps: d, states: d, tasks: tasks, done: d.loopCtx,
+		eps: d, states: d.states, tasks: tasks, done: d.life.loopCtx,
 		wake: func(id string) { d.drains.Note(id, time.Time{}) },
 	}
 }

@@ -55,5 +55,5 @@ func (d *Dispatcher) answerHeld() error {
 	if d.o.NC == nil {
 		return nil
 	}
-	return d.lane.Answer(d.loopCtx, d.o.NC)
+	return d.lane.Answer(d.life.loopCtx, d.o.NC)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hookjet/hookjet/attempt"
+	"github.com/hookjet/hookjet/dispatch/epstate"
 	"github.com/hookjet/hookjet/dispatch/query"
 	"github.com/hookjet/hookjet/jetstream"
 	"github.com/hookjet/hookjet/tracing"
@@ -56,7 +57,7 @@ func (q querySource) Each(now time.Time, fn func(query.Endpoint)) {
 
 // facts is what the engine knows of e at now.
 func (q querySource) facts(e *endpoint, now time.Time) query.Endpoint {
-	s, st := e.set.Load(), q.d.state(e.id)
+	s, st := e.set.Load(), q.d.states.Get(e.id)
 	f := query.Endpoint{
 		Config:   s.ep,
 		Disabled: st.Disabled, DisabledReason: st.Reason,
@@ -95,15 +96,15 @@ func (q querySource) Process(now time.Time) query.Process {
 	d := q.d
 	d.mu.RLock()
 	p := query.Process{Endpoints: len(d.eps), InFlight: d.gate.inFlightN.Load()}
-	for id, st := range d.states {
+	d.mu.RUnlock()
+	d.states.All(func(id string, st epstate.State) {
 		if st.Disabled {
 			p.Disabled++
-			if d.eps[id] != nil {
+			if d.endpoint(id) != nil {
 				p.DisabledInForce++
 			}
 		}
-	}
-	d.mu.RUnlock()
+	})
 	p.DeliveredLastHour, p.FailedLastHour = d.hour.sum(now)
 	return p
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/hookjet/hookjet/api"
+	"github.com/hookjet/hookjet/dispatch/epstate"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -43,7 +44,7 @@ func (o *Operator) ResetBreaker(ctx context.Context, id string) error {
 	if o.eps.endpoint(id) == nil {
 		return fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, id)
 	}
-	err := o.states.updateState(ctx, id, func(s *endpointState) bool {
+	err := o.states.Update(ctx, id, func(s *epstate.State) bool {
 		if s.HoldUntil.IsZero() {
 			return false
 		}

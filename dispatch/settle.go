@@ -53,9 +53,9 @@ type taskKeeper interface {
 // stateKeeper holds and disables endpoints for every process and
 // publishes operational events (endpoint_state.go).
 type stateKeeper interface {
-	hold(id string, until time.Time, cause string)
-	disable(id, reason string)
-	ops(kind string, body map[string]any)
+	Hold(id string, until time.Time, cause string)
+	Disable(id, reason string)
+	Ops(kind string, body map[string]any)
 }
 
 // carryOut does what act says. After a 2xx the endpoint's in-flight slot
@@ -81,7 +81,7 @@ func (t *settler) carryOut(dl *delivery, adm *admission, act action) {
 	case actRetry:
 		if act.Hold {
 			t.series.countDeferral(dl.e, "rate_limit")
-			t.states.hold(dl.e.id, t.now().Add(act.Wait), "rate_limit")
+			t.states.Hold(dl.e.id, t.now().Add(act.Wait), "rate_limit")
 		}
 		adm.release()
 		if dl.again != nil {
@@ -93,7 +93,7 @@ func (t *settler) carryOut(dl *delivery, adm *admission, act action) {
 		adm.release()
 		t.deadLetter(dl, act.Reason)
 		if act.Disable {
-			t.states.disable(dl.e.id, "gone: the endpoint answered 410")
+			t.states.Disable(dl.e.id, "gone: the endpoint answered 410")
 		}
 	}
 }
@@ -206,5 +206,5 @@ func (t *settler) deadLetter(dl *delivery, reason string) {
 	dl.done(true)
 	t.series.countDeadLetter(id, reason)
 	dl.log(t.log, slog.LevelWarn, "dead-lettered", "reason", reason, "attempts", dl.st.Attempts, "status", dl.st.Status, "error", dl.st.Error)
-	t.states.ops("dead_letter", map[string]any{"endpoint": id, "event_id": dl.ev.id, "event_type": dl.ev.typ, "reason": reason, "attempts": dl.st.Attempts})
+	t.states.Ops("dead_letter", map[string]any{"endpoint": id, "event_id": dl.ev.id, "event_type": dl.ev.typ, "reason": reason, "attempts": dl.st.Attempts})
 }

@@ -258,10 +258,10 @@ func rfc3339(t time.Time) string {
 // raised, and only read once.
 func (d *Dispatcher) coverTaskAge(ep config.Endpoint) {
 	need := jetstream.TaskAge(ep.Settings)
-	if cur := time.Duration(d.tasksAge.Load()); cur < 0 || cur >= need {
+	if cur := time.Duration(d.tasks.age.Load()); cur < 0 || cur >= need {
 		return
 	}
-	ctx, cancel := context.WithTimeout(d.loopCtx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(d.life.loopCtx, 5*time.Second)
 	defer cancel()
 	got, raised, err := jetstream.RaiseTasksMaxAge(ctx, d.o.JS, need)
 	if err != nil {
@@ -271,8 +271,8 @@ func (d *Dispatcher) coverTaskAge(ep config.Endpoint) {
 	if got == 0 {
 		got = -1
 	}
-	if got > time.Duration(d.tasksAge.Load()) || got < 0 {
-		d.tasksAge.Store(int64(got))
+	if got > time.Duration(d.tasks.age.Load()) || got < 0 {
+		d.tasks.age.Store(int64(got))
 	}
 	if raised {
 		d.log.Log(ctx, slog.LevelInfo, "HOOKJET_TASKS keeps waiting deliveries longer for this endpoint's retry.max_age", "endpoint", ep.ID, "retry.max_age", ep.Retry.MaxAge, "max_age", got)
