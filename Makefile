@@ -138,7 +138,7 @@ image-offline:
 ## image-test: inspect $(IMAGE) (build it first): its user, entrypoint,
 ## files, labels, and that its binary is static and of this commit
 image-test:
-	HOOKJET_IMAGE=$(IMAGE) HOOKJET_IMAGE_TOOL=$(IMAGE_TOOL) $(GO) test -count=1 -run '^TestImage' -v ./deploy
+	TEST_IMAGE=$(IMAGE) TEST_IMAGE_TOOL=$(IMAGE_TOOL) $(GO) test -count=1 -run '^TestImage' -v ./deploy
 
 ## helm-lint, helm-test: the chart (deploy/helm/hookjet): helm lint with each
 ## values example, then every manifest rendered from each decodes strictly

@@ -8,5 +8,5 @@
 // hookjet_* metric and label they query is one hookjet exports, so that a
 // renamed metric cannot silently leave a dashboard panel empty or an alert
 // unable to fire; that the compose cluster's config passes hookjet's
-// validation; and, given HOOKJET_IMAGE, what the container image holds.
+// validation; and, given TEST_IMAGE, what the container image holds.
 package deploy

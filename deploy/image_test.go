@@ -39,7 +39,7 @@ type imageFile struct {
 	data []byte // kept for the binary and the certificates only
 }
 
-// TestImage inspects the image HOOKJET_IMAGE names (make image-test builds
+// TestImage inspects the image TEST_IMAGE names (make image-test builds
 // none: it inspects what make image or make image-offline built; .ci/run
 // builds it and sets the variable): its user, entrypoint, environment and
 // labels, that it holds only the binary, the CA certificates, the time zone
@@ -47,14 +47,14 @@ type imageFile struct {
 // runs no container (this machine cannot): it reads the image's layers from
 // `save` and runs `hookjet version` of the extracted binary on the host.
 func TestImage(t *testing.T) {
-	image := os.Getenv("HOOKJET_IMAGE")
+	image := os.Getenv("TEST_IMAGE")
 	if image == "" {
 		if os.Getenv("CI") != "" {
-			t.Fatal("HOOKJET_IMAGE is not set: under CI the image must be built and inspected (.ci/run: make image-offline, then HOOKJET_IMAGE)")
+			t.Fatal("TEST_IMAGE is not set: under CI the image must be built and inspected (.ci/run: make image-offline, then TEST_IMAGE)")
 		}
-		t.Skip("HOOKJET_IMAGE is not set: `make image-test` inspects the image `make image` built")
+		t.Skip("TEST_IMAGE is not set: `make image-test` inspects the image `make image` built")
 	}
-	tool := os.Getenv("HOOKJET_IMAGE_TOOL")
+	tool := os.Getenv("TEST_IMAGE_TOOL")
 	if tool == "" {
 		for _, name := range []string{"podman", "docker"} {
 			if p, err := exec.LookPath(name); err == nil {
@@ -64,7 +64,7 @@ func TestImage(t *testing.T) {
 		}
 	}
 	if tool == "" {
-		t.Fatal("HOOKJET_IMAGE is set but neither podman nor docker is installed")
+		t.Fatal("TEST_IMAGE is set but neither podman nor docker is installed")
 	}
 
 	out, err := exec.Command(tool, "image", "inspect", image).Output()

@@ -146,12 +146,14 @@ hookjet_attempts_total{class="success",endpoint="api"} 1
 hookjet_attempts_total{class="transient",endpoint="api"} 0
 # HELP hookjet_dead_letters_total Messages moved to HOOKJET_DLQ by endpoint and reason.
 # TYPE hookjet_dead_letters_total counter
+hookjet_dead_letters_total{endpoint="api",reason="auth"} 0
 hookjet_dead_letters_total{endpoint="api",reason="exhausted"} 0
 hookjet_dead_letters_total{endpoint="api",reason="expired"} 0
 hookjet_dead_letters_total{endpoint="api",reason="gone"} 0
 hookjet_dead_letters_total{endpoint="api",reason="overflow"} 0
 hookjet_dead_letters_total{endpoint="api",reason="permanent"} 1
 hookjet_dead_letters_total{endpoint="api",reason="rejected"} 0
+hookjet_dead_letters_total{endpoint="api",reason="transform"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "hookjet_attempts_total", "hookjet_dead_letters_total"); err != nil {
 		t.Error(err)
