@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -341,23 +340,6 @@ func (d *Dispatcher) Stop(grace time.Duration) {
 	d.send.shape.close()
 	d.jobs.close()
 	d.life.background.Wait()
-}
-
-// sleep waits for dur or until ctx is done.
-func sleep(ctx context.Context, dur time.Duration) {
-	t := time.NewTimer(dur)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
-
-func jitter(upTo time.Duration) time.Duration {
-	if upTo <= 0 {
-		return 0
-	}
-	return rand.N(upTo)
 }
 
 // fanoutConn is the connection the fan-out pulls and acks events on.

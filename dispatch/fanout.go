@@ -9,6 +9,7 @@ import (
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookjet/hookjet/backoff"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/dispatch/consume"
 	"github.com/hookjet/hookjet/jetstream"
@@ -56,7 +57,7 @@ func (d *fanout) runFanout(ctx context.Context, cons natsjs.Consumer) {
 			return
 		}
 		d.log.Warn("consume events", "err", err)
-		sleep(ctx, time.Second)
+		backoff.Sleep(ctx, time.Second)
 		if !errors.Is(err, natsjs.ErrConsumerNotFound) && !errors.Is(err, natsjs.ErrConsumerDeleted) {
 			continue
 		}
@@ -73,7 +74,7 @@ func (d *fanout) runFanout(ctx context.Context, cons natsjs.Consumer) {
 				break
 			}
 			d.log.Warn("create the fan-out consumer again", "err", err)
-			sleep(ctx, 2*time.Second)
+			backoff.Sleep(ctx, 2*time.Second)
 		}
 	}
 }
@@ -158,7 +159,7 @@ func (f *fanEvent) settle(ok bool) {
 			}
 		}
 	} else if f.failed.Load() {
-		if err := f.msg.NakWithDelay(2*time.Second + jitter(3*time.Second)); err != nil {
+		if err := f.msg.NakWithDelay(2*time.Second + backoff.Jitter(3*time.Second)); err != nil {
 			f.d.log.Warn("nak event", "err", err)
 		}
 	} else if err := f.d.ackDelivered(f.msg); err != nil {
