@@ -8,17 +8,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hookjet/hookjet/dispatch/settle"
 	"github.com/hookjet/hookjet/jetstream"
 
-	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
 	"github.com/hookjet/hookjet/api"
 )
-
-// redeliverKey starts the key of a task made by Redeliver.
-const redeliverKey = "d"
 
 // TestEventType is the type of the events SendTest sends.
 const TestEventType = "hookjet.test"
@@ -34,19 +31,19 @@ func (o *Operator) SendTest(ctx context.Context, id string) (string, error) {
 	ep := e.set.Load().ep
 	now := o.now().UTC()
 	n := nuid.Next()
-	ev := event{id: "test_" + n, typ: TestEventType, key: "t" + n, at: now, tenant: ep.Tenant}
+	ev := settle.Event{ID: "test_" + n, Type: TestEventType, Key: "t" + n, At: now, Tenant: ep.Tenant}
 	body, err := json.Marshal(map[string]string{"type": TestEventType, "endpoint": id, "sent_at": now.Format(time.RFC3339)})
 	if err != nil {
 		return "", err
 	}
-	msg := taskMsg(id, &ev, attemptState{}, body, nil, time.Time{})
-	markIncarnation(msg.Header, ep.CreatedAt)
+	msg := settle.TaskMsg(id, &ev, settle.State{}, body, nil, time.Time{})
+	settle.MarkIncarnation(msg.Header, ep.CreatedAt)
 	if err := o.publish(ctx, msg); err != nil {
 		return "", fmt.Errorf("test event: %w", err)
 	}
 	o.metrics.Published.Inc()
 	o.wake(id)
-	return ev.id, nil
+	return ev.ID, nil
 }
 
 // Redeliver sends every event stored in HOOKJET_EVENTS between since and
@@ -106,21 +103,21 @@ func (o *Operator) Redeliver(ctx context.Context, id string, since, until time.T
 			if meta.NumPending == 0 || meta.Sequence.Stream >= last {
 				done = true
 			}
-			ev, _ := eventOf(m, meta)
-			if ev.badTenant != "" || !mayReceive(ep.Tenant, ev.tenant) {
+			ev, _ := settle.EventOf(m, meta)
+			if ev.BadTenant != "" || !settle.MayReceive(ep.Tenant, ev.Tenant) {
 				continue // another tenant's event: never this endpoint's
 			}
 			matched++
 			if dryRun {
 				continue
 			}
-			ev.key = redeliverKey + strconv.FormatUint(ev.seq, 10) + "x" + nonce
-			ev.at = o.now() // retry.max_age counts from the redelivery
-			task := taskMsg(id, &ev, attemptState{}, m.Data(), m.Headers(), time.Time{})
-			markIncarnation(task.Header, ep.CreatedAt)
+			ev.Key = settle.RedeliverKey + strconv.FormatUint(ev.Seq, 10) + "x" + nonce
+			ev.At = o.now() // retry.max_age counts from the redelivery
+			task := settle.TaskMsg(id, &ev, settle.State{}, m.Data(), m.Headers(), time.Time{})
+			settle.MarkIncarnation(task.Header, ep.CreatedAt)
 			laneRedelivery(task, ep, m.Headers())
 			if err := o.publish(ctx, task); err != nil {
-				return matched, queued, fmt.Errorf("redeliver seq %d: %w", ev.seq, err)
+				return matched, queued, fmt.Errorf("redeliver seq %d: %w", ev.Seq, err)
 			}
 			queued++
 		}
@@ -176,9 +173,4 @@ func (o *Operator) Discard(ctx context.Context, id string) (int, error) {
 	}
 	o.log.Info("discarded the deliveries waiting for a deleted endpoint", "endpoint", id, "discarded", n)
 	return n, nil
-}
-
-// publishCtx is publish bounded by ctx as well (the lane's ReleaseHold).
-func (d *Dispatcher) publishCtx(ctx context.Context, msg *nats.Msg) error {
-	return d.operator.publish(ctx, msg)
 }

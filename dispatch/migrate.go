@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookjet/hookjet/dispatch/epstate"
+	"github.com/hookjet/hookjet/dispatch/settle"
 	"github.com/hookjet/hookjet/jetstream"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
@@ -95,9 +96,9 @@ func (d *Dispatcher) migrateConsumer(ctx context.Context, st natsjs.Stream, name
 			if err != nil {
 				continue
 			}
-			ev, _ := eventOf(msg, meta)
-			if ok, _ := d.o.Ledger.Delivered(endpoint, ev.id); !ok {
-				if err := d.settle.publish(taskMsg(endpoint, &ev, attemptState{}, msg.Data(), msg.Headers(), time.Time{})); err != nil {
+			ev, _ := settle.EventOf(msg, meta)
+			if ok, _ := d.o.Ledger.Delivered(endpoint, ev.ID); !ok {
+				if err := d.settle.Publish(settle.TaskMsg(endpoint, &ev, settle.State{}, msg.Data(), msg.Headers(), time.Time{})); err != nil {
 					return n, err
 				}
 				n++
@@ -140,8 +141,8 @@ func (d *Dispatcher) migrateReplays(ctx context.Context) error {
 			meta, _ := msg.Metadata()
 			endpoint := strings.TrimPrefix(msg.Subject(), "hookjet.replay.")
 			h := msg.Headers()
-			ev := event{id: h.Get(jetstream.HdrEventID), typ: h.Get(jetstream.HdrEventType), key: "r" + h.Get(jetstream.HdrReplayOf), at: d.now()}
-			if err := d.settle.publish(taskMsg(endpoint, &ev, attemptState{}, msg.Data(), h, time.Time{})); err != nil {
+			ev := settle.Event{ID: h.Get(jetstream.HdrEventID), Type: h.Get(jetstream.HdrEventType), Key: "r" + h.Get(jetstream.HdrReplayOf), At: d.now()}
+			if err := d.settle.Publish(settle.TaskMsg(endpoint, &ev, settle.State{}, msg.Data(), h, time.Time{})); err != nil {
 				return err
 			}
 			if meta == nil || meta.Sequence.Stream >= last || meta.NumPending == 0 {

@@ -34,6 +34,11 @@ type Operator struct {
 	resets   resets          // this process's name in breaker resets (reset.go)
 }
 
+// endpointFinder finds an endpoint in force by id (nil: none).
+type endpointFinder interface {
+	endpoint(id string) *endpoint
+}
+
 // stateUpdater changes an endpoint's shared state (endpoint_state.go).
 type stateUpdater interface {
 	Update(ctx context.Context, id string, fn func(*epstate.State) bool) error

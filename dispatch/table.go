@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/destination"
+	"github.com/hookjet/hookjet/dispatch/settle"
 	"github.com/hookjet/hookjet/filter"
 	"github.com/hookjet/hookjet/signature"
 	"github.com/hookjet/hookjet/transform"
@@ -33,14 +34,14 @@ func (r tableRuntime) Install(ep *config.Endpoint) error {
 		return err
 	}
 	if e == nil {
-		e = &endpoint{id: ep.ID}
+		e = newEndpoint(ep.ID)
 		e.slots.share = d.share
 		e.set.Store(s)
 		e.slots.setLimit(ep.MaxInFlight)
 		d.mu.Lock()
 		d.eps[ep.ID] = e
 		d.mu.Unlock()
-		if l := d.series.label(ep.ID); l != otherSeries {
+		if l := d.series.Label(ep.ID); l != settle.OtherSeries {
 			d.o.Metrics.BreakerState.WithLabelValues(l).Set(0)
 			d.o.Metrics.zero(l)
 		}
@@ -48,7 +49,7 @@ func (r tableRuntime) Install(ep *config.Endpoint) error {
 		e.set.Store(s)
 		e.slots.setLimit(ep.MaxInFlight)
 	}
-	d.coverTaskAge(*ep)
+	d.tasks.Cover(d.life.loopCtx, d.o.JS, ep, d.log)
 	return nil
 }
 
@@ -64,11 +65,11 @@ func (r tableRuntime) Uninstall(id string, deleted bool) {
 		return
 	}
 	if deleted {
-		e.deleted.Store(true)
+		e.Deleted.Store(true)
 	}
-	e.removed.Store(true)
+	e.Removed.Store(true)
 	d.o.Breakers.Remove(id)
-	d.series.forget(id)
+	d.series.Forget(id)
 	d.send.shape.forget(id)
 }
 
