@@ -11,6 +11,7 @@ import (
 	"github.com/hookjet/hookjet/attempt"
 	"github.com/hookjet/hookjet/dispatch/consume"
 	"github.com/hookjet/hookjet/dispatch/epstate"
+	"github.com/hookjet/hookjet/dispatch/operate"
 	"github.com/hookjet/hookjet/dispatch/settle"
 	"github.com/hookjet/hookjet/dispatch/sources"
 	"github.com/hookjet/hookjet/filter"
@@ -103,11 +104,11 @@ type Dispatcher struct {
 	hour   hourStats       // outcomes over the last hour
 
 	// Where endpoints come from, and the operator's side.
-	src      *sources.Sources // the file, the API, other processes' files (package sources)
-	table    *routing.Table   // the endpoints in force and the pattern index (its Runtime: table.go)
-	queries  *query.Queries   // the operator's questions (package query; query_source.go)
-	operator *Operator        // the operator's actions (operator.go)
-	leftover Leftover         // what waited at start (drain_engine.go)
+	src      *sources.Sources  // the file, the API, other processes' files (package sources)
+	table    *routing.Table    // the endpoints in force and the pattern index (its Runtime: table.go)
+	queries  *query.Queries    // the operator's questions (package query; query_source.go)
+	operator *operate.Operator // the operator's actions (package operate)
+	leftover Leftover          // what waited at start (drain_engine.go)
 
 	life lifecycle // the engine's goroutines and contexts, and Stop's order
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/dispatch/lane"
 	"github.com/hookjet/hookjet/dispatch/settle"
 	"github.com/hookjet/hookjet/jetstream"
@@ -86,15 +85,6 @@ func laneReplay(out *nats.Msg, e *endpoint, src nats.Header) bool {
 	return true
 }
 
-// laneRedelivery turns task, a redelivery of an event with headers src to
-// ep, into an entry of the ordered lane when ep orders by key and the event
-// has one: it takes its turn by its event sequence.
-func laneRedelivery(task *nats.Msg, ep *config.Endpoint, src nats.Header) {
-	if key := jetstream.OrderingKey(src); key != "" && ep.Ordered() {
-		lane.Into(task, ep.ID, key, 0)
-	}
-}
-
 // ReleaseHold lets the key held by the dead letter of event eventID at
 // endpoint id go on: its dead letter was discarded. Endpoints that do not
 // order by key have nothing to release.
@@ -103,7 +93,10 @@ func (d *Dispatcher) ReleaseHold(ctx context.Context, id, eventID string) error 
 	if e == nil || !e.set.Load().ep.Ordered() {
 		return nil
 	}
-	return d.operator.publish(ctx, lane.Release(id, eventID))
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := d.o.JS.PublishMsg(ctx, lane.Release(id, eventID))
+	return err
 }
 
 // laneEngine is the engine as the lane sees it (lane.Engine).

@@ -73,6 +73,11 @@ func (r tableRuntime) Uninstall(id string, deleted bool) {
 	d.send.shape.forget(id)
 }
 
+// endpointFinder finds an endpoint in force by id (nil: none).
+type endpointFinder interface {
+	endpoint(id string) *endpoint
+}
+
 func (d *Dispatcher) endpoint(id string) *endpoint {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
