@@ -16,7 +16,7 @@ import (
 // hookjet_filtered_total. The filters of one event share one parse of its
 // payload and one budget, however many endpoints filter it. A delivery
 // stored earlier (a task, an ordered entry) is checked again when it is
-// taken, against the endpoint as it is then (notForEndpoint, task.go).
+// taken, against the endpoint as it is then (settle.NotForEndpoint).
 type matcher struct {
 	index  patternIndex
 	eps    endpointSource

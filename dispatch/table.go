@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -120,7 +121,7 @@ func (d *Dispatcher) newSettings(ep *config.Endpoint, old *endpoint) (*settings,
 		return nil, fmt.Errorf("endpoints %s: destination: %w", ep.ID, err)
 	}
 	s := &settings{ep: ep, dest: dest, expires: expires}
-	d.compileCode(s)
+	compileCode(s, d.send.shape.security, d.log) // the bounds the shape stage applies
 	if ep.RateLimit.RPS > 0 {
 		if old != nil {
 			if prev := old.set.Load(); prev.limiter != nil && prev.ep.RateLimit == ep.RateLimit {
@@ -159,17 +160,18 @@ func (d *Dispatcher) openDestination(ep *config.Endpoint, signer *signature.Sign
 	})
 }
 
-// compileCode compiles s's endpoint's filter and transform. Both were
-// checked where the endpoint was defined (config.Security.CheckCode); one
-// stored earlier that no longer compiles (a stricter bound since) is
-// logged, and its filter refuses every event, its transform dead-letters
-// every delivery, rather than deliver what the endpoint did not ask for.
-func (d *Dispatcher) compileCode(s *settings) {
+// compileCode compiles s's endpoint's filter, within sec's bounds, and its
+// transform. Both were checked where the endpoint was defined
+// (config.Security.CheckCode); one stored earlier that no longer compiles (a
+// stricter bound since) is logged, and its filter refuses every event, its
+// transform dead-letters every delivery, rather than deliver what the
+// endpoint did not ask for.
+func compileCode(s *settings, sec config.Security, log *slog.Logger) {
 	ep := s.ep
 	if ep.Filter != "" {
-		f, err := d.o.Config.Security.CompileFilter(ep.Filter)
+		f, err := sec.CompileFilter(ep.Filter)
 		if err != nil {
-			d.log.Error("the endpoint's filter does not compile; it refuses every event", "endpoint", ep.ID, "err", err)
+			log.Error("the endpoint's filter does not compile; it refuses every event", "endpoint", ep.ID, "err", err)
 			f, _ = filter.Compile("false", filter.Options{})
 		}
 		s.filter = f
@@ -177,7 +179,7 @@ func (d *Dispatcher) compileCode(s *settings) {
 	if ep.Transform != "" {
 		s.script, s.scriptErr = transform.Compile(ep.Transform)
 		if s.scriptErr != nil {
-			d.log.Error("the endpoint's transform does not compile; its deliveries are dead-lettered", "endpoint", ep.ID, "err", s.scriptErr)
+			log.Error("the endpoint's transform does not compile; its deliveries are dead-lettered", "endpoint", ep.ID, "err", s.scriptErr)
 		}
 	}
 }
