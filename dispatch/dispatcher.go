@@ -14,6 +14,7 @@ import (
 	"github.com/hookjet/hookjet/dispatch/operate"
 	"github.com/hookjet/hookjet/dispatch/settle"
 	"github.com/hookjet/hookjet/dispatch/sources"
+	"github.com/hookjet/hookjet/dispatch/upgrade"
 	"github.com/hookjet/hookjet/filter"
 	"github.com/hookjet/hookjet/jetstream"
 	"github.com/hookjet/hookjet/routing"
@@ -235,7 +236,10 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	}
 	d.fan.ackWait = fanoutAckWait(d.o.Config)
 	d.fan.hold.Store(int64(d.fan.ackWait / 2))
-	if err := migrate(ctx, d); err != nil {
+	wake := func(id string) { d.drains.Note(id, time.Time{}) }
+	if err := upgrade.Run(ctx, upgrade.Options{
+		JS: d.o.JS, Ledger: d.o.Ledger, States: d.states, Publish: d.settle.Publish, Wake: wake, AckWait: d.fan.ackWait, Log: d.log, Now: d.now,
+	}); err != nil {
 		return err
 	}
 	cons, err := jetstream.EnsureFanoutConsumer(ctx, d.o.JS, d.fan.ackWait)

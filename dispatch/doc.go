@@ -17,5 +17,5 @@
 // metric series) and puts the table's changes into effect (table.go). It
 // tells the operator's questions (package dispatch/query) and actions
 // (package dispatch/operate) what only it knows, trims the event log, and
-// runs the upgrade from the first design.
+// runs the upgrade from the first design (package dispatch/upgrade).
 package dispatch
