@@ -18,7 +18,7 @@ import (
 //     max_backlog and its share of the lane (half its MaxBytes) only the
 //     entries of its failing keys: retrying, held after a dead letter, or
 //     kept from going by the endpoint's state (disabled, rate-limited,
-//     breaker open), the causes that count for a task too (busyCause);
+//     breaker open), the causes that count for a task too (settle.BusyCause);
 //   - any other endpoint (never delivered, or not for a while: dead)
 //     counts every entry.
 //
