@@ -108,6 +108,9 @@ func (f publishFlags) event(typ string) (publish.Event, error) {
 	if err := config.ValidateEventType(typ); err != nil {
 		return publish.Event{}, usagef("publish: %q is not a valid event type: %v", typ, err)
 	}
+	if err := config.CheckPublishable(typ); err != nil {
+		return publish.Event{}, usagef("publish: event type %q %v", typ, err)
+	}
 	e := publish.Event{Type: typ, ID: *f.id, Tenant: *f.tenant, Key: *f.key}
 	if e.ID == "" {
 		e.ID = publish.NewID()
