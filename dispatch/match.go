@@ -1,8 +1,11 @@
 package dispatch
 
 import (
+	"slices"
+
 	"github.com/nats-io/nats.go"
 
+	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/filter"
 	"github.com/hookjet/hookjet/jetstream"
 )
@@ -16,10 +19,20 @@ import (
 // payload and one budget, however many endpoints filter it. A delivery
 // stored earlier (a task, an ordered entry) is checked again when it is
 // taken, against the endpoint as it is then (notForEndpoint, task.go).
+// An event of one of hookjet's own types (hookjet.*) goes only where its
+// mark says hookjet published it (package opsevent), and never to the
+// endpoint it is about.
 type matcher struct {
 	index  patternIndex
 	eps    endpointSource
 	series *series
+	own    ownEvents // nil: no event of a hookjet.* type is hookjet's
+}
+
+// ownEvents recognises hookjet's own events and the endpoint each is about
+// (opsevent.Publisher).
+type ownEvents interface {
+	About(id, typ, tenant string, h map[string][]string, data []byte) (endpoint string, ok bool)
 }
 
 // patternIndex is the pattern index of the endpoints in force
@@ -33,7 +46,24 @@ type patternIndex interface {
 // (ev.badTenant) matches the endpoints without a tenant only: the caller
 // dead-letters it there (tenant.go).
 func (m matcher) match(ev *event, hdr nats.Header, data []byte, dst []string) []string {
+	if config.IsOperational(ev.typ) {
+		if m.own == nil {
+			return dst
+		}
+		about, ok := m.own.About(ev.id, ev.typ, ev.tenant, hdr, data)
+		if !ok {
+			return dst // published by someone else: to no one
+		}
+		dst = m.index.Match(ev.tenant, ev.typ, dst)
+		dst = slices.DeleteFunc(dst, func(id string) bool { return id == about })
+		return m.filter(ev, hdr, data, dst)
+	}
 	dst = m.index.Match(ev.tenant, ev.typ, dst)
+	return m.filter(ev, hdr, data, dst)
+}
+
+// filter keeps the endpoints of dst whose filter takes ev.
+func (m matcher) filter(ev *event, hdr nats.Header, data []byte, dst []string) []string {
 	if m.eps == nil {
 		return dst
 	}
