@@ -24,8 +24,8 @@ type Options struct {
 	Store Store
 	// Key marks them as hookjet's own.
 	Key Key
-	// Now is the clock that says when a counted minute is over; nil:
-	// time.Now. Give it the clock the engine's announcements are timed by.
+	// Now is the clock of the dead letters' minutes: which minute one
+	// counts in, and when that minute is over; nil: time.Now.
 	Now func() time.Time
 	// Log receives a warning for an event that could not be stored; nil:
 	// nothing is logged.
@@ -83,16 +83,17 @@ func New(o Options) *Publisher {
 
 // Announce turns the operational event hookjet.ops.<kind> about endpoint ep
 // (endpoint.disabled, endpoint.enabled, endpoint.opened, endpoint.closed,
-// dead_letter) into hookjet's own event: stored at once for a change of
-// the endpoint, counted in at's minute for a dead letter. Other kinds
-// (half_opened, reset) have none. It never waits.
+// dead_letter) into hookjet's own event: a change of the endpoint at at,
+// stored at once; a dead letter, counted in the current minute (by
+// Options.Now). Other kinds (half_opened, reset) have none. It never
+// waits.
 func (p *Publisher) Announce(kind string, ep Subject, reason string, at time.Time) {
 	typ := typeOf(kind)
 	switch typ {
 	case "":
 		return
 	case TypeDeadLetter:
-		p.deadLetter(ep, reason, at)
+		p.deadLetter(ep, reason)
 		return
 	}
 	at = at.UTC()
@@ -101,9 +102,9 @@ func (p *Publisher) Announce(kind string, ep Subject, reason string, at time.Tim
 	}, typ+"/"+ep.ID+"/"+at.Format(time.RFC3339Nano)))
 }
 
-// deadLetter counts a dead letter of ep in at's minute.
-func (p *Publisher) deadLetter(ep Subject, reason string, at time.Time) {
-	start := at.UTC().Truncate(window)
+// deadLetter counts a dead letter of ep in the current minute.
+func (p *Publisher) deadLetter(ep Subject, reason string) {
+	start := p.now().UTC().Truncate(window)
 	p.mu.Lock()
 	t := p.minute[ep.ID]
 	var over *tally
