@@ -148,6 +148,7 @@ func TestHandlerErrorsHaveOneShapeInJSONWords(t *testing.T) {
 		{"empty", ``, "body"},
 		{"null data", `{"type":"order.created","data":null}`, "data"},
 		{"events not a list", `{"events":{"type":"a"}}`, "events"},
+		{"hookjet's own type", `{"type":"hookjet.endpoint.disabled","data":{}}`, "type"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			req := httptest.NewRequest(http.MethodPost, "/api/v1/events", strings.NewReader(tt.body))
