@@ -110,6 +110,9 @@ func (o *Operator) Redeliver(ctx context.Context, id string, since, until time.T
 			if ev.badTenant != "" || !mayReceive(ep.Tenant, ev.tenant) {
 				continue // another tenant's event: never this endpoint's
 			}
+			if !ownFor(o.own, id, ep.Events, &ev, m.Headers(), m.Data()) {
+				continue // hookjet's own event this endpoint may not take (match.go)
+			}
 			matched++
 			if dryRun {
 				continue

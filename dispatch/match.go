@@ -62,6 +62,25 @@ func (m matcher) match(ev *event, hdr nats.Header, data []byte, dst []string) []
 	return m.filter(ev, hdr, data, dst)
 }
 
+// ownFor reports whether endpoint id, with patterns, may take ev by the
+// rules of hookjet's own events: an event of another type may; one of a
+// hookjet.* type needs hookjet's mark, a pattern naming hookjet. and
+// another endpoint as its subject. Redelivery, which reads the stream by
+// an endpoint's patterns rather than through the index, asks it.
+func ownFor(own ownEvents, id string, patterns []string, ev *event, hdr nats.Header, data []byte) bool {
+	if !config.IsOperational(ev.typ) {
+		return true
+	}
+	if own == nil {
+		return false
+	}
+	about, ok := own.About(ev.id, ev.typ, ev.tenant, hdr, data)
+	if !ok || about == id {
+		return false
+	}
+	return slices.ContainsFunc(patterns, func(p string) bool { return config.MatchEvent(p, ev.typ) })
+}
+
 // filter keeps the endpoints of dst whose filter takes ev.
 func (m matcher) filter(ev *event, hdr nats.Header, data []byte, dst []string) []string {
 	if m.eps == nil {

@@ -30,6 +30,7 @@ type Operator struct {
 	states   stateUpdater    // endpoint states (ResetBreaker lifts a hold)
 	wake     func(id string) // starts endpoint id's drain now
 	tasks    taskCounter     // counts an endpoint's tasks (Discard)
+	own      ownEvents       // hookjet's own events (Redeliver: match.go's ownFor)
 	done     context.Context // cancelled by Stop: WatchResets unsubscribes
 	resets   resets          // this process's name in breaker resets (reset.go)
 }
@@ -53,7 +54,7 @@ func (d *Dispatcher) Operator() *Operator { return d.operator }
 func newOperator(d *Dispatcher, tasks taskCounter) *Operator {
 	return &Operator{
 		log: d.log, now: d.now, js: d.o.JS, nc: d.o.NC, metrics: d.o.Metrics, breakers: d.o.Breakers,
-		eps: d, states: d.states, tasks: tasks, done: d.life.loopCtx,
+		eps: d, states: d.states, tasks: tasks, done: d.life.loopCtx, own: d.o.Operational,
 		wake: func(id string) { d.drains.Note(id, time.Time{}) },
 	}
 }

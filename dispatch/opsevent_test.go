@@ -57,6 +57,7 @@ func TestOperationalEventsReachTheirSubscribers(t *testing.T) {
 	var minutes atomic.Int64
 	base := time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC)
 	r := newOpsRig(t, eps, func() time.Time { return base.Add(time.Duration(minutes.Load()) * time.Minute) })
+	started := time.Now().Add(-time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -135,6 +136,16 @@ func TestOperationalEventsReachTheirSubscribers(t *testing.T) {
 		t.Fatalf("the endpoint on > got types %v, want the applications' events only", got)
 	}
 	rc.check(t, base)
+
+	// Redelivery reads the stream by the endpoint's patterns: the same
+	// rules hold (> takes the applications' 8 events only; acme-ops its
+	// tenant's 4 hookjet events not about itself, not the forged one).
+	for id, want := range map[string]int{"everything": 8, "acme-ops": 4, "globex-ops": 3} {
+		matched, _, err := r.d.Operator().Redeliver(ctx, id, started, time.Time{}, true)
+		if err != nil || matched != want {
+			t.Errorf("redelivery to %s matched %d (%v), want %d", id, matched, err, want)
+		}
+	}
 }
 
 // newOpsRig starts an engine delivering to eps that publishes hookjet's
