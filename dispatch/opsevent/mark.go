@@ -31,8 +31,9 @@ func NewKey(secret []byte) Key {
 	return Key{k: m.Sum(nil)}
 }
 
-// mark is the value of HeaderMark for an event.
-func (k Key) mark(id, typ, tenant string, data []byte) string {
+// Mark is the value of HeaderMark for an event with id, type typ, tenant
+// ("" for none) and payload data.
+func (k Key) Mark(id, typ, tenant string, data []byte) string {
 	return markVersion + base64.StdEncoding.EncodeToString(k.sum(id, typ, tenant, data))
 }
 

@@ -146,7 +146,7 @@ func (p *Publisher) message(pl Payload, id string) *nats.Msg {
 	if pl.Tenant != "" {
 		m.Header.Set(jetstream.HdrTenant, pl.Tenant)
 	}
-	m.Header.Set(HeaderMark, p.key.mark(id, pl.Type, pl.Tenant, data))
+	m.Header.Set(HeaderMark, p.key.Mark(id, pl.Type, pl.Tenant, data))
 	return m
 }
 
