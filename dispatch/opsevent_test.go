@@ -189,6 +189,7 @@ type opsReceiver struct {
 
 	mu     sync.Mutex
 	bodies map[string][]string // path -> bodies taken
+	ids    map[string][]string // path -> their webhook-ids
 	bad    []string
 }
 
@@ -198,7 +199,7 @@ func newOpsReceiver(t *testing.T) *opsReceiver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := &opsReceiver{v: v, bodies: map[string][]string{}}
+	rc := &opsReceiver{v: v, bodies: map[string][]string{}, ids: map[string][]string{}}
 	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		path := strings.TrimPrefix(req.URL.Path, "/")
@@ -214,6 +215,7 @@ func newOpsReceiver(t *testing.T) *opsReceiver {
 			return
 		}
 		rc.bodies[path] = append(rc.bodies[path], string(body))
+		rc.ids[path] = append(rc.ids[path], req.Header.Get("webhook-id"))
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(rc.srv.Close)
@@ -327,5 +329,12 @@ func (rc *opsReceiver) check(t *testing.T, base time.Time) {
 	}
 	if n == 0 {
 		t.Fatal("ops took nothing")
+	}
+	// A dead letter's id is its endpoint and minute, the same in every
+	// process.
+	for _, id := range []string{"hookjet.dead_letter:acme-shop:20261207T0100Z", "hookjet.dead_letter:acme-shop:20261207T0101Z"} {
+		if !slices.Contains(rc.ids["ops"], id) {
+			t.Errorf("no event %s among %v", id, rc.ids["ops"])
+		}
 	}
 }

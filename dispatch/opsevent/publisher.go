@@ -99,7 +99,7 @@ func (p *Publisher) Announce(kind string, ep Subject, reason string, at time.Tim
 	at = at.UTC()
 	p.enqueue(p.message(Payload{
 		Type: typ, Endpoint: Endpoint{ID: ep.ID, Description: ep.Description}, Tenant: ep.Tenant, Reason: reason, Count: 1, At: at,
-	}, typ+"/"+ep.ID+"/"+at.Format(time.RFC3339Nano)))
+	}, typ+":"+ep.ID+":"+at.Format(idTime)))
 }
 
 // deadLetter counts a dead letter of ep in the current minute.
@@ -127,13 +127,20 @@ func (p *Publisher) deadLetter(ep Subject, reason string) {
 	}
 }
 
+// The times in event ids: <type>:<endpoint>:<time>, no character a URL
+// path would have to escape.
+const (
+	idTime   = "20060102T150405.000000000Z"
+	idMinute = "20060102T1504Z"
+)
+
 // tallied is the hookjet.dead_letter event of t. Its id is the endpoint
 // and the minute: every process's event of that minute is one event.
 func (p *Publisher) tallied(t *tally) *nats.Msg {
 	return p.message(Payload{
 		Type: TypeDeadLetter, Endpoint: Endpoint{ID: t.ep.ID, Description: t.ep.Description}, Tenant: t.ep.Tenant,
 		Reason: t.reason, Count: t.count, At: t.start,
-	}, TypeDeadLetter+"/"+t.ep.ID+"/"+t.start.Format(time.RFC3339))
+	}, TypeDeadLetter+":"+t.ep.ID+":"+t.start.Format(idMinute))
 }
 
 // message is the event with payload pl and id, marked as hookjet's own.
