@@ -56,6 +56,7 @@ type Publisher struct {
 
 	mu     sync.Mutex
 	minute map[string]*tally // endpoint id -> its dead letters of the minute; only endpoints that had one
+	oldest time.Time         // the earliest start in minute; zero when it is empty
 }
 
 // tally is one endpoint's dead letters in the minute that starts at start.
@@ -111,9 +112,13 @@ func (p *Publisher) deadLetter(ep Subject, reason string) {
 	if t != nil && !t.start.Equal(start) {
 		over, t = t, nil // an earlier minute Run has not stored yet
 	}
+	first := false
 	if t == nil {
 		t = &tally{start: start}
 		p.minute[ep.ID] = t
+		if first = p.oldest.IsZero(); first || start.Before(p.oldest) {
+			p.oldest = start
+		}
 	}
 	t.ep, t.reason = ep, reason
 	t.count++
@@ -121,9 +126,11 @@ func (p *Publisher) deadLetter(ep Subject, reason string) {
 	if over != nil {
 		p.enqueue(p.tallied(over))
 	}
-	select {
-	case p.kick <- struct{}{}:
-	default:
+	if first { // Run starts looking at the clock
+		select {
+		case p.kick <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -201,14 +208,10 @@ func (p *Publisher) Run(ctx context.Context) {
 func (p *Publisher) untilDue() (time.Duration, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.minute) == 0 {
+	if p.oldest.IsZero() {
 		return 0, false
 	}
-	now, d := p.now(), time.Second
-	for _, t := range p.minute {
-		d = min(d, t.start.Add(window).Sub(now))
-	}
-	return max(d, 0), true
+	return max(min(time.Second, p.oldest.Add(window).Sub(p.now())), 0), true
 }
 
 // over takes the counts of the minutes over at now (every one when now is
@@ -217,10 +220,13 @@ func (p *Publisher) over(now time.Time) []*nats.Msg {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []*nats.Msg
+	p.oldest = time.Time{}
 	for id, t := range p.minute {
 		if now.IsZero() || !now.Before(t.start.Add(window)) {
 			out = append(out, p.tallied(t))
 			delete(p.minute, id)
+		} else if p.oldest.IsZero() || t.start.Before(p.oldest) {
+			p.oldest = t.start
 		}
 	}
 	return out
