@@ -57,10 +57,9 @@ type Announcer interface {
 
 // Options are what States are made with.
 type Options struct {
-	KV natsjs.KeyValue
-	NC *nats.Conn
-	// Announcer hears of every operational event; nil: nobody.
-	Announcer  Announcer
+	KV         natsjs.KeyValue
+	NC         *nats.Conn
+	Announcer  Announcer // hears of every operational event; nil: nobody
 	Log        *slog.Logger
 	Now        func() time.Time
 	Wake       func(id string, at time.Time)
@@ -278,9 +277,10 @@ func breakerReason(kind, from string) string {
 	return ""
 }
 
-// Disable turns endpoint id off after a 410 (the Announcer's reason: gone). Only the process whose write
-// changes the state publishes the operational event, so N requests in flight
-// when the endpoint answered 410 publish one.
+// Disable turns endpoint id off after a 410 (the Announcer's reason:
+// gone). Only the process whose write changes the state publishes the
+// operational event, so N requests in flight when the endpoint answered
+// 410 publish one.
 func (d *States) Disable(id, reason string) {
 	changed := false
 	err := d.Update(d.ctx, id, func(s *State) bool {
