@@ -232,8 +232,10 @@ type Security struct {
 	// checked address (docs/security.md).
 	EgressProxy string `yaml:"egress_proxy"`
 	// SecretKey encrypts the signing secrets and header values of endpoints
-	// created through the admin API (AES-256-GCM): 32 random bytes in
-	// standard base64 ("openssl rand -base64 32"), or the env:/file: forms.
+	// created through the admin API (AES-256-GCM), and a key derived from
+	// it marks hookjet's own events (docs/operational-events.md): 32 random
+	// bytes in standard base64 ("openssl rand -base64 32"), or the
+	// env:/file: forms.
 	// Empty means generated into data_dir/secret.key with the embedded
 	// server, and is an error with nats.url (every process must share it).
 	SecretKey Secret `yaml:"secret_key"`
