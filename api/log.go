@@ -58,7 +58,7 @@ type EventDelivery struct {
 	Number int `json:"number"`
 	// Trigger says what started the delivery: delivery (the event's fan-out),
 	// redeliver, replay or test.
-	Trigger  string           `json:"trigger"`
+	Trigger string `json:"trigger"`
 	// State is delivered, pending, dead_letter, discarded, or
 	// filtered_out (the endpoint's filter refuses the event: no delivery).
 	State string `json:"state"`

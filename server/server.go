@@ -681,10 +681,10 @@ func (s *Server) abort() {
 		s.stopOutbox() // finishes its batch while NATS is still connected
 	}
 	s.gauges.stop()
-	s.closeTally()     // stores the last minutes' counts
-	s.closeLog()       // stores the delivery log's last records
-	s.closeEventIndex()
-	if s.seen != nil { // announces the last ids, stops following into the ledger
+	s.closeTally()      // stores the last minutes' counts
+	s.closeLog()        // stores the delivery log's last records
+	s.closeEventIndex() // stops following HOOKJET_EVENTS
+	if s.seen != nil {  // announces the last ids, stops following into the ledger
 		s.seen.Close()
 	}
 	s.ledgerRun.stop() // flushes and acks what was delivered
