@@ -117,6 +117,18 @@ func (a *handler) eventQuery(w http.ResponseWriter, r *http.Request) (api.EventQ
 	return q, true
 }
 
+// writeEvent writes the event view: JSON as writeJSON, without escaping
+// <, > and & in strings, so that the payload under data reads as it was
+// published.
+func writeEvent(w http.ResponseWriter, ev *api.Event) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(ev)
+}
+
 // showPayloads is console.show_payloads.
 func (a *handler) showPayloads() bool { return a.cfg == nil || a.cfg().Console.ShowPayloads }
 

@@ -30,7 +30,7 @@ func viewEvents(_ context.Context, id string) (EventInfo, bool, error) {
 	switch id {
 	case "evt_json":
 		base.Data = []byte(`{ "amount": 10,
-			"currency": "EUR" }`)
+			"currency": "EUR", "note": "<b>&</b>" }`)
 	case "evt_text":
 		base.ContentType, base.Data = "text/plain", []byte("not json")
 	case "evt_big":
@@ -144,6 +144,9 @@ func TestEventViewShowsThePayloadAsJSONBase64OrCut(t *testing.T) {
 	}
 	if d, _ := out["data"].(map[string]any); d["amount"] != float64(10) || d["currency"] != "EUR" || out["data_base64"] != nil || out["data_truncated"] != nil {
 		t.Fatalf("evt_json's payload: %v", out)
+	}
+	if _, body := f.raw(t, "/api/v1/events/evt_json"); !strings.Contains(body, `"note": "<b>&</b>"`) {
+		t.Fatalf("evt_json's payload, want its strings as published:\n%s", body)
 	}
 	_, _, out = f.do(t, http.MethodGet, "/api/v1/events/evt_text", "")
 	if out["data_base64"] != base64.StdEncoding.EncodeToString([]byte("not json")) || out["data"] != nil || out["content_type"] != "text/plain" {

@@ -116,7 +116,7 @@ func (a *handler) event(w http.ResponseWriter, r *http.Request) {
 	if tenant != "" {
 		a.scopeDeliveries(&ev, EventInfo{Type: ev.Type, Tenant: ev.Tenant}, tenant)
 	}
-	writeJSON(w, http.StatusOK, ev)
+	writeEvent(w, &ev)
 }
 
 // deliveriesOf groups an event's records (oldest first) by endpoint and

@@ -258,3 +258,12 @@ func TestSkipLeavesGenerationsTheStreamNoLongerHasEmpty(t *testing.T) {
 		t.Fatalf("after skipping: %v", got)
 	}
 }
+
+func TestARareMatchInMemoryIsFoundInOnePage(t *testing.T) {
+	x := openIndex(t, filepath.Join(t.TempDir(), "events.db"))
+	fill(t, x, 1, GenSize-1) // all in memory
+	page, next, err := x.Page(Query{Prefix: "evt_00001"})
+	if err != nil || len(page) != 10 || next != 0 {
+		t.Fatalf("prefix evt_00001 among %d events in memory: %d events, next %d, %v; want 10 and no cursor", GenSize-1, len(page), next, err)
+	}
+}

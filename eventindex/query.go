@@ -74,11 +74,13 @@ func (x *Index) Page(q Query) ([]Entry, uint64, error) {
 		mem[i] = memGen{num: g.num, entries: g.entries[:len(g.entries):len(g.entries)]}
 	}
 	x.mu.RUnlock()
+	p.inMemory = true
 	for i := len(mem) - 1; i >= 0; i-- {
-		if p.inMemory(mem[i].entries, lo, hi) {
+		if p.scanMemory(mem[i].entries, lo, hi) {
 			return p.out, p.next, nil
 		}
 	}
+	p.inMemory = false
 	below := mem[0].num // generations from it on were answered from memory
 	err := x.db.View(func(tx *bolt.Tx) error {
 		return eachGen(tx, true, func(g uint64, b *bolt.Bucket) bool {
@@ -99,17 +101,23 @@ func (x *Index) Page(q Query) ([]Entry, uint64, error) {
 
 // pager is one page being filled.
 type pager struct {
-	q        Query
-	limit    int
-	out      []Entry
+	q     Query
+	limit int
+	out   []Entry
+	// examined counts the keys read from the file; the summaries held in
+	// memory (at most two generations) are not counted: scanning them
+	// reads no page.
 	examined int
+	inMemory bool
 	next     uint64
 }
 
 // take examines the event at seq (e, when ok is true): it reports true
 // when the page is done (full, or out of budget).
 func (p *pager) take(seq uint64, e *Entry, ok bool) bool {
-	p.examined++
+	if !p.inMemory {
+		p.examined++
+	}
 	if ok && p.q.match(e) {
 		p.out = append(p.out, *e)
 		if len(p.out) == p.limit {
@@ -124,10 +132,10 @@ func (p *pager) take(seq uint64, e *Entry, ok bool) bool {
 	return false
 }
 
-// inMemory pages through a generation held in memory (entries in sequence
+// scanMemory pages through a generation held in memory (entries in sequence
 // order) within lo..hi; it reports true when the page is done, or no
 // older generation can match (since passed).
-func (p *pager) inMemory(entries []Entry, lo, hi uint64) bool {
+func (p *pager) scanMemory(entries []Entry, lo, hi uint64) bool {
 	i := sort.Search(len(entries), func(i int) bool { return entries[i].Seq >= lo })
 	j := sort.Search(len(entries), func(i int) bool { return entries[i].Seq > hi })
 	if i >= j {
