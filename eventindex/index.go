@@ -51,6 +51,13 @@ type Index struct {
 	sealed  uint64    // every sequence up to this one is in the db
 	applied uint64    // the last sequence added
 	wake    chan struct{}
+
+	// sealing is closed when the generation being written in the
+	// background is in the file (nil: none is); sealErr is its error.
+	// Only the follower's goroutine (Add, Skip, Reset, Close) starts and
+	// waits for one.
+	sealing chan struct{}
+	sealErr error
 }
 
 // memGen is a generation held in memory: its summaries in sequence order.
@@ -93,8 +100,29 @@ func Open(path string) (*Index, error) {
 	return x, nil
 }
 
-// Close closes the file.
-func (x *Index) Close() error { return x.db.Close() }
+// Close waits for a generation being written and closes the file.
+func (x *Index) Close() error {
+	_ = x.waitSeal()
+	return x.db.Close()
+}
+
+// Flush waits until the generation being written in the background, if
+// any, is in the file, and returns the error of writing it. Like Add, it
+// is called by the follower's goroutine.
+func (x *Index) Flush() error { return x.waitSeal() }
+
+// waitSeal waits for the generation being written in the background, if
+// any, and returns its error.
+func (x *Index) waitSeal() error {
+	if x.sealing == nil {
+		return nil
+	}
+	<-x.sealing
+	x.sealing = nil
+	err := x.sealErr
+	x.sealErr = nil
+	return err
+}
 
 func genOf(seq uint64) uint64 { return (seq - 1) >> GenShift }
 
@@ -129,6 +157,7 @@ func (x *Index) Stream() string {
 
 // Reset empties the index and names the stream it indexes from now on.
 func (x *Index) Reset(stream string) error {
+	_ = x.waitSeal() // emptied below either way
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	err := x.db.Update(func(tx *bolt.Tx) error {
@@ -176,7 +205,11 @@ func (x *Index) Skip(first uint64) error {
 	live := x.mem[len(x.mem)-1]
 	x.mu.Unlock()
 	if g := genOf(first); g > live.num {
-		if err := x.seal(live, g); err != nil {
+		if err := x.waitSeal(); err != nil {
+			return err
+		}
+		x.startSeal(live, g)
+		if err := x.waitSeal(); err != nil {
 			return err
 		}
 		if err := x.setSealed(g << GenShift); err != nil {
@@ -201,9 +234,12 @@ func (x *Index) Add(e Entry) error {
 	live := x.mem[len(x.mem)-1]
 	if g := genOf(e.Seq); g != live.num {
 		x.mu.Unlock()
-		if err := x.seal(live, g); err != nil {
+		// One generation is written at a time, while the next fills: the
+		// follower waits only when a write lasts as long as a generation.
+		if err := x.waitSeal(); err != nil {
 			return err
 		}
+		x.startSeal(live, g)
 		x.mu.Lock()
 		live = x.mem[len(x.mem)-1]
 	}
@@ -245,14 +281,25 @@ func (x *Index) Wait(ctx context.Context, seq uint64) bool {
 	}
 }
 
-// seal writes generation old to its bucket, keys sorted, while queries go
-// on reading it from memory, and starts generation next. Only the
-// follower's goroutine calls it.
-func (x *Index) seal(old *memGen, next uint64) error {
+// startSeal starts generation next in memory and writes generation old
+// to its bucket in the background, keys sorted, while queries go on
+// reading it from memory; waitSeal waits for it.
+func (x *Index) startSeal(old *memGen, next uint64) {
 	x.mu.Lock()
-	x.mem = []*memGen{old, {num: next}}
+	x.mem = append(x.mem, &memGen{num: next})
 	entries := old.entries
 	x.mu.Unlock()
+	done := make(chan struct{})
+	x.sealing = done
+	go func() {
+		defer close(done)
+		x.sealErr = x.write(old, entries)
+	}()
+}
+
+// write writes generation old's entries to its bucket and records its end
+// as sealed; old then leaves the memory.
+func (x *Index) write(old *memGen, entries []Entry) error {
 	keys, vals := genKeys(entries)
 	end := genEnd(old.num)
 	err := x.db.Update(func(tx *bolt.Tx) error {
@@ -270,15 +317,15 @@ func (x *Index) seal(old *memGen, next uint64) error {
 		}
 		return tx.Bucket(metaBucket).Put(keySealed, binary.BigEndian.AppendUint64(nil, end))
 	})
-	x.mu.Lock()
-	defer x.mu.Unlock()
 	if err != nil {
-		// Keep answering from memory; the follower starts again from the
-		// last sealed sequence.
+		// Queries keep reading it from memory; after a restart the
+		// follower reads it again from the stream.
 		return fmt.Errorf("seal event index generation %d: %w", old.num, err)
 	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	x.sealed = max(x.sealed, end)
-	x.mem = x.mem[1:]
+	x.mem = slices.DeleteFunc(x.mem, func(g *memGen) bool { return g == old })
 	return nil
 }
 

@@ -57,6 +57,9 @@ func fill(t *testing.T, x *Index, from, to uint64) {
 			t.Fatal(err)
 		}
 	}
+	if err := x.Flush(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // all pages through q to its end and returns the sequences, failing on a

@@ -30,6 +30,9 @@ type EventIndex struct {
 	stop context.CancelFunc
 	done chan struct{}
 	once sync.Once
+	// checked is the sequence indexed at the last check (the follower's
+	// goroutine only).
+	checked uint64
 }
 
 // eventCatchUp bounds how long a query waits for the index to reach the
@@ -56,7 +59,7 @@ func (f *EventIndex) Close() {
 	f.once.Do(func() {
 		f.stop()
 		<-f.done
-		if err := f.idx.Close(); err != nil {
+		if err := f.idx.Close(); err != nil { // waits for a generation being written
 			f.log.Warn("close event index", "err", err)
 		}
 	})
@@ -138,8 +141,17 @@ func (f *EventIndex) check(ctx context.Context) error {
 		return nil // NATS slow or down: the consumer says so if it lasts
 	}
 	info := st.CachedInfo()
-	if info.Created.UTC().Format(time.RFC3339Nano) != f.idx.Stream() || info.State.LastSeq < f.idx.Applied() {
+	applied := f.idx.Applied()
+	if info.Created.UTC().Format(time.RFC3339Nano) != f.idx.Stream() || info.State.LastSeq < applied {
 		return fmt.Errorf("%s was created anew: indexing it from its start", EventsStream)
+	}
+	// An ordered consumer that stopped delivering (its server-side
+	// consumer gone while the follower was busy, a reconnect) is started
+	// again from the sequence after the last one indexed.
+	stalled := info.State.LastSeq > applied && applied == f.checked
+	f.checked = applied
+	if stalled {
+		return fmt.Errorf("no event came for %s while %d wait: reading again", identityCheck, info.State.LastSeq-applied)
 	}
 	return f.idx.Prune(info.State.FirstSeq)
 }
