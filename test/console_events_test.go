@@ -49,7 +49,7 @@ func TestConsoleListsSearchesAndShowsEventsInBrowser(t *testing.T) {
 	run(t, ctx, "open an event from the list",
 		chromedp.Click(chromedp.CSS(`table.events td.id a`)),
 		chromedp.WaitVisible(chromedp.CSS(`#payload`)))
-	screenshot(t, ctx, "event")
+	screenshot(t, ctx, "event-outcomes")
 	if p := text(t, ctx, `#payload`); !strings.Contains(p, `"amount": 10`) || !strings.Contains(p, `<b>not bold</b>`) {
 		t.Fatalf("evt_acme_1's payload, want it indented and as text: %q", p)
 	}
