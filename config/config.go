@@ -41,6 +41,8 @@ type Config struct {
 	Portal Portal `yaml:"portal"`
 	// Publish configures the publish API (config/publish.go).
 	Publish Publish `yaml:"publish"`
+	// Console configures what the console and portal show (config/console.go).
+	Console Console `yaml:"console"`
 	// Endpoints are the webhook receivers, with their settings resolved
 	// (Defaults merged with each endpoint's overrides). Nil means none.
 	Endpoints []Endpoint `yaml:"endpoints"`
@@ -439,6 +441,7 @@ func Default() Config {
 		Metrics:  Metrics{MaxEndpointSeries: 1000},
 		Outbox:   defaultOutbox(),
 		Inbound:  defaultInbound(),
+		Console:  Console{ShowPayloads: true},
 		Defaults: Settings{
 			Timeout:     15 * time.Second,
 			MaxInFlight: 16,

@@ -122,6 +122,8 @@ type Server struct {
 	tally *jetstream.Tally
 	logr  *jetstream.LogReader
 	logx  *jetstream.LogIndex
+	// evx is the event log's list index (server/events.go).
+	evx *jetstream.EventIndex
 	// seen announces the ids this process accepts and follows every
 	// process's into the ledger (HOOKJET_SEEN).
 	seen *jetstream.SeenIDs
@@ -340,6 +342,9 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, o Options) error {
 	if err := s.startTally(setupCtx); err != nil {
 		return err
 	}
+	if err := s.startEventIndex(); err != nil { // the event list: server/events.go
+		return err
+	}
 	s.guard, s.strictGuard = deliver.NewGuard(cfg.Security.AllowPrivateNetworks, cfg.Security.Prefixes()), tenantGuard(cfg)
 	s.brokers = newBrokers(s.guard, s.strictGuard)
 	var egress *url.URL
@@ -491,7 +496,7 @@ type endpointDeliveries struct {
 func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) error {
 	h := admin.NewHandler(s.withTally(s.withInbound(s.adminBackend())), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
 		admin.WithEndpointStore(store, endpointDeliveries{s.disp.Operator(), s.disp.Sources()}, s.config), admin.WithConfigPath(o.ConfigPath),
-		admin.WithDurability(api.Durability(s.durability)), s.logOption(), admin.WithDiscard(s.discardDeadLetters), s.publishOption(),
+		admin.WithDurability(api.Durability(s.durability)), s.logOption(), s.eventsOption(), admin.WithDiscard(s.discardDeadLetters), s.publishOption(),
 		admin.WithUnreachable(s.unreachable))
 	h, err := s.mountConsole(h)
 	if err != nil {
@@ -691,9 +696,10 @@ func (s *Server) abort() {
 		s.stopOutbox() // finishes its batch while NATS is still connected
 	}
 	s.gauges.stop()
-	s.closeTally()     // stores the last minutes' counts
-	s.closeLog()       // stores the delivery log's last records
-	if s.seen != nil { // announces the last ids, stops following into the ledger
+	s.closeTally()      // stores the last minutes' counts
+	s.closeLog()        // stores the delivery log's last records
+	s.closeEventIndex() // stops following HOOKJET_EVENTS
+	if s.seen != nil {  // announces the last ids, stops following into the ledger
 		s.seen.Close()
 	}
 	s.ledgerRun.stop() // flushes and acks what was delivered

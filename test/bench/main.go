@@ -35,6 +35,7 @@ var scenarioNames = []string{
 	"orderedbasepaced", "orderedfailpaced", "keys100k", // test/bench/ordered.go
 	"history10m", // test/bench/history.go
 	"publish",    // test/bench/publish.go
+	"events1m",   // test/bench/events.go
 }
 
 // groups are named sets of scenarios (-scenarios ordered) that the default
@@ -107,6 +108,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	profile := fs.String("profile", "healthy10", "the `scenario` -cpuprofile and -memprofile profile (floor116: the floor's run at 116 events/s)")
 	repeat := fs.Int("repeat", 2, "run the compared throughput scenarios (raw, healthy10, slow10, dead10) `N` times, interleaved; the fastest run of each counts; 1 with -quick")
 	rerunBusy := fs.Int("rerun-busy", 2, "up to `N` extra runs of each compared throughput scenario whose every run was disturbed by other processes; 0 with -quick")
+	eventsStored := fs.Int("events-stored", 1_000_000, "events1m: events to store and list, `N`")
 	historyRecords := fs.Int("history-records", 10_000_000, "history10m: delivery-log records and remembered ids to store, `N` of each")
 	gapDump := fs.String("gapdump", "", "burst scenarios: when a stretch without a delivery while events are owed passes 0.7 s, write a goroutine dump and the fan-out consumer's state into `DIR`")
 	logFile := fs.String("log", "", "write hookjet's warnings and errors to `FILE` (default: counted, then discarded)")
@@ -134,6 +136,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	p.historyRecords = *historyRecords
+	p.eventsStored = *eventsStored
+	if *eventsStored < 20000 {
+		return fmt.Errorf("-events-stored %d: want at least 20000", *eventsStored)
+	}
 	if *historyRecords < 10000 {
 		return fmt.Errorf("-history-records %d: want at least 10000", *historyRecords)
 	}

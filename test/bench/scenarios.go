@@ -115,6 +115,8 @@ type result struct {
 	Ordering *orderingStats `json:"ordering,omitempty"`
 	// History is what history10m (history.go) measures.
 	History *historyStats `json:"history,omitempty"`
+	// EventList is what events1m (events.go) measures.
+	EventList *eventListStats `json:"event_list,omitempty"`
 }
 
 // params are the sizes of a run; quick shrinks them.
@@ -138,6 +140,7 @@ type params struct {
 	apiEndpoints     int           // endpoints apicreate10000 creates
 	backlogEvents    int           // tasks backlog20000 drains
 	historyRecords   int           // history10m: records of each kind (-history-records)
+	eventsStored     int           // events1m: events stored (-events-stored)
 	quick            bool
 }
 
