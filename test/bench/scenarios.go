@@ -115,6 +115,11 @@ type result struct {
 	Ordering *orderingStats `json:"ordering,omitempty"`
 	// History is what history10m (history.go) measures.
 	History *historyStats `json:"history,omitempty"`
+	// DestConnsIdle and DestConnsBusy are the connections the broker of
+	// dest-idle10000 saw from hookjet while its endpoints were idle, and
+	// after 100 of them delivered (destinations.go).
+	DestConnsIdle int `json:"destination_connections_idle,omitempty"`
+	DestConnsBusy int `json:"destination_connections_busy,omitempty"`
 }
 
 // params are the sizes of a run; quick shrinks them.
