@@ -48,6 +48,9 @@ func (r tableRuntime) Install(ep *config.Endpoint) error {
 		e.set.Store(s)
 		e.slots.setLimit(ep.MaxInFlight)
 	}
+	if l := d.series.label(ep.ID); l != otherSeries {
+		d.o.Metrics.setDestination(l, ep.Destination.TypeName())
+	}
 	d.coverTaskAge(*ep)
 	return nil
 }
