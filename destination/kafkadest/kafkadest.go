@@ -2,9 +2,7 @@ package kafkadest
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,7 +25,7 @@ import (
 const Type = "kafka"
 
 // DefaultTimeout bounds an attempt when the endpoint sets no timeout.
-const DefaultTimeout = 15 * time.Second
+const DefaultTimeout = destination.DefaultBrokerTimeout
 
 // SASL mechanisms.
 const (
@@ -119,9 +117,7 @@ func CheckTopic(t string) error {
 }
 
 // Dialer dials a broker's address; *net.Dialer is one.
-type Dialer interface {
-	DialContext(ctx context.Context, network, address string) (net.Conn, error)
-}
+type Dialer = destination.Dialer
 
 // Config configures an [Opener].
 type Config struct {
@@ -142,22 +138,19 @@ type Config struct {
 // Opener opens Kafka destinations over clients shared per (brokers,
 // credentials, TLS, guard): one client per cluster, whatever the topics.
 type Opener struct {
-	cfg     Config
-	clients *destination.Shared[*client]
+	cfg    Config
+	broker *destination.Broker[*client]
 }
 
 // New returns an Opener.
 func New(cfg Config) *Opener {
-	if cfg.Dialer == nil {
-		cfg.Dialer = &net.Dialer{Timeout: 5 * time.Second}
-	}
-	if cfg.StrictDialer == nil {
-		cfg.StrictDialer = cfg.Dialer
-	}
 	if cfg.ClientID == "" {
 		cfg.ClientID = "hookjet"
 	}
-	return &Opener{cfg: cfg, clients: destination.NewShared(cfg.Idle, func(c *client) { c.Close() })}
+	return &Opener{cfg: cfg, broker: destination.NewBroker(destination.BrokerConfig[*client]{
+		Name: Type, Dialer: cfg.Dialer, StrictDialer: cfg.StrictDialer, Idle: cfg.Idle,
+		Close: func(c *client) { c.Close() }, Classify: Classify,
+	})}
 }
 
 // Open returns ep's destination; the client connects on the first attempt.
@@ -170,34 +163,26 @@ func (o *Opener) Open(ep destination.Endpoint) (destination.Destination, error) 
 }
 
 // Clients returns how many clients are open or being made.
-func (o *Opener) Clients() int { return o.clients.Len() }
+func (o *Opener) Clients() int { return o.broker.Len() }
 
 // Close closes every client.
-func (o *Opener) Close() { o.clients.Close() }
+func (o *Opener) Close() { o.broker.Close() }
 
 // sharedKey is what a client is shared by: the brokers (sorted), the
 // credentials (hashed), TLS and the guard.
 func sharedKey(o *Options, strict bool) string {
-	h := sha256.New()
 	brokers := slices.Clone(o.Brokers)
 	slices.Sort(brokers)
 	saslJSON, _ := json.Marshal(o.SASL)
 	tlsJSON, _ := json.Marshal(o.TLS)
-	for _, s := range []string{strings.Join(brokers, ","), string(saslJSON), string(tlsJSON), strconv.FormatBool(strict)} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	return destination.SharedKey(strict, strings.Join(brokers, ","), string(saslJSON), string(tlsJSON))
 }
 
 // client makes the client of opts: acks from every in-sync replica, the
 // idempotent producer (franz-go's default), every broker dialed through
 // the guard (TLS on top of the guarded connection).
 func (o *Opener) client(opts *Options, strict bool) (*client, error) {
-	d := o.cfg.Dialer
-	if strict {
-		d = o.cfg.StrictDialer
-	}
+	d := o.broker.Dialer(strict)
 	var tc *tls.Config
 	if opts.TLS.On() {
 		var err error
@@ -267,19 +252,14 @@ var _ destination.Destination = (*Destination)(nil)
 // The record's key is the ordering key, else the event id, so that a key's
 // records share a partition and keep their order.
 func (d *Destination) Send(ctx context.Context, r destination.Request) destination.Result {
-	timeout := d.timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel, res := d.o.broker.Attempt(ctx, d.timeout)
 	defer cancel()
-	sent := time.Now()
-	res := destination.Result{Sent: sent}
-	lease, err := d.o.clients.Acquire(ctx, d.key, func(context.Context) (*client, error) {
+	sent := res.Sent
+	lease, err := d.o.broker.Acquire(ctx, d.key, func(context.Context) (*client, error) {
 		return d.o.client(d.opts, d.strict)
 	})
 	if err != nil {
-		return fail(res, err)
+		return d.o.broker.Fail(res, err)
 	}
 	defer lease.Release()
 	key := r.OrderingKey
@@ -294,7 +274,7 @@ func (d *Destination) Send(ctx context.Context, r destination.Request) destinati
 	}
 	cl := lease.Conn()
 	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
-		return fail(res, cl.explain(err, sent))
+		return d.o.broker.Fail(res, cl.explain(err, sent))
 	}
 	res.Latency = time.Since(sent)
 	res.Response = []byte(Answer(rec))
@@ -304,15 +284,6 @@ func (d *Destination) Send(ctx context.Context, r destination.Request) destinati
 // Answer is what the delivery log records of a produced record.
 func Answer(rec *kgo.Record) string {
 	return "topic " + rec.Topic + " partition " + strconv.FormatInt(int64(rec.Partition), 10) + " offset " + strconv.FormatInt(rec.Offset, 10)
-}
-
-// fail completes res for err.
-func fail(res destination.Result, err error) destination.Result {
-	res.Latency = time.Since(res.Sent)
-	res.Class, res.RetryAfter = Classify(err)
-	res.Err = err
-	res.Reason = "kafka: " + err.Error()
-	return res
 }
 
 // topicChar reports whether Kafka takes c in a topic name.
