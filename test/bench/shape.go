@@ -28,6 +28,14 @@ const benchTransform = `function handler(webhook) {
   return webhook;
 }`
 
+// filterYAML is endpoint i's filter line: its own event type.
+func filterYAML(i int) string {
+	return fmt.Sprintf("    filter: 'type == %s'\n", strconv.Quote(eventType(i)))
+}
+
+// transformYAML is an endpoint's benchTransform, as a YAML block.
+var transformYAML = "    transform: |\n      " + strings.ReplaceAll(benchTransform, "\n", "\n      ") + "\n"
+
 // shapeEvents are the events of each filters and transform run.
 func (p params) shapeEvents() int {
 	if p.quick {
@@ -50,7 +58,7 @@ func (b *bench) shapeScenarios(ctx context.Context) map[string][]runFunc {
 				if i >= 1000 {
 					return ""
 				}
-				return fmt.Sprintf("    filter: 'type == %s'\n", strconv.Quote(eventType(i)))
+				return filterYAML(i)
 			}
 		}
 		return func() (*result, error) {
@@ -64,8 +72,7 @@ func (b *bench) shapeScenarios(ctx context.Context) map[string][]runFunc {
 		var extra func(int) string
 		if script {
 			what = "each with a 10-line transform (parses the payload's data, sets three headers)"
-			indented := "      " + strings.ReplaceAll(benchTransform, "\n", "\n      ")
-			extra = func(int) string { return "    transform: |\n" + indented + "\n" }
+			extra = func(int) string { return transformYAML }
 		}
 		return func() (*result, error) {
 			return b.throughput(ctx, throughputSpec{name: name, extra: extra,
