@@ -1,6 +1,7 @@
 package kafkadest
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -266,19 +267,43 @@ func (d *Destination) Send(ctx context.Context, r destination.Request) destinati
 	if key == "" {
 		key = r.EventID
 	}
-	rec := &kgo.Record{Topic: destination.Expand(d.opts.Topic, &r), Key: []byte(key), Value: r.Payload}
+	// The payload is copied: the record may outlive the attempt (produce).
+	rec := &kgo.Record{Topic: destination.Expand(d.opts.Topic, &r), Key: []byte(key), Value: bytes.Clone(r.Payload)}
 	hs := destination.MessageHeaders(d.signer, &r, sent)
 	rec.Headers = make([]kgo.RecordHeader, len(hs))
 	for i, h := range hs {
 		rec.Headers[i] = kgo.RecordHeader{Key: h.Name, Value: []byte(h.Value)}
 	}
 	cl := lease.Conn()
-	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+	answer, err := produce(ctx, cl.Client, rec)
+	if err != nil {
 		return d.o.broker.Fail(res, cl.explain(err, sent))
 	}
 	res.Latency = time.Since(sent)
-	res.Response = []byte(Answer(rec))
+	res.Response = []byte(answer)
 	return res
+}
+
+// produce produces rec and waits for the cluster's answer until ctx ends.
+// franz-go's idempotent producer does not fail a record it may already
+// have sent, even when its context ends: after a cluster went away it
+// waits for the cluster's return, past any timeout. The attempt ends at
+// ctx's end all the same (transient: the engine retries it); the record
+// stays in the client's buffer (bounded by kgo.MaxBufferedRecords) and is
+// produced if the cluster comes back, a duplicate at worst, which Kafka
+// destinations allow (at least once).
+func produce(ctx context.Context, cl *kgo.Client, rec *kgo.Record) (string, error) {
+	done := make(chan error, 1)
+	cl.Produce(ctx, rec, func(_ *kgo.Record, err error) { done <- err })
+	select {
+	case err := <-done:
+		if err != nil {
+			return "", err
+		}
+		return Answer(rec), nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
 
 // Answer is what the delivery log records of a produced record.
