@@ -265,7 +265,9 @@ func TestSendEndsAtTimeoutWhenClusterGone(t *testing.T) {
 	}
 	c.Close()
 	done := make(chan destination.Result, 1)
-	go func() { done <- d.Send(context.Background(), destination.Request{EventID: "evt_2", EventType: "a", Payload: []byte("{}")}) }()
+	go func() {
+		done <- d.Send(context.Background(), destination.Request{EventID: "evt_2", EventType: "a", Payload: []byte("{}")})
+	}()
 	select {
 	case res := <-done:
 		if res.Class != destination.Transient {
