@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"net"
 	"strconv"
 	"time"
@@ -97,6 +99,20 @@ func (b *Broker[C]) Fail(res Result, err error) Result {
 	res.Err = err
 	res.Reason = b.cfg.Name + ": " + err.Error()
 	return res
+}
+
+// ParseOptions decodes a broker destination's options (the JSON object
+// under the endpoint's destination) into a T and returns it with what its
+// Validate finds; errors name the dotted field (destination.subject).
+func ParseOptions[T any, P interface {
+	*T
+	Validate() error
+}](raw []byte) (*T, error) {
+	var o T
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return nil, fmt.Errorf("destination: %w", err)
+	}
+	return &o, P(&o).Validate()
 }
 
 // SharedKey is what a connection is shared by: parts (the address and

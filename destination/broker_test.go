@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,5 +52,30 @@ func TestBrokerAttemptAndFail(t *testing.T) {
 	got := b.Fail(res, cause)
 	if got.Class != destination.RateLimited || got.RetryAfter != 3*time.Second || !errors.Is(got.Err, cause) || got.Reason != "nats: maximum payload exceeded" {
 		t.Fatalf("Fail = %+v; want the classifier's class and wait, the error, and a reason naming the broker", got)
+	}
+}
+
+// opts are a broker type's options, for ParseOptions.
+type opts struct {
+	Topic string `json:"topic"`
+}
+
+func (o *opts) Validate() error {
+	if o.Topic == "" {
+		return errors.New("destination.topic: required")
+	}
+	return nil
+}
+
+func TestParseOptionsDecodesAndValidates(t *testing.T) {
+	o, err := destination.ParseOptions[opts]([]byte(`{"topic":"orders"}`))
+	if err != nil || o.Topic != "orders" {
+		t.Fatalf("ParseOptions = %+v, %v", o, err)
+	}
+	if _, err := destination.ParseOptions[opts]([]byte(`{}`)); err == nil || err.Error() != "destination.topic: required" {
+		t.Fatalf("options that Validate refuses: %v, want its error", err)
+	}
+	if _, err := destination.ParseOptions[opts]([]byte(`{"topic":`)); err == nil || !strings.HasPrefix(err.Error(), "destination: ") {
+		t.Fatalf("options that are not JSON: %v, want an error naming destination", err)
 	}
 }

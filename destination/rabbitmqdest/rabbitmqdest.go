@@ -49,13 +49,7 @@ type Options struct {
 
 // Parse decodes and checks a RabbitMQ destination's options; errors name
 // the dotted field (destination.url).
-func Parse(raw []byte) (*Options, error) {
-	var o Options
-	if err := json.Unmarshal(raw, &o); err != nil {
-		return nil, fmt.Errorf("destination: %w", err)
-	}
-	return &o, o.Validate()
-}
+func Parse(raw []byte) (*Options, error) { return destination.ParseOptions[Options](raw) }
 
 // Validate returns every problem of o, each naming its field.
 func (o *Options) Validate() error {
