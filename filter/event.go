@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unique"
 
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
@@ -57,7 +58,7 @@ type Event struct {
 	act activation
 
 	mu       sync.Mutex
-	outcomes map[memoKey]outcome
+	outcomes map[unique.Handle[memoKey]]outcome
 }
 
 // memoKey names an evaluation's outcome within one event: an expression
@@ -74,7 +75,7 @@ type outcome struct {
 }
 
 // outcome returns what an earlier evaluation of k answered for this event.
-func (ev *Event) outcome(k memoKey) (outcome, bool) {
+func (ev *Event) outcome(k unique.Handle[memoKey]) (outcome, bool) {
 	ev.mu.Lock()
 	defer ev.mu.Unlock()
 	o, ok := ev.outcomes[k]
@@ -82,11 +83,11 @@ func (ev *Event) outcome(k memoKey) (outcome, bool) {
 }
 
 // remember keeps o as k's outcome for this event.
-func (ev *Event) remember(k memoKey, o outcome) {
+func (ev *Event) remember(k unique.Handle[memoKey], o outcome) {
 	ev.mu.Lock()
 	defer ev.mu.Unlock()
 	if ev.outcomes == nil {
-		ev.outcomes = make(map[memoKey]outcome)
+		ev.outcomes = make(map[unique.Handle[memoKey]]outcome)
 	}
 	ev.outcomes[k] = o
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"unique"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common"
@@ -49,7 +50,8 @@ type Filter struct {
 	estimate uint64
 	// memo keys this filter's outcome in an Event: the same expression
 	// under the same cost limit yields the same outcome for one event.
-	memo memoKey
+	// A unique handle hashes as a pointer, not as the expression.
+	memo unique.Handle[memoKey]
 }
 
 // Source returns the expression as written.
@@ -145,7 +147,7 @@ func Compile(expr string, opts Options) (*Filter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("filter: program: %w", err)
 	}
-	return &Filter{src: expr, prg: prg, estimate: est.Max, memo: memoKey{src: expr, limit: limit}}, nil
+	return &Filter{src: expr, prg: prg, estimate: est.Max, memo: unique.Make(memoKey{src: expr, limit: limit})}, nil
 }
 
 // compileError turns the first of CEL's issues into a CompileError.
