@@ -19,6 +19,7 @@ type endpointData struct {
 	Class    string
 	Event    string // the test event just sent
 	Redo     url.Values
+	Test     *codeTest // the filter or transform test just run
 }
 
 // loadEndpoint reads an endpoint and its attempts from the delivery log.
@@ -55,10 +56,19 @@ func (c *Console) endpointPage(w http.ResponseWriter, r *http.Request, p *page) 
 }
 
 func (c *Console) renderEndpoint(w http.ResponseWriter, r *http.Request, p *page, status int) {
+	c.renderEndpointWith(w, r, p, status, nil)
+}
+
+// renderEndpointWith renders the endpoint page after more changes the
+// page's data (when not nil).
+func (c *Console) renderEndpointWith(w http.ResponseWriter, r *http.Request, p *page, status int, more func(*endpointData)) {
 	d, err := c.loadEndpoint(r, r.PathValue("id"))
 	if err != nil {
 		c.fail(w, p, err)
 		return
+	}
+	if more != nil {
+		more(&d)
 	}
 	p.Title = "Endpoint " + d.E.ID
 	p.Data = d

@@ -33,9 +33,11 @@ var scenarioNames = []string{
 	"burst10", "burst10fast", "burst1", "burst1fast", // test/bench/burst.go
 	"ordered1000", "unordered1000", "ordered1000fast", "unordered1000fast", "orderedbase", "orderedfail",
 	"orderedbasepaced", "orderedfailpaced", "keys100k", // test/bench/ordered.go
-	"history10m", // test/bench/history.go
-	"publish",    // test/bench/publish.go
-	"events1m",   // test/bench/events.go
+	"history10m",           // test/bench/history.go
+	"publish",              // test/bench/publish.go
+	"events1m",             // test/bench/events.go
+	"filters", "transform", // test/bench/shape.go
+	"destinations", // test/bench/destinations.go
 }
 
 // groups are named sets of scenarios (-scenarios ordered) that the default
@@ -356,7 +358,8 @@ type target struct {
 	Value  float64 `json:"value"`
 	Unit   string  `json:"unit"`
 	Detail string  `json:"detail"`
-	// Status is PASS, MISS or N/A (a scenario it needs did not run).
+	// Status is PASS, MISS, N/A (a scenario it needs did not run) or INFO
+	// (reported, not judged).
 	Status string `json:"status"`
 }
 
@@ -439,10 +442,12 @@ func evaluate(rs []*result) []target {
 		ts = append(ts, na(costName, costGoal, "% core", "cost"))
 	}
 	ts = append(ts, scaleTargets(get)...)
-	ts = append(ts, inboundTargets(get)...) // test/bench/inbound.go
-	ts = append(ts, burstTargets(get)...)   // test/bench/burst.go
-	ts = append(ts, orderedTargets(get)...) // test/bench/ordered.go
-	ts = append(ts, publishTargets(get)...) // test/bench/publish.go
+	ts = append(ts, inboundTargets(get)...)     // test/bench/inbound.go
+	ts = append(ts, burstTargets(get)...)       // test/bench/burst.go
+	ts = append(ts, orderedTargets(get)...)     // test/bench/ordered.go
+	ts = append(ts, publishTargets(get)...)     // test/bench/publish.go
+	ts = append(ts, shapeTargets(get)...)       // test/bench/shape.go
+	ts = append(ts, destinationTargets(get)...) // test/bench/destinations.go
 	ts = append(ts, clusterTargets(get)...)
 	return append(ts, isolationTargets(get)...)
 }

@@ -117,6 +117,11 @@ type result struct {
 	History *historyStats `json:"history,omitempty"`
 	// EventList is what events1m (events.go) measures.
 	EventList *eventListStats `json:"event_list,omitempty"`
+	// DestConnsIdle and DestConnsBusy are the connections the broker of
+	// dest-idle10000 saw from hookjet while its endpoints were idle, and
+	// after 100 of them delivered (destinations.go).
+	DestConnsIdle int `json:"destination_connections_idle,omitempty"`
+	DestConnsBusy int `json:"destination_connections_busy,omitempty"`
 }
 
 // params are the sizes of a run; quick shrinks them.
