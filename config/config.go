@@ -41,6 +41,8 @@ type Config struct {
 	Portal Portal `yaml:"portal"`
 	// Publish configures the publish API (config/publish.go).
 	Publish Publish `yaml:"publish"`
+	// Catalog configures the event-type catalogue (config/catalog.go).
+	Catalog Catalog `yaml:"catalog"`
 	// Endpoints are the webhook receivers, with their settings resolved
 	// (Defaults merged with each endpoint's overrides). Nil means none.
 	Endpoints []Endpoint `yaml:"endpoints"`
@@ -437,6 +439,7 @@ func Default() Config {
 		Metrics:  Metrics{MaxEndpointSeries: 1000},
 		Outbox:   defaultOutbox(),
 		Inbound:  defaultInbound(),
+		Catalog:  Catalog{Validate: "warn"},
 		Defaults: Settings{
 			Timeout:     15 * time.Second,
 			MaxInFlight: 16,
