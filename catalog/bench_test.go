@@ -55,7 +55,7 @@ func BenchmarkValidate1K(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := catalog.New(catalog.Enforce, false, nil, []*catalog.Type{typ})
+	c := catalog.New(catalog.Enforce, false, []*catalog.Type{typ}, nil)
 	for _, bc := range []struct {
 		name  string
 		items int

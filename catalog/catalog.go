@@ -71,15 +71,16 @@ type Catalog struct {
 	types  map[string]Entry
 }
 
-// New returns the catalogue of the built-in types, then the file's (which
-// win over the API's of the same name), then the API's. Strict refuses
-// types not in it.
-func New(mode Mode, strict bool, file, api []*Type) *Catalog {
-	c := &Catalog{mode: mode, strict: strict, types: make(map[string]Entry, len(builtin)+len(file)+len(api))}
-	for _, t := range api {
-		c.types[t.Name()] = Entry{t, SourceAPI}
+// New returns the catalogue of the built-in types, then this process's
+// config file's own (Source config), then the stored ones (the API's and
+// other processes' files', each with its source); an earlier one wins a
+// name. Strict refuses types not in it.
+func New(mode Mode, strict bool, own []*Type, stored []Entry) *Catalog {
+	c := &Catalog{mode: mode, strict: strict, types: make(map[string]Entry, len(builtin)+len(own)+len(stored))}
+	for _, e := range stored {
+		c.types[e.Name()] = e
 	}
-	for _, t := range file {
+	for _, t := range own {
 		c.types[t.Name()] = Entry{t, SourceConfig}
 	}
 	for _, t := range builtin {

@@ -121,7 +121,7 @@ func TestCheckFollowsModeAndStrict(t *testing.T) {
 		{catalog.Off, true, "lead.created", true, true},
 		{catalog.Enforce, true, catalog.TypeDeadLetter, false, true},
 	} {
-		c := catalog.New(tt.mode, tt.strict, nil, []*catalog.Type{typ})
+		c := catalog.New(tt.mode, tt.strict, []*catalog.Type{typ}, nil)
 		v := c.Check(tt.typ, bad)
 		if v.Unknown != tt.unknown || v.Invalid() != tt.invalid {
 			t.Errorf("%v strict=%v %s: %+v, want unknown %v invalid %v", tt.mode, tt.strict, tt.typ, v, tt.unknown, tt.invalid)
@@ -129,11 +129,11 @@ func TestCheckFollowsModeAndStrict(t *testing.T) {
 	}
 }
 
-func TestFileTypesWinOverTheAPIsAndBuiltinsOverBoth(t *testing.T) {
+func TestOwnFileTypesWinOverStoredOnesAndBuiltinsOverBoth(t *testing.T) {
 	api, _ := catalog.Compile(catalog.Definition{Name: "order.created", Description: "api"})
 	file, _ := catalog.Compile(catalog.Definition{Name: "order.created", Description: "file"})
 	fake, _ := catalog.Compile(catalog.Definition{Name: catalog.TypeDeadLetter, Description: "mine"})
-	c := catalog.New(catalog.Warn, false, []*catalog.Type{file}, []*catalog.Type{api, fake})
+	c := catalog.New(catalog.Warn, false, []*catalog.Type{file}, []catalog.Entry{{Type: api, Source: catalog.SourceAPI}, {Type: fake, Source: catalog.SourceAPI}})
 	if e, _ := c.Lookup("order.created"); e.Source != catalog.SourceConfig || e.Definition().Description != "file" {
 		t.Errorf("order.created: %v %q, want the file's", e.Source, e.Definition().Description)
 	}
