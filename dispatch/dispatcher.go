@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookjet/hookjet/attempt"
+	"github.com/hookjet/hookjet/catalog"
 	"github.com/hookjet/hookjet/dispatch/consume"
 	"github.com/hookjet/hookjet/dispatch/epstate"
 	"github.com/hookjet/hookjet/dispatch/sources"
@@ -56,6 +57,10 @@ type Options struct {
 	// Seen announces accepted event ids to the other processes and follows
 	// theirs into Ledger (dispatch/seen.go); used with nats.url.
 	Seen *jetstream.SeenIDs
+	// Catalog is the event-type catalogue in force: the match stage
+	// checks each matched event against it once (dispatch/match.go); nil:
+	// nothing checked.
+	Catalog *catalog.Live
 }
 
 // Dispatcher delivers events to endpoints with a fixed number of JetStream
@@ -213,7 +218,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	d.lane = newLane(d)
 	d.fan.ordered = laneEngine{d}
 	d.table = routing.New(tableRuntime{d}, d.log)
-	d.fan.match = matcher{index: d.table, eps: d, series: d.series}
+	d.fan.match = matcher{index: d.table, eps: d, series: d.series, catalog: o.Catalog, invalid: o.Metrics.InvalidEvents}
 	d.src = sources.New(d.table, o.Breakers, d.log, d.life.loopCtx, &d.life.background)
 
 	d.queries = newQueries(d)

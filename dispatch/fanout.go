@@ -221,6 +221,11 @@ func (d *fanout) fanOut(ctx context.Context, p consume.Pulled) {
 		<-d.unsettled
 		return
 	}
+	if ev.invalid != "" {
+		d.reject(msg, &ev, targets, "invalid", ev.invalid) // dispatch/tenant.go
+		<-d.unsettled
+		return
+	}
 	if len(targets) == 0 {
 		if err := msg.Ack(); err != nil {
 			d.log.Warn("ack event", "err", err)

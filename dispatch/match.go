@@ -2,6 +2,9 @@ package dispatch
 
 import (
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hookjet/hookjet/catalog"
 
 	"github.com/hookjet/hookjet/filter"
 	"github.com/hookjet/hookjet/jetstream"
@@ -20,6 +23,36 @@ type matcher struct {
 	index  patternIndex
 	eps    endpointSource
 	series *series
+	// catalog checks an event that matched an endpoint, once (check);
+	// nil: nothing checked. invalid counts what it refuses, by type.
+	catalog *catalog.Live
+	invalid *prometheus.CounterVec
+}
+
+// check checks an event that matched at least one endpoint against the
+// catalogue, once whatever the number of endpoints: under catalog.validate
+// warn an invalid payload is counted and delivered; under enforce, and for
+// a type not in the catalogue under catalog.strict, ev.invalid says why and
+// the fan-out dead-letters it as invalid for each endpoint (reject).
+func (m matcher) check(ev *event, data []byte) {
+	cat := m.catalog.Load()
+	if cat.Mode() == catalog.Off && !cat.Strict() {
+		return
+	}
+	v := cat.Check(ev.typ, data)
+	if !v.Invalid() {
+		return
+	}
+	if m.invalid != nil {
+		label := ev.typ
+		if v.Unknown {
+			label = "_unknown" // any string: one series for them all
+		}
+		m.invalid.WithLabelValues(label).Inc()
+	}
+	if v.Unknown || cat.Mode() == catalog.Enforce {
+		ev.invalid = v.Reason()
+	}
 }
 
 // patternIndex is the pattern index of the endpoints in force
@@ -37,6 +70,11 @@ func (m matcher) match(ev *event, hdr nats.Header, data []byte, dst []string) []
 	if m.eps == nil {
 		return dst
 	}
+	defer func() {
+		if len(dst) > 0 && m.catalog != nil {
+			m.check(ev, data)
+		}
+	}()
 	var fe *filter.Event // made for the first endpoint with a filter, shared by the rest
 	kept := dst[:0]
 	for _, id := range dst {
@@ -61,5 +99,6 @@ func (m matcher) match(ev *event, hdr nats.Header, data []byte, dst []string) []
 		}
 		kept = append(kept, id)
 	}
+	dst = kept
 	return kept
 }

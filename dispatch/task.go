@@ -29,6 +29,10 @@ type event struct {
 	// not empty, says why the header it carries is not a tenant: such an
 	// event is delivered to no one (see rejectBadTenant).
 	tenant, badTenant string
+	// invalid, when not empty, says why the catalogue refuses the event
+	// (catalog.validate enforce, catalog.strict): it is dead-lettered as
+	// invalid for each endpoint it matched (see reject).
+	invalid string
 }
 
 // eventTenant reads an event's Hookjet-Tenant header (in any case): its

@@ -16,20 +16,28 @@ import (
 // it. The event is acked once every copy is stored, and comes back when
 // one is not.
 func (d *fanout) rejectBadTenant(msg natsjs.Msg, ev *event, targets []string) {
+	d.reject(msg, ev, targets, "rejected", ev.badTenant)
+}
+
+// reject dead-letters an event to each of targets with reason and why as
+// its last error, delivering it to none of them, and acks it once every
+// copy is stored (naks it when one is not): an event whose tenant header
+// is not a tenant (rejected), or that the catalogue refuses (invalid).
+func (d *fanout) reject(msg natsjs.Msg, ev *event, targets []string, reason, why string) {
 	ok := true
 	for _, id := range targets {
 		e := d.eps.endpoint(id)
 		if e == nil {
 			continue
 		}
-		dl := &delivery{e: e, s: d.eps.current(e), ev: ev, data: msg.Data(), hdr: msg.Headers(), st: attemptState{Error: ev.badTenant}}
+		dl := &delivery{e: e, s: d.eps.current(e), ev: ev, data: msg.Data(), hdr: msg.Headers(), st: attemptState{Error: why}}
 		dl.done = func(stored bool) { ok = ok && stored }
 		if d.alreadyDelivered(dl) {
 			continue
 		}
-		d.settle.deadLetter(dl, "rejected")
+		d.settle.deadLetter(dl, reason)
 	}
-	if len(targets) == 0 {
+	if len(targets) == 0 && reason == "rejected" {
 		d.log.Warn("event delivered to no endpoint: its tenant header is not valid, and no endpoint without a tenant matches it",
 			"event_id", ev.id, "event_type", ev.typ, "reason", ev.badTenant)
 	}
@@ -40,7 +48,7 @@ func (d *fanout) rejectBadTenant(msg natsjs.Msg, ev *event, targets []string) {
 		err = msg.Nak()
 	}
 	if err != nil {
-		d.log.Warn("settle event with a bad tenant", "event_id", ev.id, "err", err)
+		d.log.Warn("settle a refused event", "event_id", ev.id, "reason", reason, "err", err)
 	}
 }
 

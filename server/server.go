@@ -382,7 +382,8 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, o Options) error {
 	}
 	s.breakersRun = goOwned(ctx, breakers.Run)
 	d, err := dispatch.NewDispatcher(setupCtx, dispatch.Options{
-		NC: s.node.Conn(), FanoutNC: s.node.FanoutConn(), JS: s.node.JetStream(), Destinations: s.destinations(), Breakers: breakers, Ledger: s.ledger,
+		Catalog: s.catalog.live,
+		NC:      s.node.Conn(), FanoutNC: s.node.FanoutConn(), JS: s.node.JetStream(), Destinations: s.destinations(), Breakers: breakers, Ledger: s.ledger,
 		Metrics: metrics, Log: log, Config: cfg, OnDeadLetter: o.OnDeadLetter,
 		Tracer: tracing.New(tp), Recorder: s.recorder(), Seen: s.seen,
 	})
