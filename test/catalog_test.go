@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/hookjet/hookjet/api"
 	"github.com/hookjet/hookjet/cli"
 	"github.com/hookjet/hookjet/client"
@@ -282,4 +284,48 @@ func compact(t *testing.T, raw json.RawMessage) string {
 		t.Fatalf("%q: %v", raw, err)
 	}
 	return b.String()
+}
+
+// The console lists the catalogue: each type's source, description (as
+// text, never markup) and schema.
+func TestCatalogueInTheConsole(t *testing.T) {
+	ctx := browser(t)
+	r := newReceiver(t, []string{secretA, secretB}, nil)
+	cfg := catalogConfig(t, t.TempDir(), "enforce", true, r)
+	cfg.Admin.Token = config.NewSecret(consoleToken)
+	h := startHookjet(t, cfg, server.Options{})
+	c := client.New("http://"+h.srv.AdminAddr(), client.WithToken(consoleToken))
+	if _, err := c.CreateEventType(t.Context(), api.EventType{Name: "lead.created", Description: xss}); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + h.srv.AdminAddr()
+	run(t, ctx, "sign in",
+		chromedp.Navigate(base+"/console/"),
+		chromedp.WaitVisible(chromedp.CSS(`input[name=token]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[name=token]`), consoleToken),
+		chromedp.Submit(chromedp.CSS(`input[name=token]`)),
+		chromedp.WaitVisible(chromedp.CSS(`section.figures`)))
+	run(t, ctx, "open the catalogue",
+		chromedp.Click(chromedp.CSS(`nav a[href="/console/event-types"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`table.eventtypes`)))
+	screenshot(t, ctx, "console-event-types")
+	if got := text(t, ctx, `p.muted`); !strings.Contains(got, "checked enforce, and types not listed here are refused (strict)") {
+		t.Errorf("mode line %q", got)
+	}
+	for sel, want := range map[string]string{
+		`tr[id="type-order.created"]`:       "order.created config An order was placed. schema",
+		`tr[id="type-hookjet.dead_letter"]`: "hookjet.dead_letter builtin",
+		`tr[id="type-lead.created"]`:        "lead.created api " + xss + " any payload",
+	} {
+		got := strings.Join(strings.Fields(text(t, ctx, sel)), " ")
+		if !strings.HasPrefix(got, strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("%s: %q, want it to start with %q", sel, got, want)
+		}
+	}
+	run(t, ctx, "open a schema",
+		chromedp.Click(chromedp.CSS(`tr[id="type-order.created"] details summary`)),
+		chromedp.WaitVisible(chromedp.CSS(`tr[id="type-order.created"] details pre`)))
+	if got := text(t, ctx, `tr[id="type-order.created"] details pre`); !strings.Contains(got, `"required": [`) {
+		t.Errorf("schema shown: %q", got)
+	}
 }
