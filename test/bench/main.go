@@ -35,6 +35,7 @@ var scenarioNames = []string{
 	"orderedbasepaced", "orderedfailpaced", "keys100k", // test/bench/ordered.go
 	"history10m", // test/bench/history.go
 	"publish",    // test/bench/publish.go
+	"validate",   // test/bench/validate.go
 }
 
 // groups are named sets of scenarios (-scenarios ordered) that the default
@@ -433,10 +434,11 @@ func evaluate(rs []*result) []target {
 		ts = append(ts, na(costName, costGoal, "% core", "cost"))
 	}
 	ts = append(ts, scaleTargets(get)...)
-	ts = append(ts, inboundTargets(get)...) // test/bench/inbound.go
-	ts = append(ts, burstTargets(get)...)   // test/bench/burst.go
-	ts = append(ts, orderedTargets(get)...) // test/bench/ordered.go
-	ts = append(ts, publishTargets(get)...) // test/bench/publish.go
+	ts = append(ts, inboundTargets(get)...)  // test/bench/inbound.go
+	ts = append(ts, burstTargets(get)...)    // test/bench/burst.go
+	ts = append(ts, orderedTargets(get)...)  // test/bench/ordered.go
+	ts = append(ts, publishTargets(get)...)  // test/bench/publish.go
+	ts = append(ts, validateTargets(get)...) // test/bench/validate.go
 	ts = append(ts, clusterTargets(get)...)
 	return append(ts, isolationTargets(get)...)
 }
