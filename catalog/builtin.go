@@ -21,7 +21,9 @@ const (
 
 // operationalSchema is the payload of the operational types:
 // {"type", "endpoint": {"id", "description"}, "tenant", "reason", "count",
-// "at"}.
+// "at"}. It requires what every one of them carries (type, endpoint.id,
+// at) and lets tenant, reason and description be null: hookjet's own
+// events must never fail their schema under enforce.
 const operationalSchema = `{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "type": "object",
@@ -31,11 +33,11 @@ const operationalSchema = `{
     "endpoint": {
       "type": "object",
       "required": ["id"],
-      "properties": {"id": {"type": "string"}, "description": {"type": "string"}}
+      "properties": {"id": {"type": "string"}, "description": {"type": ["string", "null"]}}
     },
-    "tenant": {"type": "string"},
-    "reason": {"type": "string"},
-    "count": {"type": "integer", "minimum": 1},
+    "tenant": {"type": ["string", "null"]},
+    "reason": {"type": ["string", "null"]},
+    "count": {"type": "integer", "minimum": 0},
     "at": {"type": "string", "format": "date-time"}
   }
 }`
