@@ -63,15 +63,23 @@ func (s *Server) startCatalog(ctx context.Context) error {
 	return c.share(ctx, nil)
 }
 
-// apply takes one value of the watch (nil: the stored ones are read).
+// apply takes one value of the watch (nil: the stored ones are read). A
+// delete of a type this process's file declares (another process's file
+// dropped it) stores it again, as a config endpoint is.
 func (c *catalogServer) apply(rec *jetstream.EventTypeRecord, deleted bool) {
 	if rec == nil {
 		return
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	var again *jetstream.EventTypeRecord
 	if deleted {
 		delete(c.stored, rec.Name)
+		for _, t := range c.own {
+			if t.Name() == rec.Name && c.store != nil {
+				now := c.now().UTC()
+				again = &jetstream.EventTypeRecord{Definition: t.Definition(), Source: catalog.SourceConfig, CreatedAt: now, UpdatedAt: now}
+			}
+		}
 	} else {
 		t, err := catalog.Compile(rec.Definition)
 		if err != nil {
@@ -80,6 +88,14 @@ func (c *catalogServer) apply(rec *jetstream.EventTypeRecord, deleted bool) {
 		c.stored[rec.Name] = storedType{rec: *rec, typ: t}
 	}
 	c.rebuildLocked()
+	c.mu.Unlock()
+	if again != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := c.store.Put(ctx, *again); err != nil {
+			c.log.Warn("storing the file's event type again", "name", again.Name, "err", err)
+		}
+	}
 }
 
 func (c *catalogServer) rebuild() {
