@@ -84,7 +84,7 @@ func runEventTypes(ctx context.Context, args []string, getenv func(string) strin
 		fmt.Fprintf(stdout, "event type %s deleted\n", pos[0])
 		return nil
 	}
-	return usagef("event-types: unknown subcommand %q (want list, show, create, update or delete)", sub)
+	return usagef("event-types: unknown command %q (want list, show, create, update or delete)", sub)
 }
 
 func listEventTypes(ctx context.Context, c *adminClient, asJSON bool, stdout io.Writer) error {
