@@ -329,3 +329,49 @@ func TestCatalogueInTheConsole(t *testing.T) {
 		t.Errorf("schema shown: %q", got)
 	}
 }
+
+// The catalogue is shared: a type created through one process's API, and a
+// type only one process's file declares, are known to another process on
+// the same NATS within 2 s, which enforces their schemas on its own
+// publish path; a type deleted on one is gone on the other.
+func TestEventTypesSharedAcrossProcesses(t *testing.T) {
+	ns := startNATSNode(t, "shared", standaloneNATS(t))
+	r := newReceiver(t, []string{secretA, secretB}, nil)
+	var hs []*hookjet
+	for i, extra := range []string{fmt.Sprintf(catalogYAML, "enforce", false), "catalog:\n  validate: enforce\n"} {
+		cfg := testConfig(t, t.TempDir(), extra, endpointYAML{ID: fmt.Sprintf("sink%d", i), URL: r.URL})
+		cfg.NATS.URL = ns.url()
+		hs = append(hs, startHookjet(t, cfg, server.Options{}))
+	}
+	c0 := client.New("http://" + hs[0].srv.AdminAddr())
+	c1 := client.New("http://" + hs[1].srv.AdminAddr())
+	if _, err := c0.CreateEventType(t.Context(), api.EventType{Name: "invoice.paid", Schema: json.RawMessage(`{"type":"object","required":["invoice"]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 2*time.Second, 10*time.Millisecond, func() error {
+		for name, source := range map[string]string{"invoice.paid": "api", "order.created": "config"} {
+			et, err := c1.EventType(t.Context(), name)
+			if err != nil || et.Source != source {
+				return fmt.Errorf("%s on the second process: %+v %v, want source %s", name, et, err, source)
+			}
+		}
+		return nil
+	})
+	code, body := postEvents(t, hs[1].srv.AdminAddr(), "", map[string]any{"events": []any{
+		map[string]any{"type": "order.created", "data": map[string]any{"amount": "1"}},
+		map[string]any{"type": "invoice.paid", "data": map[string]any{}},
+	}})
+	wantProblems(t, "second process", code, body, http.StatusUnprocessableEntity, map[string]string{
+		"events[0].data/amount":  "events[0].data/amount: want number, got string",
+		"events[1].data/invoice": "events[1].data/invoice: is required",
+	})
+	if err := c1.DeleteEventType(t.Context(), "invoice.paid"); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 2*time.Second, 10*time.Millisecond, func() error {
+		if _, err := c0.EventType(t.Context(), "invoice.paid"); !errors.Is(err, api.ErrUnknownEventType) {
+			return fmt.Errorf("invoice.paid on the first process after the delete: %v", err)
+		}
+		return nil
+	})
+}
