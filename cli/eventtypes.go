@@ -22,10 +22,11 @@ hookjet event-types delete NAME
 
 The event-type catalogue (admin API /api/v1/event-types): each type's
 description, JSON Schema (2020-12) and example payloads. With
-catalog.validate enforce, hookjet refuses a payload that fails its type's
-schema (422 naming each JSON pointer); with warn it delivers it and counts it
-in hookjet_invalid_events_total; catalog.strict refuses types not in the
-catalogue. Types from the config file (source config) and hookjet's own
+catalog.validate enforce, hookjet publish and POST /api/v1/events refuse a
+payload that fails its type's schema (422 naming each JSON pointer) and a
+plain JetStream publish of one is dead-lettered as invalid; with warn it is
+delivered and counted in hookjet_invalid_events_total; catalog.strict
+refuses types not in the catalogue. Types from the config file (source config) and hookjet's own
 (builtin, hookjet.*) are read-only here. A schema that does not compile or an
 example that fails it is refused naming the field (schema, examples[i]).
 update replaces what its flags give: --example replaces every example.`
