@@ -176,7 +176,14 @@ func TestPayloadValidationOnEveryPublishPath(t *testing.T) {
 	if re, ok := errors.AsType[*publish.ReplyError](err); !ok || re.Status != http.StatusUnprocessableEntity || re.Field != "data" || re.Error() != "data: want object, got string" {
 		t.Errorf("request: %v, want a 422 reply naming data", err)
 	}
-	for _, id := range []string{"evt_bad_http", "evt_bad_req"} {
+	// hookjet publish (the request) says every problem.
+	env := []string{"HOOKJET_NATS_LISTEN=" + h.cfg.NATS.Listen, "HOOKJET_ADMIN_LISTEN=" + addr}
+	var stdout, stderr bytes.Buffer
+	err = cli.Main(t.Context(), []string{"publish", "order.created", "--id", "evt_bad_cli", "--data", `{"amount":"1","items":[{"sku":1}]}`}, env, &stdout, &stderr)
+	if want := "publish: the event catalogue refuses it: data/amount: want number, got string; data/items/0/sku: want string, got number"; err == nil || err.Error() != want {
+		t.Errorf("hookjet publish: %v, want %q", err, want)
+	}
+	for _, id := range []string{"evt_bad_http", "evt_bad_req", "evt_bad_cli"} {
 		if _, ok := storedID(t, h, id); ok {
 			t.Errorf("%s was stored", id)
 		}
