@@ -227,4 +227,3 @@ func writeEventType(ctx context.Context, sub string, fs *flag.FlagSet, newClient
 	fmt.Fprintf(stdout, "event type %s %s\n", t.Name, verb)
 	return nil
 }
-
