@@ -20,13 +20,15 @@ func decode(data []byte) (any, error) {
 		}
 		return nil, err
 	}
-	p := parser{b: data}
+	p := parser{b: string(data)}
 	return p.value(), nil
 }
 
-// parser reads a document json.Valid accepted.
+// parser reads a document json.Valid accepted. It holds the document as
+// one string, and the strings and numbers it returns are slices of it: one
+// allocation for all of them.
 type parser struct {
-	b []byte
+	b string
 	i int
 }
 
@@ -131,9 +133,9 @@ func (p *parser) str() string {
 	}
 	p.i++
 	if plain {
-		return string(p.b[start+1 : p.i-1])
+		return p.b[start+1 : p.i-1]
 	}
 	var s string
-	_ = json.Unmarshal(p.b[start:p.i], &s) // valid: json.Valid said so
+	_ = json.Unmarshal([]byte(p.b[start:p.i]), &s) // valid: json.Valid said so
 	return s
 }
