@@ -289,6 +289,7 @@ func TestParseFull(t *testing.T) {
 		Metrics:  Metrics{MaxEndpointSeries: 200},
 		Inbound:  Inbound{MaxBodyBytes: DefaultInboundMaxBody},
 		Catalog:  Catalog{Validate: "warn"},
+		Console:  Console{ShowPayloads: true},
 		Defaults: defaults,
 		Endpoints: []Endpoint{
 			{
@@ -365,7 +366,9 @@ func deepString(c Config) string {
 			fmt.Fprintf(&b, "%s = %v\n", path, v.Interface())
 		case v.Kind() == reflect.Struct:
 			for i := range v.NumField() {
-				walk(v.Field(i), path+"."+v.Type().Field(i).Name)
+				if f := v.Type().Field(i); f.IsExported() {
+					walk(v.Field(i), path+"."+f.Name)
+				}
 			}
 		case v.Kind() == reflect.Slice:
 			if v.IsNil() {
