@@ -2,7 +2,7 @@ package console
 
 import (
 	"encoding/json"
-		"net/http"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
