@@ -20,7 +20,13 @@ import (
 // reason first: paused by the platform, the breaker, the receiver's hold.
 func customerState(e endpoint) string {
 	b := e.Breaker
-	if _, ok := api.Find(e.Waiting, api.WaitDisabled); ok {
+	if w, ok := api.Find(e.Waiting, api.WaitDisabled); ok {
+		switch {
+		case strings.HasPrefix(w.Detail, "gone"):
+			return "Paused because your endpoint answered 410 Gone: nothing is sent to it until it is enabled again. Events keep waiting for it."
+		case w.Detail == "disabled by an operator": // the portal's Disable, or the platform's
+			return "This endpoint is paused: nothing is sent to it until it is enabled again. Events keep waiting for it."
+		}
 		return "Paused by the platform: nothing is sent to this endpoint until it is turned back on. Events keep waiting for it."
 	}
 	if w, ok := api.Find(e.Waiting, api.WaitBreakerOpen); ok {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -266,6 +267,24 @@ type portalEndpointData struct {
 	// filter or transform test answered.
 	TestForm   url.Values
 	CodeResult *codeResult
+	// Types is the event-type catalogue (nil without one): the test
+	// button's choices and the edit form's boxes.
+	Types catalogue
+}
+
+// TestTypes are the types the test button offers: the catalogue's, then
+// the endpoint's patterns that name one type (no wildcard).
+func (d portalEndpointData) TestTypes() []string {
+	var out []string
+	for _, t := range d.Types {
+		out = append(out, t.Name)
+	}
+	for _, e := range d.E.Events {
+		if !strings.ContainsAny(e, "*>") && !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // portalFields are the endpoint fields a portal session may set: fields,
@@ -337,6 +356,7 @@ func (c *Console) renderPortalEndpointWith(w http.ResponseWriter, r *http.Reques
 			d.DeadLetters[i].LastResponse = ""
 		}
 	}
+	d.Types = c.catalogue(ctx)
 	if fill != nil {
 		fill(&d)
 	}
@@ -360,9 +380,12 @@ func (c *Console) portalAction(w http.ResponseWriter, r *http.Request, p *page, 
 		var res struct {
 			EventID string `json:"event_id"`
 		}
-		if _, err = c.api.call(ctx, http.MethodPost, api+"/test", map[string]any{}, &res); err == nil {
-			http.Redirect(w, r, back+"?done=test&event="+url.QueryEscape(res.EventID), http.StatusSeeOther)
-			return
+		var body map[string]any
+		if body, err = c.testBody(ctx, r.PostForm); err == nil {
+			if _, err = c.api.call(ctx, http.MethodPost, api+"/test", body, &res); err == nil {
+				http.Redirect(w, r, back+"?done=test&event="+url.QueryEscape(res.EventID), http.StatusSeeOther)
+				return
+			}
 		}
 	case "edit":
 		if err = c.portalEdit(r, ep); err == nil {

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -99,4 +100,28 @@ func (c *Console) portalCodeTest(w http.ResponseWriter, r *http.Request, p *page
 	c.renderPortalEndpointWith(w, r, p, sess, http.StatusOK, func(d *portalEndpointData) {
 		d.TestForm, d.CodeResult = r.PostForm, &res
 	})
+}
+
+// testEventType is the type of the test event without a chosen type.
+const testEventType = "hookjet.test"
+
+// testBody is the API body of the test button's form: a hookjet.test
+// event, or an event of the chosen type with the payload typed, else the
+// catalogue's first example of that type, else {}.
+func (c *Console) testBody(ctx context.Context, f url.Values) (map[string]any, error) {
+	typ := strings.TrimSpace(f.Get("test_type"))
+	if typ == "" || typ == testEventType {
+		return map[string]any{}, nil
+	}
+	data := json.RawMessage(strings.TrimSpace(f.Get("test_data")))
+	if len(data) > 0 && !json.Valid(data) {
+		return nil, formError(`payload: not JSON; write it as a JSON value such as {"amount": 1200}`)
+	}
+	if len(data) == 0 {
+		data = json.RawMessage("{}")
+		if t, ok := c.catalogue(ctx).find(typ); ok && len(t.Examples) > 0 {
+			data = t.Examples[0]
+		}
+	}
+	return map[string]any{"type": typ, "data": data}, nil
 }
