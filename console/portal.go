@@ -91,6 +91,9 @@ func (c *Console) portalRoutes() http.Handler {
 	mux.Handle("POST /portal/s/{token}/endpoints", c.customer(c.portalCreate))
 	mux.Handle("GET /portal/s/{token}/endpoints/{id}", c.customer(c.portalEndpoint))
 	mux.Handle("POST /portal/s/{token}/endpoints/{id}/{action}", c.customer(c.portalAction))
+	mux.Handle("GET /portal/s/{token}/event-types", c.customer(c.portalCatalogue))
+	mux.Handle("GET /portal/s/{token}/events", c.customer(c.portalEvents))
+	mux.Handle("GET /portal/s/{token}/events/{id}", c.customer(c.portalEventPage))
 	mux.HandleFunc("/portal/", func(w http.ResponseWriter, r *http.Request) {
 		p := c.newPage(r, "Link needed")
 		p.Area, p.Static = "portal", "/portal/static"
@@ -145,6 +148,13 @@ type portalHomeData struct {
 	AllowTransforms bool
 	// Destinations are the destination types offered (portal.destinations).
 	Destinations []string
+	// Types is the event-type catalogue (nil without one).
+	Types catalogue
+}
+
+// Picker is the create form's event-type field, with what was sent.
+func (d portalHomeData) Picker() typePicker {
+	return typePicker{Types: d.Types, Chosen: formEvents(d.Form)}
 }
 
 // portalHome lists the tenant's endpoints, with the form that creates one.
@@ -163,7 +173,7 @@ func (c *Console) renderPortalHome(w http.ResponseWriter, r *http.Request, p *pa
 		c.fail(w, p, err)
 		return
 	}
-	d := portalHomeData{Next: pg.Next, Form: form, AllowTransforms: c.o.AllowTransforms, Destinations: c.destinations()}
+	d := portalHomeData{Next: pg.Next, Form: form, AllowTransforms: c.o.AllowTransforms, Destinations: c.destinations(), Types: c.catalogue(r.Context())}
 	for _, e := range pg.Endpoints {
 		if e.Tenant == sess.Tenant { // the API filtered; checked again
 			d.Endpoints = append(d.Endpoints, e)
@@ -271,6 +281,9 @@ type portalEndpointData struct {
 	// button's choices and the edit form's boxes.
 	Types catalogue
 }
+
+// Picker is the edit form's event-type field.
+func (d portalEndpointData) Picker() typePicker { return typePicker{Types: d.Types, Chosen: d.E.Events} }
 
 // TestTypes are the types the test button offers: the catalogue's, then
 // the endpoint's patterns that name one type (no wildcard).
