@@ -283,7 +283,9 @@ type portalEndpointData struct {
 }
 
 // Picker is the edit form's event-type field.
-func (d portalEndpointData) Picker() typePicker { return typePicker{Types: d.Types, Chosen: d.E.Events} }
+func (d portalEndpointData) Picker() typePicker {
+	return typePicker{Types: d.Types, Chosen: d.E.Events}
+}
 
 // TestTypes are the types the test button offers: the catalogue's, then
 // the endpoint's patterns that name one type (no wildcard).
