@@ -92,6 +92,7 @@ func clock(t time.Time) string {
 var operatorWords = strings.NewReplacer(
 	" ("+config.TenantGuardReason+")", " (deliveries go only to public internet addresses; use one)",
 	" (security.https_only is set)", " (deliveries go only to https URLs)",
+	" (portal.destinations)", "",
 )
 
 // maxEndpointsWords is the 409 of a create past security.max_endpoints.

@@ -47,7 +47,7 @@ const (
 	volumeW, volumeH     = 760, 240
 	volumeLeft           = 48
 	volumeRight          = 12
-	volumeTop            = 14
+	volumeTop            = 26
 	volumeBottomPad      = 40
 	volumeHours          = 24
 	volumePages          = 5 // pages of the delivery log read, 1000 records each

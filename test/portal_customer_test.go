@@ -97,7 +97,7 @@ func TestPortalIsTheCustomersWholeView(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`form[action$="/endpoints"] input[name=url]`), r.URL+"/hooks"),
 		chromedp.SendKeys(chromedp.CSS(`form[action$="/endpoints"] input[name=description]`), xss),
 		chromedp.SendKeys(chromedp.CSS(`form[action$="/endpoints"] input[name=events]`), "order.created order.paid"),
-		chromedp.SetValue(chromedp.CSS(`form[action$="/endpoints"] textarea[name=headers]`), "X-Api-Key: k-123-secret-value"),
+		setField(`form[action$="/endpoints"] textarea[name=headers]`, "X-Api-Key: k-123-secret-value"),
 		chromedp.SendKeys(chromedp.CSS(`form[action$="/endpoints"] input[name=filter]`), "data.amount > 100"),
 		chromedp.Click(chromedp.CSS(`form[action$="/endpoints"] button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#secret`)))
@@ -151,7 +151,7 @@ func TestPortalIsTheCustomersWholeView(t *testing.T) {
 	run(t, ctx, "rotate the secret",
 		chromedp.Navigate(page),
 		chromedp.WaitVisible(chromedp.CSS(`form[action$="/rotate"] button`)),
-		chromedp.Evaluate[chromedp.Void](`window.confirm = function () { return true; }`),
+		chromedp.Evaluate[chromedp.Void](`(window.confirm = function () { return true; }, {})`),
 		chromedp.Click(chromedp.CSS(`form[action$="/rotate"] button`)),
 		chromedp.WaitVisible(chromedp.CSS(`#secret`)))
 	if s := text(t, ctx, `#secret`); !strings.HasPrefix(s, "whsec_") || s == secret {
@@ -188,10 +188,10 @@ func portalFilterTest(t *testing.T, ctx context.Context, h *hookjet, page string
 		run(t, ctx, what,
 			chromedp.Navigate(page),
 			chromedp.WaitVisible(chromedp.CSS(`form.filter-test`)),
-			chromedp.SetValue(chromedp.CSS(`form.filter-test input[name=event_id]`), eventID),
-			chromedp.SetValue(chromedp.CSS(`form.filter-test input[name=test_type]`), typ),
-			chromedp.SetValue(chromedp.CSS(`form.filter-test textarea[name=test_data]`), data),
-			chromedp.SetValue(chromedp.CSS(`form.filter-test input[name=filter]`), filter),
+			setField(`form.filter-test input[name=event_id]`, eventID),
+			setField(`form.filter-test input[name=test_type]`, typ),
+			setField(`form.filter-test textarea[name=test_data]`, data),
+			setField(`form.filter-test input[name=filter]`, filter),
 			chromedp.Click(chromedp.CSS(`form.filter-test button`)),
 			chromedp.WaitVisible(chromedp.CSS(`div.result, p.error`)))
 		return text(t, ctx, `div.result, p.error`)
@@ -223,8 +223,8 @@ func portalTestEvent(t *testing.T, ctx context.Context, r *customerReceiver, pag
 	run(t, ctx, "send a test event of a chosen type",
 		chromedp.Navigate(page),
 		chromedp.WaitVisible(chromedp.CSS(`form.test select[name=test_type]`)),
-		chromedp.SetValue(chromedp.CSS(`form.test select[name=test_type]`), "order.paid"),
-		chromedp.SetValue(chromedp.CSS(`form.test textarea[name=test_data]`), `{"amount": 1200, "currency": "EUR"}`),
+		setField(`form.test select[name=test_type]`, "order.paid"),
+		setField(`form.test textarea[name=test_data]`, `{"amount": 1200, "currency": "EUR"}`),
 		chromedp.Click(chromedp.CSS(`form.test button`)),
 		chromedp.WaitVisible(chromedp.CSS(`p.flash span.id`)))
 	event := text(t, ctx, `p.flash span.id`)
@@ -265,9 +265,9 @@ func portalEditDisableEnable(t *testing.T, ctx context.Context, h *hookjet, page
 		chromedp.Navigate(page),
 		chromedp.Click(chromedp.CSS(`details.edit summary`)),
 		chromedp.WaitVisible(chromedp.CSS(`form.edit input[name=description]`)),
-		chromedp.SetValue(chromedp.CSS(`form.edit input[name=description]`), "orders for the CRM"),
-		chromedp.SetValue(chromedp.CSS(`form.edit input[name=events]`), "order.*"),
-		chromedp.SetValue(chromedp.CSS(`form.edit input[name=filter]`), "data.amount > 10"))
+		setField(`form.edit input[name=description]`, "orders for the CRM"),
+		setField(`form.edit input[name=events]`, "order.*"),
+		setField(`form.edit input[name=filter]`, "data.amount > 10"))
 	screenshot(t, ctx, "portal-edit")
 	run(t, ctx, "save the edit",
 		chromedp.Click(chromedp.CSS(`form.edit button[type=submit]`)),
@@ -377,7 +377,7 @@ func portalNATSDestination(t *testing.T, ctx context.Context, h *hookjet, link s
 	run(t, ctx, "create a NATS destination",
 		chromedp.Navigate(link),
 		chromedp.WaitVisible(chromedp.CSS(`form[action$="/endpoints"] select[name=dest_type]`)),
-		chromedp.SetValue(chromedp.CSS(`form[action$="/endpoints"] select[name=dest_type]`), "nats"),
+		setField(`form[action$="/endpoints"] select[name=dest_type]`, "nats"),
 		chromedp.SendKeys(chromedp.CSS(`form[action$="/endpoints"] input[name=dest_url_nats]`), "nats://"+h.cfg.NATS.Listen),
 		chromedp.SendKeys(chromedp.CSS(`form[action$="/endpoints"] input[name=dest_subject]`), "acme.orders.{type}"),
 		chromedp.SendKeys(chromedp.CSS(`form[action$="/endpoints"] input[name=description]`), "to our NATS"),
@@ -404,4 +404,100 @@ func portalNATSDestination(t *testing.T, ctx context.Context, h *hookjet, link s
 	if !found {
 		t.Fatalf("no NATS destination among acme's endpoints: %+v", list.Endpoints)
 	}
+}
+
+// portalCatalogueAndEvents: the catalogue page shows a type's
+// description, schema and example; an endpoint is made by ticking the
+// type; its test event without a payload carries the type's example; the
+// events page and an event's page show the tenant's events with their
+// payloads and deliveries to its own endpoints only, and another tenant's
+// event is 404.
+func portalCatalogueAndEvents(t *testing.T, ctx context.Context, h *hookjet, link string) {
+	t.Helper()
+	typ := map[string]any{"name": "invoice.issued", "description": "An invoice was issued to a customer",
+		"schema":   map[string]any{"type": "object", "properties": map[string]any{"total": map[string]any{"type": "number"}}, "required": []string{"total"}},
+		"examples": []any{map[string]any{"total": 99.5, "currency": "EUR"}}}
+	if code := h.api("POST", "/api/v1/event-types", consoleToken, typ, nil); code != http.StatusCreated {
+		t.Fatalf("create the event type: HTTP %d", code)
+	}
+	audit := newCustomerReceiver(t)
+	var made struct{ Secret string }
+	if code := h.api("POST", "/api/v1/endpoints", consoleToken, map[string]any{"id": "operator-audit", "url": audit.URL, "events": []string{"invoice.>"}}, &made); code != http.StatusCreated {
+		t.Fatalf("create operator-audit: HTTP %d", code)
+	}
+	audit.setSecret(made.Secret)
+	run(t, ctx, "the catalogue", chromedp.Navigate(link+"event-types"), chromedp.WaitVisible(chromedp.CSS(`section.event-type`)))
+	if page := text(t, ctx, `main`); !strings.Contains(page, "invoice.issued") || !strings.Contains(page, "An invoice was issued") || !strings.Contains(page, `"total"`) || !strings.Contains(page, "99.5") {
+		t.Fatalf("the catalogue page shows:\n%s", page)
+	}
+	screenshot(t, ctx, "portal-types")
+
+	r := newCustomerReceiver(t)
+	run(t, ctx, "create an endpoint by ticking a type",
+		chromedp.Navigate(link),
+		chromedp.WaitVisible(chromedp.CSS(`form[action$="/endpoints"] input[name=types][value="invoice.issued"]`)),
+		chromedp.SendKeys(chromedp.CSS(`form[action$="/endpoints"] input[name=url]`), r.URL+"/invoices"),
+		chromedp.SendKeys(chromedp.CSS(`form[action$="/endpoints"] input[name=description]`), "invoices"),
+		chromedp.Click(chromedp.CSS(`form[action$="/endpoints"] input[name=types][value="invoice.issued"]`)),
+		chromedp.Click(chromedp.CSS(`form[action$="/endpoints"] button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#secret`)))
+	r.setSecret(text(t, ctx, `#secret`))
+	back := value(t, ctx, "the endpoint's link", chromedp.AttributeValue(chromedp.CSS(`section.card a`), "href"))
+	id := back.Value[strings.LastIndex(back.Value, "/")+1:]
+	var ep struct{ Events []string }
+	if h.api("GET", "/api/v1/endpoints/"+id, consoleToken, nil, &ep); strings.Join(ep.Events, " ") != "invoice.issued" {
+		t.Fatalf("the ticked type made events %v", ep.Events)
+	}
+	run(t, ctx, "test with the type's example",
+		chromedp.Navigate(link+"endpoints/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`form.test select[name=test_type]`)),
+		setField(`form.test select[name=test_type]`, "invoice.issued"),
+		chromedp.Click(chromedp.CSS(`form.test button`)),
+		chromedp.WaitVisible(chromedp.CSS(`p.flash span.id`)))
+	event := text(t, ctx, `p.flash span.id`)
+	checkFor(t, 15*time.Second, 50*time.Millisecond, func() error {
+		d, ok := r.delivery(event)
+		if !ok {
+			return fmt.Errorf("test event %s not received", event)
+		}
+		if d.Type != "invoice.issued" || !strings.Contains(d.Body, `"total":99.5`) {
+			return fmt.Errorf("the test event arrived as %+v, want the example", d)
+		}
+		return nil
+	})
+
+	h.publishFor("acme", "invoice.issued", "acme-invoice-7", []byte(`{"total": 120, "note": "<b>acme's</b>"}`))
+	h.publishFor("globex", "invoice.issued", "globex-invoice-7", []byte(`{"total": 4242}`))
+	checkFor(t, 15*time.Second, 200*time.Millisecond, func() error {
+		if err := chromedp.Do(ctx, chromedp.Navigate(link+"events/acme-invoice-7"), chromedp.WaitVisible(chromedp.CSS(`pre.payload, p.error`))); err != nil {
+			return err
+		}
+		page, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`main`)))
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(page, `"note": "<b>acme's</b>"`) || !strings.Contains(page, id) || !strings.Contains(page, "delivered") {
+			return fmt.Errorf("the event page does not show the payload and its delivery to %s yet:\n%s", id, page)
+		}
+		if strings.Contains(page, "operator-audit") {
+			t.Fatalf("the portal's event page shows the operator's endpoint:\n%s", page)
+		}
+		return nil
+	})
+	screenshot(t, ctx, "portal-event")
+	run(t, ctx, "the events list", chromedp.Navigate(link+"events"), chromedp.WaitVisible(chromedp.CSS(`table.events`)))
+	if list := text(t, ctx, `table.events`); !strings.Contains(list, "acme-invoice-7") || strings.Contains(list, "globex") {
+		t.Fatalf("acme's events list:\n%s", list)
+	}
+	screenshot(t, ctx, "portal-events")
+	if code := httpStatus(t, "GET", link+"events/globex-invoice-7"); code != http.StatusNotFound {
+		t.Fatalf("another tenant's event: HTTP %d, want 404", code)
+	}
+}
+
+// setField sets the value of the form field sel finds, empty included.
+func setField(sel, v string) chromedp.Action[chromedp.Void] {
+	q, _ := json.Marshal(sel)
+	val, _ := json.Marshal(v)
+	return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(document.querySelector(%s).value = %s, {})`, q, val))
 }
