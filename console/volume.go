@@ -22,9 +22,10 @@ type volume struct {
 	XTicks    []chartTick
 	Delivered int // over the counted hours
 	Failed    int
-	// Partial is the first counted hour when the records read did not
-	// reach back 24 hours (a busy endpoint): hours before it are drawn as
-	// not counted, never as zero. Zero when all 24 hours are counted.
+	// Partial is the oldest time the records read reach back to when
+	// they do not cover the 24 hours (a busy endpoint): hours before it
+	// are drawn as not counted, never as zero, and its own hour's counts
+	// are "at least". Zero when all 24 hours are counted.
 	Partial time.Time
 }
 
@@ -34,6 +35,7 @@ type volumeHour struct {
 	Delivered int
 	Failed    int
 	Counted   bool
+	AtLeast   bool // only part of the hour was read
 	X, W      float64 // the slot
 	OK, Bad   volumeBar
 	Title     string
@@ -66,22 +68,16 @@ func hourlyVolume(attempts []attempt, now, from time.Time) volume {
 	for i := range v.Hours {
 		h := &v.Hours[i]
 		h.Start = first.Add(time.Duration(i) * time.Hour)
-		h.Counted = from.IsZero() || !h.Start.Before(from.UTC().Truncate(time.Hour).Add(time.Hour))
+		h.Counted = from.IsZero() || h.Start.Add(time.Hour).After(from)
+		h.AtLeast = !from.IsZero() && h.Counted && !h.Start.After(from)
 	}
-	if !from.IsZero() {
-		for _, h := range v.Hours {
-			if h.Counted {
-				v.Partial = h.Start
-				break
-			}
-		}
-	}
+	v.Partial = from
 	for _, a := range attempts {
 		if a.StartedAt.IsZero() || !isAttempt(a.Class) || a.Class == "discarded" || a.Class == "cancelled" {
 			continue
 		}
 		i := int(a.StartedAt.UTC().Sub(first) / time.Hour)
-		if a.StartedAt.Before(first) || i >= volumeHours || !v.Hours[i].Counted {
+		if a.StartedAt.Before(first) || a.StartedAt.Before(from) || i >= volumeHours || !v.Hours[i].Counted {
 			continue
 		}
 		if a.Class == "success" {
@@ -116,9 +112,12 @@ func (v *volume) layout() {
 		h.OK = volumeBar{X: round1(x0), Y: round1(y(h.Delivered)), W: round1(barW), H: round1(float64(v.Bottom) - y(h.Delivered))}
 		h.Bad = volumeBar{X: round1(x0 + barW), Y: round1(y(h.Failed)), W: round1(barW), H: round1(float64(v.Bottom) - y(h.Failed))}
 		span := h.Start.Format("15:04") + "–" + h.Start.Add(time.Hour).Format("15:04") + " UTC"
-		if h.Counted {
+		switch {
+		case h.AtLeast:
+			h.Title = span + ": at least " + plural(h.Delivered, "delivery", "deliveries") + ", " + plural(h.Failed, "failed attempt", "failed attempts") + " (only the most recent attempts were read)"
+		case h.Counted:
 			h.Title = span + ": " + plural(h.Delivered, "delivery", "deliveries") + ", " + plural(h.Failed, "failed attempt", "failed attempts")
-		} else {
+		default:
 			h.Title = span + ": not counted (only the most recent attempts were read)"
 		}
 		if i%3 == 0 {

@@ -55,22 +55,24 @@ func TestHourlyVolumeShowsEveryHourWithFewPoints(t *testing.T) {
 	}
 }
 
-// When the records read do not reach back 24 hours, the hours they do
-// not cover whole are "not counted", not zero.
+// When the records read do not reach back 24 hours, the hours before the
+// oldest are "not counted", not zero, and the hour it falls in counts "at
+// least" what was read.
 func TestHourlyVolumeSaysWhatItDidNotCount(t *testing.T) {
 	now := time.Date(2026, 12, 7, 14, 20, 0, 0, time.UTC)
 	from := now.Add(-2*time.Hour - 30*time.Minute) // 11:50
-	v := hourlyVolume([]attempt{{StartedAt: now, Class: "success"}, {StartedAt: from, Class: "success"}}, now, from)
-	if !v.Partial.Equal(time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)) {
-		t.Fatalf("partial from %v, want 12:00", v.Partial)
+	v := hourlyVolume([]attempt{{StartedAt: now, Class: "success"}, {StartedAt: from, Class: "transient"}}, now, from)
+	if !v.Partial.Equal(from) {
+		t.Fatalf("partial from %v, want 11:50", v.Partial)
 	}
 	for _, h := range v.Hours {
-		if want := !h.Start.Before(v.Partial); h.Counted != want {
-			t.Errorf("hour %v counted %v", h.Start, h.Counted)
+		counted := h.Start.Hour() >= 11 && h.Start.Day() == 7
+		if h.Counted != counted || h.AtLeast != (h.Start.Hour() == 11 && counted) {
+			t.Errorf("hour %v counted %v, at least %v", h.Start, h.Counted, h.AtLeast)
 		}
 	}
-	if v.Delivered != 1 || !strings.Contains(v.Hours[20].Title, "not counted") {
-		t.Errorf("delivered %d (the 11:50 attempt is in an hour not counted); 11:00 says %q", v.Delivered, v.Hours[20].Title)
+	if v.Delivered != 1 || v.Failed != 1 || !strings.Contains(v.Hours[19].Title, "not counted") || !strings.Contains(v.Hours[20].Title, "at least 0 deliveries, 1 failed attempt") {
+		t.Errorf("delivered %d, failed %d; 10:00 says %q, 11:00 %q", v.Delivered, v.Failed, v.Hours[19].Title, v.Hours[20].Title)
 	}
 }
 
