@@ -35,7 +35,7 @@ type volumeHour struct {
 	Delivered int
 	Failed    int
 	Counted   bool
-	AtLeast   bool // only part of the hour was read
+	AtLeast   bool    // only part of the hour was read
 	X, W      float64 // the slot
 	OK, Bad   volumeBar
 	Title     string
