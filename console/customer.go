@@ -98,10 +98,15 @@ var operatorWords = strings.NewReplacer(
 // maxEndpointsWords is the 409 of a create past security.max_endpoints.
 var maxEndpointsWords = regexp.MustCompile(`security\.max_endpoints \(\d+\) reached`)
 
+// configEndpointWords is the 409 of a change to an endpoint of the
+// config file, which names the file.
+var configEndpointWords = regexp.MustCompile(`endpoint "[^"]*" comes from .* \(source config\): \w+ it by editing that file and reloading \(SIGHUP\)`)
+
 // customerWords is msg, an error of the admin API or of a delivery, in
-// the customer's words: never an operator config key.
+// the customer's words: never an operator config key or file.
 func customerWords(msg string) string {
 	msg = operatorWords.Replace(msg)
+	msg = configEndpointWords.ReplaceAllString(msg, "this endpoint is managed by the platform: ask it to change the endpoint")
 	return maxEndpointsWords.ReplaceAllString(msg, "the most endpoints this platform allows already exist")
 }
 

@@ -45,6 +45,9 @@ func TestCustomerStateSpeaksTheCustomersLanguage(t *testing.T) {
 	if got := customerWords(`destination.type: "kafka": endpoints of a tenant may use webhook (portal.destinations)`); strings.Contains(got, "portal.") {
 		t.Errorf("a refused destination type in the customer's words: %q", got)
 	}
+	if got := customerWords(`id: endpoint "crm" comes from /etc/hookjet/hookjet.yaml (source config): delete it by editing that file and reloading (SIGHUP)`); strings.Contains(got, "/etc/") || !strings.Contains(got, "managed by the platform") {
+		t.Errorf("a config endpoint's change refused, in the customer's words: %q", got)
+	}
 	if got := customerState(endpoint{Breaker: breakerStatus{State: "closed"}}); got != "" {
 		t.Errorf("healthy: %q, want nothing", got)
 	}

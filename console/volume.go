@@ -52,7 +52,7 @@ const (
 	volumeTop            = 26
 	volumeBottomPad      = 40
 	volumeHours          = 24
-	volumePages          = 5 // pages of the delivery log read, 1000 records each
+	volumePages          = 2 // pages of the delivery log read, 1000 records each
 	volumePageSize       = 1000
 	volumeSlotGapPercent = 18
 )

@@ -102,7 +102,7 @@ func serverTiming(b *testing.B, h string) time.Duration {
 
 // BenchmarkPortalEndpointBusyDay renders a portal endpoint page whose
 // endpoint had more attempts in the last 24 hours than the hourly chart
-// reads (5 pages of 1,000 delivery-log records), against an endpoint with
+// reads (2 pages of 1,000 delivery-log records), against an endpoint with
 // a few, and reports the server's own time per page as server-ms/op.
 //
 //	go test -run '^$' -bench PortalEndpointBusyDay -benchtime 20x ./test
