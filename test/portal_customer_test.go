@@ -404,6 +404,11 @@ func portalNATSDestination(t *testing.T, ctx context.Context, h *hookjet, link s
 	if !found {
 		t.Fatalf("no NATS destination among acme's endpoints: %+v", list.Endpoints)
 	}
+	run(t, ctx, "the portal's home", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS(`table.endpoints`)))
+	if list := text(t, ctx, `table.endpoints`); !strings.Contains(list, "nats nats://") || !strings.Contains(list, "subject acme.orders.{type}") {
+		t.Fatalf("the home does not say where the NATS endpoint delivers:\n%s", list)
+	}
+	screenshot(t, ctx, "portal-home")
 }
 
 // portalCatalogueAndEvents: the catalogue page shows a type's
