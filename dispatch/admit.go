@@ -101,7 +101,7 @@ func (a *admitter) stopWaiting(e *endpoint, fast bool) {
 }
 
 // admission is what a delivery holds once admitted: a slot of its
-// endpoint's in-flight cap and its breaker's permission. release gives both
+// endpoint's in-flight cap and its breaker's permission. Release gives both
 // back when no attempt is made; after an attempt the breaker is settled by
 // its Record and only the slot is released.
 type admission struct {
@@ -117,13 +117,14 @@ type admission struct {
 // spend marks the admission's rate-limit token as used by a request.
 func (a *admission) spend() { a.token = nil }
 
-func (a *admission) release() {
+// Release gives back what a holds (settle.Admission, drain.Admission).
+func (a *admission) Release() {
 	if a.token != nil {
 		a.token.Cancel()
 		a.token = nil
 	}
 	if a.breaker {
-		a.breakers.ReleaseProbe(a.e.id, a.probe)
+		a.breakers.ReleaseProbe(a.e.ID, a.probe)
 		a.breaker = false
 	}
 	a.e.slots.release()
@@ -134,7 +135,7 @@ func (a *admission) release() {
 // rate_limit (a receiver's Retry-After or the local limit), breaker or
 // in_flight.
 func (a *admitter) admit(e *endpoint, s *settings) (*admission, string) {
-	if cause, _ := a.states.Blocked(e.id, a.now()); cause != "" {
+	if cause, _ := a.states.Blocked(e.ID, a.now()); cause != "" {
 		return nil, cause
 	}
 	if !e.slots.tryAcquire() {
@@ -146,7 +147,7 @@ func (a *admitter) admit(e *endpoint, s *settings) (*admission, string) {
 // admitHolding is admit for a caller that already holds one of e's slots;
 // the slot is given back when e cannot take the delivery.
 func (a *admitter) admitHolding(e *endpoint, s *settings) (*admission, string) {
-	if cause, _ := a.states.Blocked(e.id, a.now()); cause != "" {
+	if cause, _ := a.states.Blocked(e.ID, a.now()); cause != "" {
 		e.slots.release()
 		return nil, cause
 	}
@@ -169,7 +170,7 @@ func (a *admitter) admitHolding(e *endpoint, s *settings) (*admission, string) {
 // its rate-limit token (nil without a limit) with the breaker's permission,
 // or gives both back and says how long until the breaker may allow one.
 func (a *admitter) admitBreaker(e *endpoint, token *rate.Reservation) (*admission, time.Duration) {
-	ok, probe, wait := a.breakers.AcquireProbe(e.id)
+	ok, probe, wait := a.breakers.AcquireProbe(e.ID)
 	if ok {
 		return &admission{breakers: a.breakers, e: e, breaker: true, probe: probe, token: token}, 0
 	}
@@ -197,8 +198,8 @@ func (a *admitter) launch(ctx context.Context, dl *delivery, adm *admission, wai
 		select {
 		case a.global <- struct{}{}:
 		case <-ctx.Done():
-			adm.release()
-			dl.done(false)
+			adm.Release()
+			dl.Done(false)
 			return
 		}
 	}
@@ -217,7 +218,7 @@ func (a *admitter) launch(ctx context.Context, dl *delivery, adm *admission, wai
 func (a *admitter) launchSoon(ctx context.Context, dl *delivery, adm *admission) {
 	if int(a.workerWaits.Add(1)) > cap(a.global) {
 		a.workerWaits.Add(-1)
-		adm.release()
+		adm.Release()
 		a.park(dl, "concurrency")
 		return
 	}
@@ -233,12 +234,12 @@ func (a *admitter) launchSoon(ctx context.Context, dl *delivery, adm *admission)
 			return
 		case <-t.C:
 			a.workerWaits.Add(-1)
-			adm.release()
+			adm.Release()
 			a.park(dl, "concurrency")
 		case <-ctx.Done():
 			a.workerWaits.Add(-1)
-			adm.release()
-			dl.done(false)
+			adm.Release()
+			dl.Done(false)
 		}
 	}()
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookjet/hookjet/attempt"
+	"github.com/hookjet/hookjet/dispatch/settle"
 
 	"github.com/nats-io/nats.go"
 
@@ -18,35 +19,25 @@ import (
 )
 
 // delivery is one event on its way to one endpoint, from the fan-out or from
-// a task. done settles its source exactly once: true when the delivery is
-// finished with (delivered, dead-lettered, or handed on as a task), false
-// when it must come back (a failure of NATS or a shutdown).
+// a task: settlement's part (the event, its attempt state, payload and
+// headers, and how its source is settled: package settle) and the engine's
+// (the endpoint's runtime and settings, the fan-out's guard and event).
 type delivery struct {
-	e    *endpoint
-	s    *settings
-	ev   *event
-	st   attemptState
-	data []byte
-	hdr  nats.Header
-	done func(ok bool)
-	g    *guard // fan-out deliveries: see guard.go; nil for tasks
-	// again, for the ordered lane's deliveries, stores the retry due
-	// after wait in the lane instead of as a schedule (dispatch/lane).
-	again func(wait time.Duration)
-	dead  bool // dead-lettered: set before done
+	settle.Delivery
+	e *endpoint
+	s *settings
+	g *guard // fan-out deliveries: see guard.go; nil for tasks
 	// fan is the event of a fan-out delivery routed straight to its
 	// endpoint (route), nil otherwise: such a delivery is attempted only
 	// while the event can still be settled (late).
 	fan *fanEvent
 }
 
-func (dl *delivery) log(l *slog.Logger, level slog.Level, msg string, args ...any) {
-	ctx := context.Background()
-	if !l.Enabled(ctx, level) {
-		return
-	}
-	attrs := append([]any{"endpoint", dl.e.id, "event_id", dl.ev.id, "event_type", dl.ev.typ}, args...)
-	l.Log(ctx, level, msg, attrs...)
+// newDelivery is a delivery of ev to e with settings s.
+func newDelivery(e *endpoint, s *settings, ev *settle.Event, st settle.State, data []byte, hdr nats.Header) *delivery {
+	dl := &delivery{e: e, s: s}
+	dl.Delivery = settle.Delivery{Endpoint: &e.Endpoint, Config: s.ep, Event: ev, State: st, Data: data, Header: hdr}
+	return dl
 }
 
 // sendStage is the send stage: one attempt of an admitted delivery through
@@ -60,10 +51,10 @@ type sendStage struct {
 	fan        fanTimer
 	breakers   *breaker.Registry
 	tracer     *tracing.Tracer
-	rec        *recorder
-	series     *series
+	rec        *settle.Records
+	series     *settle.Series
 	hour       *hourStats
-	settle     *settler
+	settle     settler
 	shape      *shaper
 }
 
@@ -79,27 +70,27 @@ type fanTimer interface {
 func (d *sendStage) watch(dl *delivery) { d.fan.watch(dl) }
 
 // attempt makes one attempt of dl, which holds adm, and carries out what
-// [decide] makes of the result. done is called once the request is over,
+// [settle.Decide] makes of the result. done is called once the request is over,
 // before the result is carried out; not when no request is made.
 func (d *sendStage) attempt(dl *delivery, adm *admission, done func()) {
 	if d.fan.late(dl) && dl.g.claimUnstored() {
 		// Given up unattempted, holding adm: what a pause or a partition
 		// makes this process repeat stays within max_in_flight.
-		adm.release()
+		adm.Release()
 		dl.fan.forsaken.Store(true)
-		dl.log(d.log, slog.LevelInfo, "fan-out delivery not attempted: the event may be another process's by now; it is put back")
-		dl.done(false)
+		dl.Log(d.log, slog.LevelInfo, "fan-out delivery not attempted: the event may be another process's by now; it is put back")
+		dl.Done(false)
 		return
 	}
 	ep := dl.s.ep
-	if reason, why, ok := precheck(len(dl.data), d.maxPayload, ep.Settings, dl.ev.at, d.now()); !ok {
-		// No request: claim the guard before dl.st changes, so that a
+	if reason, why, ok := settle.Precheck(len(dl.Data), d.maxPayload, ep.Settings, dl.Event.At, d.now()); !ok {
+		// No request: claim the guard before dl.State changes, so that a
 		// guard being stored meanwhile reads it whole, and none is stored
 		// after.
 		dl.g.claim()
-		adm.release()
-		if dl.st.Error == "" || reason == "rejected" {
-			dl.st.Error = why
+		adm.Release()
+		if dl.State.Error == "" || reason == "rejected" {
+			dl.State.Error = why
 		}
 		d.settle.deadLetter(dl, reason)
 		return
@@ -110,7 +101,7 @@ func (d *sendStage) attempt(dl *delivery, adm *admission, done func()) {
 		return
 	}
 	// tracing: a span per attempt, child of the event's traceparent.
-	span := d.tracer.StartAttempt(d.ctx, tracing.Header(dl.hdr), tracing.Attempt{Endpoint: dl.e.id, EventType: dl.ev.typ, EventID: dl.ev.id, Number: dl.st.Attempts + 1, Replay: strings.HasPrefix(dl.ev.key, "r")})
+	span := d.tracer.StartAttempt(d.ctx, tracing.Header(dl.Header), tracing.Attempt{Endpoint: dl.e.ID, EventType: dl.Event.Type, EventID: dl.Event.ID, Number: dl.State.Attempts + 1, Replay: strings.HasPrefix(dl.Event.Key, "r")})
 	req.Trace = span.Header()
 	adm.spend()
 	res := dl.s.dest.Send(d.ctx, req)
@@ -118,11 +109,11 @@ func (d *sendStage) attempt(dl *delivery, adm *admission, done func()) {
 	dl.g.claim()
 	span.EndAttempt(&res)
 	if d.ctx.Err() != nil {
-		adm.release() // shutdown cancelled the request: not the endpoint's fault
-		dl.done(false)
+		adm.Release() // shutdown cancelled the request: not the endpoint's fault
+		dl.Done(false)
 		return
 	}
-	st := &dl.st
+	st := &dl.State
 	if !res.Unsent { // a failed token fetch is not an attempt
 		st.Attempts++
 	}
@@ -130,26 +121,26 @@ func (d *sendStage) attempt(dl *delivery, adm *admission, done func()) {
 		st.First = res.Sent
 	}
 	st.Last, st.Status = res.Sent, res.Status
-	d.rec.attempt(dl, &res) // delivery log
+	d.rec.Attempt(&dl.Delivery, &res) // delivery log
 	first := st.Attempts == 1
-	d.series.observeAttempt(dl.e, res.Class.String(), first, res.Latency.Seconds(), res.Class != destination.Rejected && !res.Unsent)
+	d.series.ObserveAttempt(&dl.e.Endpoint, res.Class.String(), first, res.Latency.Seconds(), res.Class != destination.Rejected && !res.Unsent)
 	switch {
 	case res.Unsent, res.Class == destination.Rejected, res.Class == destination.Auth:
-		d.breakers.ReleaseProbe(dl.e.id, adm.probe) // nothing reached the receiver: not the breaker's
+		d.breakers.ReleaseProbe(dl.e.ID, adm.probe) // nothing reached the receiver: not the breaker's
 	case res.Class == destination.Success:
-		d.breakers.Record(dl.e.id, breaker.Success, res.Latency, first)
-		dl.e.last.Store(&attempt.LastDelivery{EventID: dl.ev.id, Status: res.Status, LatencyMS: ms(res.Latency), At: res.Sent.UTC()})
+		d.breakers.Record(dl.e.ID, breaker.Success, res.Latency, first)
+		dl.e.last.Store(&attempt.LastDelivery{EventID: dl.Event.ID, Status: res.Status, LatencyMS: settle.Millis(res.Latency), At: res.Sent.UTC()})
 	case res.Class == destination.Transient:
-		d.breakers.Record(dl.e.id, breaker.Failure, res.Latency, first)
+		d.breakers.Record(dl.e.ID, breaker.Failure, res.Latency, first)
 	default:
-		d.breakers.Record(dl.e.id, breaker.Neutral, res.Latency, first)
+		d.breakers.Record(dl.e.ID, breaker.Neutral, res.Latency, first)
 	}
 	adm.breaker = false
 	d.hour.add(d.now(), res.Class == destination.Success)
 	if res.Class != destination.Success {
 		st.Error = res.Reason
 	}
-	act := decide(*st, &res, ep.Settings, dl.ev.at, d.now(), func(n int) time.Duration {
+	act := settle.Decide(*st, &res, ep.Settings, dl.Event.At, d.now(), func(n int) time.Duration {
 		return backoff.Full(ep.Retry.Base, ep.Retry.Cap, n-1, nil)
 	})
 	d.settle.carryOut(dl, adm, act)
@@ -163,14 +154,14 @@ func (d *sendStage) unshaped(dl *delivery, adm *admission, err error) {
 	dl.g.claim()
 	switch {
 	case d.ctx.Err() != nil:
-		adm.release()
-		dl.done(false)
+		adm.Release()
+		dl.Done(false)
 	case errors.Is(err, errCancelled):
-		d.rec.end(dl, attempt.ClassCancelled, "cancelled")
-		d.settle.carryOut(dl, adm, action{Verb: actAck})
+		d.rec.End(&dl.Delivery, attempt.ClassCancelled, "cancelled")
+		d.settle.carryOut(dl, adm, settle.Action{Verb: settle.Ack})
 	default:
-		adm.release()
-		dl.st.Error = err.Error()
+		adm.Release()
+		dl.State.Error = err.Error()
 		d.settle.deadLetter(dl, "transform")
 	}
 }

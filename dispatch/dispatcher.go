@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,7 +11,10 @@ import (
 	"github.com/hookjet/hookjet/attempt"
 	"github.com/hookjet/hookjet/dispatch/consume"
 	"github.com/hookjet/hookjet/dispatch/epstate"
+	"github.com/hookjet/hookjet/dispatch/operate"
+	"github.com/hookjet/hookjet/dispatch/settle"
 	"github.com/hookjet/hookjet/dispatch/sources"
+	"github.com/hookjet/hookjet/dispatch/upgrade"
 	"github.com/hookjet/hookjet/filter"
 	"github.com/hookjet/hookjet/jetstream"
 	"github.com/hookjet/hookjet/routing"
@@ -52,7 +54,7 @@ type Options struct {
 	Now          func() time.Time               // nil: time.Now
 	OnDeadLetter func(endpoint, eventID string) // test seam called after the DLQ copy is stored and before the source is settled; nil: nothing
 	Tracer       *tracing.Tracer                // spans of attempts, dead letters and replays; nil: tracing off, at no cost
-	Recorder     Recorder                       // the delivery log (dispatch/record.go); nil: off
+	Recorder     Recorder                       // the delivery log (package dispatch/settle, record.go); nil: off
 	// Seen announces accepted event ids to the other processes and follows
 	// theirs into Ledger (dispatch/seen.go); used with nats.url.
 	Seen *jetstream.SeenIDs
@@ -88,26 +90,26 @@ type Dispatcher struct {
 	now func() time.Time
 
 	// The stages and rooms of the delivery path.
-	fan    *fanout         // the fan-out and the match stage (fanout_room.go, match.go)
-	gate   *admitter       // the admit stage and the workers (admit.go)
-	send   *sendStage      // the shape and send stages (shape.go, attempt.go)
-	settle *settler        // the settle stage (settle.go, outcome.go)
-	rec    *recorder       // the delivery log's records (record.go)
+	fan    *fanout    // the fan-out and the match stage (fanout_room.go, match.go)
+	gate   *admitter  // the admit stage and the workers (admit.go)
+	send   *sendStage // the shape and send stages (shape.go, attempt.go)
+	settle settler    // the settle stage (package settle)
+	net    *settle.SafetyNet
 	drains *drain.Drainer  // tasks and their drains (package drain; drain_engine.go)
 	lane   *lane.Owner     // per-key ordering (package lane; lane_engine.go)
 	states *epstate.States // disabled and held endpoints (package epstate)
-	tasks  taskSpace       // HOOKJET_TASKS' bytes and bounds (bounds.go)
+	tasks  *settle.Space   // HOOKJET_TASKS' bytes and bounds (package settle)
 	jobs   *jobs           // background NATS work (tasks, dead letters)
 	share  *poolShare      // divides the workers between the endpoints using them
-	series *series         // the metrics' endpoint labels
+	series *settle.Series  // the metrics' endpoint labels
 	hour   hourStats       // outcomes over the last hour
 
 	// Where endpoints come from, and the operator's side.
-	src      *sources.Sources // the file, the API, other processes' files (package sources)
-	table    *routing.Table   // the endpoints in force and the pattern index (its Runtime: table.go)
-	queries  *query.Queries   // the operator's questions (package query; query_source.go)
-	operator *Operator        // the operator's actions (operator.go)
-	leftover Leftover         // what waited at start (drain_engine.go)
+	src      *sources.Sources  // the file, the API, other processes' files (package sources)
+	table    *routing.Table    // the endpoints in force and the pattern index (its Runtime: table.go)
+	queries  *query.Queries    // the operator's questions (package query; query_source.go)
+	operator *operate.Operator // the operator's actions (package operate)
+	leftover Leftover          // what waited at start (drain_engine.go)
 
 	life lifecycle // the engine's goroutines and contexts, and Stop's order
 
@@ -121,22 +123,19 @@ type Dispatcher struct {
 // in-flight cap, the rate limiter and the metric series stay the endpoint's
 // own across a reload.
 type endpoint struct {
-	id      string
-	set     atomic.Pointer[settings]
-	slots   slots
-	removed atomic.Bool
-	// deleted: removed through the admin API, for every process; its
-	// deliveries still in flight store no retry or task (no one would
-	// take them, and an id created again would).
-	deleted atomic.Bool
-	last    atomic.Pointer[attempt.LastDelivery] // this process's last 2xx
-	// backlog counts the tasks this process stored for the endpoint and
-	// not yet consumed (see bounds.go): max_backlog applies to it.
-	backlog      atomic.Int64
-	backlogBytes atomic.Int64 // their size in HOOKJET_TASKS
-	// busy counts the busy tasks it stored and not yet consumed (see
-	// busyCause): none counts toward max_backlog.
-	busy atomic.Int64
+	// settle.Endpoint is settlement's part: the id, whether it was
+	// removed or deleted, and its waiting deliveries' counts.
+	settle.Endpoint
+	set   atomic.Pointer[settings]
+	slots slots
+	last  atomic.Pointer[attempt.LastDelivery] // this process's last 2xx
+}
+
+// newEndpoint is the runtime of endpoint id, without settings yet.
+func newEndpoint(id string) *endpoint {
+	e := &endpoint{}
+	e.ID = id
+	return e
 }
 
 type settings struct {
@@ -167,7 +166,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 		eps:    map[string]*endpoint{},
 		share:  &poolShare{total: cfg.Worker.Concurrency, lazy: true},
 		jobs:   newJobs(),
-		tasks:  taskSpace{max: cfg.Streams.TasksMaxBytes},
+		tasks:  settle.NewSpace(cfg.Streams.TasksMaxBytes),
 		series: newSeries(o.Metrics, maxSeries(cfg)),
 	}
 	if d.log == nil {
@@ -186,11 +185,12 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 		KV: kv, NC: o.NC, Log: d.log, Now: d.now, Ctx: d.life.sendCtx, Stop: d.life.loopCtx, Background: &d.life.background,
 		Wake: func(id string, at time.Time) { d.drains.Wake(id, at) },
 	})
-	d.rec = &recorder{out: o.Recorder, now: d.now, eps: d}
-	d.settle = &settler{
-		log: d.log, now: d.now, ctx: d.life.sendCtx, js: o.JS, ledger: o.Ledger, tasks: engineTasks{d}, states: d.states,
-		rec: d.rec, series: d.series, tracer: o.Tracer, inflight: &d.life.inflight, onDeadLetter: o.OnDeadLetter,
-	}
+	d.drains = drain.New(drainEngine{d}, o.JS, d.log, d.now)
+	d.settle = settler{settle.New(settle.Options{
+		Log: d.log, Now: d.now, Ctx: d.life.sendCtx, JS: o.JS, Ledger: o.Ledger, Space: d.tasks, Drains: d.drains, States: d.states,
+		Records: settle.NewRecords(o.Recorder, d.now, endpointConfigs{d}), Series: d.series, Tracer: o.Tracer,
+		Inflight: &d.life.inflight, Jobs: d.goJob, OnDeadLetter: o.OnDeadLetter,
+	})}
 	d.fan = &fanout{
 		log: d.log, now: d.now, js: o.JS, conn: fanoutConn(&o), metrics: o.Metrics, ledger: o.Ledger,
 		eps: d, settle: d.settle, jobs: d.goJob, sendCtx: d.life.sendCtx, inflight: &d.life.inflight,
@@ -201,7 +201,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	}
 	d.send = &sendStage{
 		log: d.log, now: d.now, ctx: d.life.sendCtx, maxPayload: cfg.Security.MaxPayloadBytes, fan: d.fan, breakers: o.Breakers,
-		tracer: o.Tracer, rec: d.rec, series: d.series, hour: &d.hour, settle: d.settle,
+		tracer: o.Tracer, rec: d.settle.Records(), series: d.series, hour: &d.hour, settle: d.settle,
 		shape: &shaper{security: cfg.Security, concurrency: cfg.Worker.Concurrency},
 	}
 	d.gate = &admitter{
@@ -209,11 +209,11 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 		global: make(chan struct{}, cfg.Worker.Concurrency), unsettled: cap(d.fan.unsettled),
 	}
 	d.fan.gate = d.gate
-	d.drains = drain.New(drainEngine{d}, o.JS, d.log, d.now)
 	d.lane = newLane(d)
 	d.fan.ordered = laneEngine{d}
 	d.table = routing.New(tableRuntime{d}, d.log)
 	d.fan.match = matcher{index: d.table, eps: d, series: d.series}
+	d.net = &settle.SafetyNet{JS: o.JS, Stage: d.settle.Stage, Index: d.table, Ledger: o.Ledger, Errors: o.Metrics.SafetyNetErrors, Log: d.log}
 	d.src = sources.New(d.table, o.Breakers, d.log, d.life.loopCtx, &d.life.background)
 
 	d.queries = newQueries(d)
@@ -236,7 +236,10 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	}
 	d.fan.ackWait = fanoutAckWait(d.o.Config)
 	d.fan.hold.Store(int64(d.fan.ackWait / 2))
-	if err := migrate(ctx, d); err != nil {
+	wake := func(id string) { d.drains.Note(id, time.Time{}) }
+	if err := upgrade.Run(ctx, upgrade.Options{
+		JS: d.o.JS, Ledger: d.o.Ledger, States: d.states, Publish: d.settle.Publish, Wake: wake, AckWait: d.fan.ackWait, Log: d.log, Now: d.now,
+	}); err != nil {
 		return err
 	}
 	cons, err := jetstream.EnsureFanoutConsumer(ctx, d.o.JS, d.fan.ackWait)
@@ -254,7 +257,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 // ShareConfigEndpoints): an event pulled before would find no endpoint it is
 // for and be acked undelivered.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	if err := d.runSafetyNet(ctx); err != nil {
+	if err := d.net.Start(ctx, d.life.loopCtx, &d.life.background); err != nil {
 		return err
 	}
 	if err := d.answerHeld(); err != nil { // held keys, for the other processes' views
@@ -343,23 +346,6 @@ func (d *Dispatcher) Stop(grace time.Duration) {
 	d.life.background.Wait()
 }
 
-// sleep waits for dur or until ctx is done.
-func sleep(ctx context.Context, dur time.Duration) {
-	t := time.NewTimer(dur)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
-
-func jitter(upTo time.Duration) time.Duration {
-	if upTo <= 0 {
-		return 0
-	}
-	return rand.N(upTo)
-}
-
 // fanoutConn is the connection the fan-out pulls and acks events on.
 func fanoutConn(o *Options) *nats.Conn {
 	if o.FanoutNC != nil {
@@ -368,20 +354,54 @@ func fanoutConn(o *Options) *nats.Conn {
 	return o.JS.Conn()
 }
 
-// engineTasks is the task store settlement hands deliveries to.
-type engineTasks struct{ d *Dispatcher }
-
-func (t engineTasks) reserve(dl *delivery, busy bool) bool { return t.d.reserve(dl, busy) }
-func (t engineTasks) unreserve(dl *delivery, busy bool)    { t.d.unreserve(dl, busy) }
-func (t engineTasks) stored(dl *delivery)                  { t.d.stored(dl) }
-func (t engineTasks) noteRetry(endpoint, key string, at time.Time) {
-	t.d.drains.NoteRetry(endpoint, key, at)
+// Recorder takes the delivery log's records (package jetstream's LogWriter
+// stores them in HOOKJET_LOG). Record must never block: the engine calls it
+// on the delivery path.
+type Recorder interface {
+	Record(attempt.Record)
 }
-func (t engineTasks) noteDue(endpoint string) { t.d.drains.Note(endpoint, time.Time{}) }
-func (t engineTasks) goJob(f func())          { t.d.goJob(f) }
 
-// deadLetter is settlement's, for the task bounds (bounds.go).
-func (d *Dispatcher) deadLetter(dl *delivery, reason string) { d.settle.deadLetter(dl, reason) }
+// settler is the settle stage (package settle) as the engine's stages
+// call it, with the engine's deliveries.
+type settler struct{ *settle.Stage }
+
+func (t settler) park(dl *delivery, cause string)        { t.Park(&dl.Delivery, cause) }
+func (t settler) deadLetter(dl *delivery, reason string) { t.DeadLetter(&dl.Delivery, reason) }
+func (t settler) overflow(dl *delivery, why string)      { t.Overflow(&dl.Delivery, why) }
+func (t settler) carryOut(dl *delivery, adm *admission, act settle.Action) {
+	t.CarryOut(&dl.Delivery, adm, act)
+}
+
+// endpointConfigs is the endpoints in force as settlement finds them.
+type endpointConfigs struct{ d *Dispatcher }
+
+func (x endpointConfigs) Config(id string) *config.Endpoint {
+	if e := x.d.endpoint(id); e != nil {
+		return e.set.Load().ep
+	}
+	return nil
+}
+
+// newSeries labels the endpoints' series of m, at most max of their own.
+func newSeries(m *Metrics, max int) *settle.Series {
+	return settle.NewSeries(settle.Counters{
+		Attempts: m.Attempts, FirstAttempts: m.FirstAttempts, AttemptDuration: m.AttemptDuration, DeadLetters: m.DeadLetters,
+		Deferrals: m.Deferrals, Filtered: m.Filtered, FilterErrors: m.FilterErrors, Forget: m.forget,
+	}, max)
+}
+
+func maxSeries(cfg *config.Config) int {
+	if cfg.Metrics.MaxEndpointSeries > 0 {
+		return cfg.Metrics.MaxEndpointSeries
+	}
+	return 1000
+}
+
+// countDeferral counts a deferral of e's delivery (the drains' and the
+// lane's call; settlement counts through its series).
+func (d *Dispatcher) countDeferral(e *endpoint, cause string) {
+	d.series.CountDeferral(&e.Endpoint, cause)
+}
 
 // Sources is where the engine's endpoints come from: the config file, the
 // admin API and the other processes' files.
@@ -397,13 +417,4 @@ type lifecycle struct {
 	loops      sync.WaitGroup
 	inflight   sync.WaitGroup
 	background sync.WaitGroup
-}
-
-// taskSpace is HOOKJET_TASKS as the engine bounds it (bounds.go).
-type taskSpace struct {
-	used drain.TaskBytes // this process's count of its bytes
-	max  int64           // streams.tasks_max_bytes
-	// age is its MaxAge as last read or raised (coverTaskAge): 0 not read
-	// yet, negative unlimited.
-	age atomic.Int64
 }

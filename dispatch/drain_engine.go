@@ -13,6 +13,7 @@ import (
 	"github.com/hookjet/hookjet/breaker"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/dispatch/drain"
+	"github.com/hookjet/hookjet/dispatch/settle"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -61,7 +62,7 @@ func (x *drainEndpoint) Current() drain.Endpoint {
 }
 
 func (x *drainEndpoint) Gate(now time.Time) (disabled bool, notBefore time.Time) {
-	d, id := x.d, x.e.id
+	d, id := x.d, x.e.ID
 	if cause, until := d.states.Blocked(id, now); cause == "disabled" {
 		disabled = true
 	} else if cause != "" {
@@ -73,17 +74,12 @@ func (x *drainEndpoint) Gate(now time.Time) (disabled bool, notBefore time.Time)
 	return disabled, time.Time{}
 }
 
-// drainAdmission is an admission as a drain holds it.
-type drainAdmission struct{ a *admission }
-
-func (a drainAdmission) Release() { a.a.release() }
-
 func (x *drainEndpoint) AdmitNow(ctx context.Context, poll time.Duration) (drain.Admission, time.Time) {
 	adm, wait := x.admitNow(ctx, poll)
 	if adm == nil {
 		return nil, wait
 	}
-	return drainAdmission{adm}, wait
+	return adm, wait
 }
 
 func (x *drainEndpoint) Admit() drain.Admission {
@@ -91,52 +87,52 @@ func (x *drainEndpoint) Admit() drain.Admission {
 	if adm == nil {
 		return nil
 	}
-	return drainAdmission{adm}
+	return adm
 }
 
 // Offer delivers one task of the endpoint: discarded when it is no longer
 // the endpoint's, settled at once when the ledger says the endpoint has
 // it, stored afresh when JetStream is about to give up on it, otherwise
 // launched (waiting for a worker) like any delivery.
-func (x *drainEndpoint) Offer(ctx context.Context, msg natsjs.Msg, meta *natsjs.MsgMetadata, a drain.Admission, settle func(ok bool)) {
+func (x *drainEndpoint) Offer(ctx context.Context, msg natsjs.Msg, meta *natsjs.MsgMetadata, a drain.Admission, finish func(ok bool)) {
 	d, e := x.d, x.e
-	adm := a.(drainAdmission).a
-	ev, st := taskOf(msg.Headers(), meta.Timestamp)
-	dl := &delivery{e: e, s: d.current(e), ev: &ev, st: st, data: msg.Data(), hdr: msg.Headers()} // the settings in force now, not when a waiting fetch began
-	dl.done = func(ok bool) {
+	adm := a.(*admission)
+	ev, st := settle.TaskOf(msg.Headers(), meta.Timestamp)
+	dl := newDelivery(e, d.current(e), &ev, st, msg.Data(), msg.Headers()) // the settings in force now, not when a waiting fetch began
+	dl.Done = func(ok bool) {
 		if ok {
-			e.consumed(taskSize(len(msg.Data())), msg.Headers().Get(hdrBusy) != "")
+			e.Consumed(settle.TaskSize(len(msg.Data())), msg.Headers().Get(settle.HdrBusy) != "")
 		}
-		settle(ok)
+		finish(ok)
 	}
-	if notForEndpoint(msg.Headers(), &ev, x.s.ep) {
-		adm.release()
-		dl.log(d.log, slog.LevelInfo, "task discarded: stored for another endpoint with this id (deleted since), or an event of another tenant", "task_endpoint_created", msg.Headers().Get(hdrIncarnation))
-		dl.done(true)
+	if settle.NotForEndpoint(msg.Headers(), &ev, x.s.ep) {
+		adm.Release()
+		dl.Log(d.log, slog.LevelInfo, "task discarded: stored for another endpoint with this id (deleted since), or an event of another tenant", "task_endpoint_created", msg.Headers().Get(jetstream.HdrIncarnation))
+		dl.Done(true)
 		return
 	}
 	// A redelivery asked for through the API goes again although the
 	// ledger knows the endpoint had the event: that is its point.
-	if !strings.HasPrefix(ev.key, redeliverKey) && d.fan.alreadyDelivered(dl) {
-		adm.release()
+	if !strings.HasPrefix(ev.Key, settle.RedeliverKey) && d.fan.alreadyDelivered(dl) {
+		adm.Release()
 		return
 	}
 	if meta.NumDelivered >= uint64(jetstream.TasksMaxDeliver-1) {
 		// The server is about to give up on the task after as many
 		// deliveries: NATS failures and shutdowns, which are not attempts
 		// (those travel in its headers). Store it afresh.
-		adm.release()
+		adm.Release()
 		d.goJob(func() { x.requeue(dl) })
 		return
 	}
 	size := int64(len(msg.Data()))
 	if !d.fan.unsettledBytes.Acquire(ctx, size) {
-		adm.release()
-		dl.done(false)
+		adm.Release()
+		dl.Done(false)
 		return
 	}
-	done := dl.done
-	dl.done = func(ok bool) {
+	done := dl.Done
+	dl.Done = func(ok bool) {
 		d.fan.unsettledBytes.Release(size)
 		done(ok)
 	}
@@ -146,31 +142,28 @@ func (x *drainEndpoint) Offer(ctx context.Context, msg natsjs.Msg, meta *natsjs.
 // Expire dead-letters a disabled endpoint's task past retry.max_age.
 func (x *drainEndpoint) Expire(raw *natsjs.RawStreamMsg) (fresh, ok bool) {
 	d := x.d
-	ev, ast := taskOf(raw.Header, raw.Time)
-	reason, why, fresh := precheck(0, 0, x.s.ep.Settings, ev.at, d.now())
+	ev, ast := settle.TaskOf(raw.Header, raw.Time)
+	reason, why, fresh := settle.Precheck(0, 0, x.s.ep.Settings, ev.At, d.now())
 	if fresh {
 		return true, false
 	}
 	if ast.Error == "" {
 		ast.Error = why + " while the endpoint was disabled"
 	}
-	d.settle.deadLetter(&delivery{e: x.e, s: x.s, ev: &ev, st: ast, data: raw.Data, hdr: raw.Header, done: func(v bool) { ok = v }}, reason)
+	dl := newDelivery(x.e, x.s, &ev, ast, raw.Data, raw.Header)
+	dl.Done = func(v bool) { ok = v }
+	d.settle.deadLetter(dl, reason)
 	return false, ok
 }
 
 func (x *drainEndpoint) Consumed(raw *natsjs.RawStreamMsg) {
-	x.e.consumed(taskSize(len(raw.Data)), raw.Header.Get(hdrBusy) != "")
+	x.e.Consumed(settle.TaskSize(len(raw.Data)), raw.Header.Get(settle.HdrBusy) != "")
 }
 
 // Found raises the endpoint's backlog to the server's count of its tasks:
 // those stored before a restart or by another process count toward
 // max_backlog too; the busy ones this process knows of do not.
-func (x *drainEndpoint) Found(n uint64) {
-	e := x.e
-	if cur, n := e.backlog.Load(), int64(n)-e.busy.Load(); n > cur {
-		e.backlog.CompareAndSwap(cur, n)
-	}
-}
+func (x *drainEndpoint) Found(n uint64) { x.e.Found(n) }
 
 // admitNow admits a delivery to the endpoint: an in-flight slot (within
 // its share of the workers), a rate-limit token and the breaker's
@@ -181,7 +174,7 @@ func (x *drainEndpoint) Found(n uint64) {
 func (x *drainEndpoint) admitNow(ctx context.Context, poll time.Duration) (*admission, time.Time) {
 	d, e, s := x.d, x.e, x.s
 	now := d.now()
-	if cause, until := d.states.Blocked(e.id, now); cause != "" {
+	if cause, until := d.states.Blocked(e.ID, now); cause != "" {
 		return nil, until
 	}
 	if !e.slots.tryAcquire() {
@@ -212,25 +205,19 @@ func (x *drainEndpoint) admitNow(ctx context.Context, poll time.Duration) (*admi
 // state, and settles the old one.
 func (x *drainEndpoint) requeue(dl *delivery) {
 	d := x.d
-	msg := taskFor(dl, time.Time{})
+	msg := dl.Task(time.Time{})
 	msg.Header.Set(jetstream.HdrMsgID, msg.Header.Get(jetstream.HdrMsgID)+"-q"+strconv.FormatInt(d.now().UnixNano(), 36))
-	busy := dl.hdr.Get(hdrBusy)
+	busy := dl.Header.Get(settle.HdrBusy)
 	if busy != "" {
-		msg.Header.Set(hdrBusy, busy)
+		msg.Header.Set(settle.HdrBusy, busy)
 	}
-	if err := d.settle.publish(msg); err != nil {
-		dl.log(d.log, slog.LevelWarn, "task not stored again; it comes back", "err", err)
-		dl.done(false)
+	if err := d.settle.Publish(msg); err != nil {
+		dl.Log(d.log, slog.LevelWarn, "task not stored again; it comes back", "err", err)
+		dl.Done(false)
 		return
 	}
-	// The copy; settling the old one counts it consumed.
-	if busy != "" {
-		dl.e.busy.Add(1)
-	} else {
-		dl.e.backlog.Add(1)
-		dl.e.backlogBytes.Add(taskSize(len(dl.data)))
-	}
-	dl.done(true)
+	dl.e.Requeued(settle.TaskSize(len(dl.Data)), busy != "") // the copy; settling the old one counts it consumed
+	dl.Done(true)
 }
 
 // Leftover is what waited in JetStream when the dispatcher started: after

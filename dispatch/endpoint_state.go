@@ -17,8 +17,8 @@ import (
 // OnBreakerTransition counts and publishes a breaker transition (the breaker
 // registry logs it). Pass it to breaker.WithOnTransition.
 func (d *Dispatcher) OnBreakerTransition(t breaker.Transition) {
-	if e := d.endpoint(t.Endpoint); e != nil && !e.removed.Load() {
-		d.o.Metrics.BreakerState.WithLabelValues(d.series.label(t.Endpoint)).Set(float64(t.To))
+	if e := d.endpoint(t.Endpoint); e != nil && !e.Removed.Load() {
+		d.o.Metrics.BreakerState.WithLabelValues(d.series.Label(t.Endpoint)).Set(float64(t.To))
 	}
 	kind := map[breaker.State]string{breaker.Open: "endpoint.opened", breaker.Closed: "endpoint.closed", breaker.HalfOpen: "endpoint.half_opened"}[t.To]
 	d.states.Ops(kind, map[string]any{"endpoint": t.Endpoint, "from": t.From.String(), "to": t.To.String(), "cooldown_seconds": t.Cooldown.Seconds()})

@@ -3,14 +3,15 @@ package dispatch
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync/atomic"
 	"time"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookjet/hookjet/backoff"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/dispatch/consume"
+	"github.com/hookjet/hookjet/dispatch/settle"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -56,7 +57,7 @@ func (d *fanout) runFanout(ctx context.Context, cons natsjs.Consumer) {
 			return
 		}
 		d.log.Warn("consume events", "err", err)
-		sleep(ctx, time.Second)
+		backoff.Sleep(ctx, time.Second)
 		if !errors.Is(err, natsjs.ErrConsumerNotFound) && !errors.Is(err, natsjs.ErrConsumerDeleted) {
 			continue
 		}
@@ -73,7 +74,7 @@ func (d *fanout) runFanout(ctx context.Context, cons natsjs.Consumer) {
 				break
 			}
 			d.log.Warn("create the fan-out consumer again", "err", err)
-			sleep(ctx, 2*time.Second)
+			backoff.Sleep(ctx, 2*time.Second)
 		}
 	}
 }
@@ -158,7 +159,7 @@ func (f *fanEvent) settle(ok bool) {
 			}
 		}
 	} else if f.failed.Load() {
-		if err := f.msg.NakWithDelay(2*time.Second + jitter(3*time.Second)); err != nil {
+		if err := f.msg.NakWithDelay(2*time.Second + backoff.Jitter(3*time.Second)); err != nil {
 			f.d.log.Warn("nak event", "err", err)
 		}
 	} else if err := f.d.ackDelivered(f.msg); err != nil {
@@ -177,22 +178,6 @@ func forsakenDelay(msg natsjs.Msg) time.Duration {
 	return min(time.Duration(meta.NumDelivered-1)*200*time.Millisecond, 5*time.Second)
 }
 
-// eventOf reads the event of a HOOKJET_EVENTS message. One published
-// without Nats-Msg-Id gets the id seq_<stream sequence>, and noID is set.
-func eventOf(msg natsjs.Msg, meta *natsjs.MsgMetadata) (ev event, noID bool) {
-	ev = event{seq: meta.Sequence.Stream, at: meta.Timestamp}
-	ev.key = strconv.FormatUint(ev.seq, 10)
-	subj := msg.Subject()
-	ev.typ = subj[min(len(jetstream.EventsPrefix), len(subj)):]
-	ev.id = msg.Headers().Get(jetstream.HdrMsgID)
-	ev.tenant, ev.badTenant = eventTenant(msg.Headers())
-	if ev.id == "" {
-		ev.id = "seq_" + ev.key
-		noID = true
-	}
-	return ev, noID
-}
-
 // fanOut delivers one event to every endpoint whose patterns match it.
 func (d *fanout) fanOut(ctx context.Context, p consume.Pulled) {
 	msg := p.Msg
@@ -202,7 +187,7 @@ func (d *fanout) fanOut(ctx context.Context, p consume.Pulled) {
 		<-d.unsettled
 		return
 	}
-	ev, noID := eventOf(msg, meta)
+	ev, noID := settle.EventOf(msg, meta)
 	if noID && meta.NumDelivered == 1 {
 		d.metrics.MissingID.Inc() // once per event: its first fan-out
 	}
@@ -214,9 +199,10 @@ func (d *fanout) fanOut(ctx context.Context, p consume.Pulled) {
 		<-d.unsettled
 		return
 	}
-	var buf [8]string
-	targets := d.match.match(&ev, msg.Headers(), msg.Data(), buf[:0])
-	if ev.badTenant != "" {
+	var ids [8]string
+	var buf [8]target
+	targets := d.match.match(&ev, msg.Headers(), msg.Data(), ids[:0], buf[:0])
+	if ev.BadTenant != "" {
 		d.rejectBadTenant(msg, &ev, targets) // dispatch/tenant.go
 		<-d.unsettled
 		return
@@ -239,9 +225,8 @@ func (d *fanout) fanOut(ctx context.Context, p consume.Pulled) {
 	f.left.Store(int32(len(targets)))
 	f.holding.Store(int32(len(targets)))
 	exhausted := meta.NumDelivered >= uint64(jetstream.EventsMaxDeliver-1)
-	for _, id := range targets {
-		e := d.eps.endpoint(id)
-		if e == nil || d.guards.inFlight(id, ev.id) {
+	for _, t := range targets {
+		if t.e == nil || d.guards.inFlight(t.id, ev.ID) {
 			// Removed meanwhile, or an earlier delivery of this event is
 			// still in flight there: the event came back because another
 			// of its deliveries could not be stored, and this one is
@@ -250,7 +235,8 @@ func (d *fanout) fanOut(ctx context.Context, p consume.Pulled) {
 			f.over()
 			continue
 		}
-		dl := &delivery{e: e, s: d.eps.current(e), ev: &ev, data: msg.Data(), hdr: msg.Headers(), done: f.settle}
+		dl := newDelivery(t.e, t.s, &ev, settle.State{}, msg.Data(), msg.Headers())
+		dl.Done = f.settle
 		d.guarded(dl, f.over)
 		if d.alreadyDelivered(dl) {
 			continue
@@ -274,16 +260,16 @@ func (d *fanout) fanOut(ctx context.Context, p consume.Pulled) {
 }
 
 // duplicate reports whether ev's id was already accepted as another message.
-func (d *fanout) duplicate(ev *event) bool {
-	_, dup, err := d.ledger.FirstSeen(ev.id, ev.seq)
+func (d *fanout) duplicate(ev *settle.Event) bool {
+	_, dup, err := d.ledger.FirstSeen(ev.ID, ev.Seq)
 	if err != nil {
-		d.log.Warn("ledger lookup", "event_id", ev.id, "err", err)
+		d.log.Warn("ledger lookup", "event_id", ev.ID, "err", err)
 		return false
 	}
 	if !dup && d.shared != nil {
 		// The ledger also holds the ids every other process accepted
 		// (followed from HOOKJET_SEEN); tell them about this one.
-		d.shared.announce(ev.id, ev.seq)
+		d.shared.announce(ev.ID, ev.Seq)
 	}
 	return dup
 }
@@ -292,12 +278,12 @@ func (d *fanout) duplicate(ev *event) bool {
 // it. It is checked on every delivery, not only redeliveries: a server that
 // lost consumer state in a crash redelivers with a count of 1.
 func (d *fanout) alreadyDelivered(dl *delivery) bool {
-	done, err := d.ledger.Delivered(dl.e.id, dl.ev.id)
+	done, err := d.ledger.Delivered(dl.e.ID, dl.Event.ID)
 	if err != nil || !done {
 		return false
 	}
 	d.metrics.Duplicates.WithLabelValues("delivered").Inc()
-	dl.done(true)
+	dl.Done(true)
 	return true
 }
 

@@ -30,7 +30,7 @@ type fanout struct {
 	shared   *sharedSeen // nil with the embedded server: one process, the local ledger suffices
 	match    matcher
 	eps      endpointSource
-	settle   *settler
+	settle   settler
 	gate     *admitter
 	ordered  laneQueue
 	jobs     func(func()) // the pool of background NATS work (jobs.go)

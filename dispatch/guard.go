@@ -54,9 +54,9 @@ type guard struct {
 // guarded gives dl a guard in front of its event's settle; end is called
 // when the delivery is over.
 func (d *fanout) guarded(dl *delivery, end func()) {
-	g := &guard{d: d, dl: dl, settle: dl.done, end: end}
+	g := &guard{d: d, dl: dl, settle: dl.Done, end: end}
 	dl.g = g
-	dl.done = g.done
+	dl.Done = g.done
 }
 
 // done settles the delivery: the event, or, once guarded, the guard.
@@ -86,7 +86,7 @@ func (g *guard) done(ok bool) {
 				err = st.DeleteMsg(ctx, seq)
 			}
 			if err != nil && !errors.Is(err, natsjs.ErrMsgNotFound) {
-				g.dl.log(g.d.log, slog.LevelDebug, "remove a delivery's guard; it will be found delivered", "err", err)
+				g.dl.Log(g.d.log, slog.LevelDebug, "remove a delivery's guard; it will be found delivered", "err", err)
 			}
 		})
 	}
@@ -133,9 +133,9 @@ func (g *guard) store() {
 	at := g.d.now().Add(2*dl.s.ep.Timeout + 15*time.Second)
 	ctx, cancel := context.WithTimeout(g.d.sendCtx, 5*time.Second)
 	defer cancel()
-	ack, err := g.d.js.PublishMsg(ctx, taskFor(dl, at))
+	ack, err := g.d.js.PublishMsg(ctx, dl.Task(at))
 	if err != nil {
-		dl.log(g.d.log, slog.LevelDebug, "guard not stored; the event stays unsettled", "err", err)
+		dl.Log(g.d.log, slog.LevelDebug, "guard not stored; the event stays unsettled", "err", err)
 		return
 	}
 	g.seq = ack.Sequence
@@ -165,12 +165,12 @@ func (gs *guards) flew(dl *delivery) {
 	if gs.flying == nil {
 		gs.flying = map[flight]int{}
 	}
-	gs.flying[flight{dl.e.id, dl.ev.id}]++
+	gs.flying[flight{dl.e.ID, dl.Event.ID}]++
 	gs.mu.Unlock()
 }
 
 func (gs *guards) landed(dl *delivery) {
-	k := flight{dl.e.id, dl.ev.id}
+	k := flight{dl.e.ID, dl.Event.ID}
 	gs.mu.Lock()
 	if gs.flying[k]--; gs.flying[k] <= 0 {
 		delete(gs.flying, k)

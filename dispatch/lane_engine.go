@@ -9,8 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/dispatch/lane"
+	"github.com/hookjet/hookjet/dispatch/settle"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -19,8 +19,8 @@ import (
 
 // newLane makes d's part in the ordered lane. d.life.sendCtx is made.
 func newLane(d *Dispatcher) *lane.Owner {
-	o := lane.Options{JS: d.o.JS, NC: d.o.NC, Sends: d.life.sendCtx, Log: d.log, Now: d.now, Busy: busyCause,
-		Share: jetstream.LaneBytes(d.tasks.max) / endpointShare, Shares: endpointShare}
+	o := lane.Options{JS: d.o.JS, NC: d.o.NC, Sends: d.life.sendCtx, Log: d.log, Now: d.now, Busy: settle.BusyCause,
+		Share: jetstream.LaneBytes(d.tasks.Max()) / settle.EndpointShare, Shares: settle.EndpointShare}
 	if d.o.Metrics != nil {
 		o.Held = d.o.Metrics.OrderingHeld
 	}
@@ -30,13 +30,13 @@ func newLane(d *Dispatcher) *lane.Owner {
 // ordered reports whether dl goes through the lane: its endpoint orders by
 // key and its event has one.
 func ordered(dl *delivery) bool {
-	return dl.s.ep.Ordered() && jetstream.OrderingKey(dl.hdr) != ""
+	return dl.s.ep.Ordered() && jetstream.OrderingKey(dl.Header) != ""
 }
 
 // laneMsg is dl's lane entry: its task with the lane's subject and id.
 func laneMsg(dl *delivery, due time.Time) *nats.Msg {
-	msg := taskFor(dl, time.Time{})
-	lane.Into(msg, dl.e.id, jetstream.OrderingKey(dl.hdr), dl.st.Attempts)
+	msg := dl.Task(time.Time{})
+	lane.Into(msg, dl.e.ID, jetstream.OrderingKey(dl.Header), dl.State.Attempts)
 	lane.SetDue(msg, due)
 	return msg
 }
@@ -46,28 +46,28 @@ func laneMsg(dl *delivery, due time.Time) *nats.Msg {
 // (the fan-out's laneQueue).
 func (x laneEngine) enqueue(dl *delivery) {
 	d := x.d
-	if forgotten(dl) {
+	if dl.Forgotten() {
 		return
 	}
-	why, r := d.lane.Reserve(dl.e.id, dl.e.set.Load().ep.MaxBacklog, jetstream.OrderingKey(dl.hdr), taskSize(len(dl.data)))
+	why, r := d.lane.Reserve(dl.e.ID, dl.e.set.Load().ep.MaxBacklog, jetstream.OrderingKey(dl.Header), settle.TaskSize(len(dl.Data)))
 	if why != "" {
-		d.goJob(func() { d.overflow(dl, why) })
+		d.goJob(func() { d.settle.overflow(dl, why) })
 		return
 	}
 	d.goJob(func() {
 		err := d.lane.Enqueue(r, laneMsg(dl, time.Time{}))
 		if lane.Full(err) {
-			dl.st.Error = fmt.Sprintf("the ordered lane %s is full (%d bytes: an eighth of streams.tasks_max_bytes)", jetstream.LaneStream, jetstream.LaneBytes(d.tasks.max))
+			dl.State.Error = fmt.Sprintf("the ordered lane %s is full (%d bytes: an eighth of streams.tasks_max_bytes)", jetstream.LaneStream, jetstream.LaneBytes(d.tasks.Max()))
 			d.settle.deadLetter(dl, "overflow")
 			return
 		}
 		if err != nil {
 			d.countDeferral(dl.e, "infrastructure")
-			dl.log(d.log, slog.LevelWarn, "ordered delivery not stored; the event comes back", "err", err)
-			dl.done(false)
+			dl.Log(d.log, slog.LevelWarn, "ordered delivery not stored; the event comes back", "err", err)
+			dl.Done(false)
 			return
 		}
-		dl.done(true)
+		dl.Done(true)
 	})
 }
 
@@ -80,18 +80,9 @@ func laneReplay(out *nats.Msg, e *endpoint, src nats.Header) bool {
 	if key == "" || !e.set.Load().ep.Ordered() {
 		return false
 	}
-	lane.Into(out, e.id, key, 0)
+	lane.Into(out, e.ID, key, 0)
 	lane.Front(out)
 	return true
-}
-
-// laneRedelivery turns task, a redelivery of an event with headers src to
-// ep, into an entry of the ordered lane when ep orders by key and the event
-// has one: it takes its turn by its event sequence.
-func laneRedelivery(task *nats.Msg, ep *config.Endpoint, src nats.Header) {
-	if key := jetstream.OrderingKey(src); key != "" && ep.Ordered() {
-		lane.Into(task, ep.ID, key, 0)
-	}
 }
 
 // ReleaseHold lets the key held by the dead letter of event eventID at
@@ -102,7 +93,10 @@ func (d *Dispatcher) ReleaseHold(ctx context.Context, id, eventID string) error 
 	if e == nil || !e.set.Load().ep.Ordered() {
 		return nil
 	}
-	return d.publishCtx(ctx, lane.Release(id, eventID))
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := d.o.JS.PublishMsg(ctx, lane.Release(id, eventID))
+	return err
 }
 
 // laneEngine is the engine as the lane sees it (lane.Engine).
@@ -129,7 +123,7 @@ func (x laneEngine) AckFloor(ctx context.Context) (uint64, error) {
 	return info.AckFloor.Stream, nil
 }
 
-func (x laneEngine) Label(ep string) string { return x.d.series.label(ep) }
+func (x laneEngine) Label(ep string) string { return x.d.series.Label(ep) }
 
 func (x laneEngine) Go(f func()) {
 	x.d.life.inflight.Add(1)
@@ -154,7 +148,7 @@ func (x laneEngine) Attempt(ctx context.Context, a lane.Attempt) lane.Verdict {
 		x.expire(ctx, a, e, s)
 		return lane.Verdict{Started: true}
 	}
-	if cause, until := d.states.Blocked(e.id, d.now()); cause != "" {
+	if cause, until := d.states.Blocked(e.ID, d.now()); cause != "" {
 		wait := time.Second
 		if !until.IsZero() {
 			wait = min(wait, until.Sub(d.now()))
@@ -174,7 +168,7 @@ func (x laneEngine) Attempt(ctx context.Context, a lane.Attempt) lane.Verdict {
 	x.Go(func() {
 		dl, err := x.delivery(ctx, a, e, s)
 		if dl == nil {
-			adm.release()
+			adm.Release()
 			a.Settle.Skip(err)
 			return
 		}
@@ -190,7 +184,7 @@ func (x laneEngine) expire(ctx context.Context, a lane.Attempt, e *endpoint, s *
 		a.Settle.Skip(err)
 		return
 	}
-	dl.st.Error = fmt.Sprintf("not delivered within retry.max_age (%s)", s.ep.Retry.MaxAge)
+	dl.State.Error = fmt.Sprintf("not delivered within retry.max_age (%s)", s.ep.Retry.MaxAge)
 	x.d.settle.deadLetter(dl, "expired")
 }
 
@@ -204,39 +198,39 @@ func (x laneEngine) delivery(ctx context.Context, a lane.Attempt, e *endpoint, s
 	if err != nil {
 		return nil, err
 	}
-	ev, st := taskOf(msg.Header, msg.Stored)
-	if notForEndpoint(msg.Header, &ev, s.ep) {
-		d.log.Info("ordered entry discarded: stored for another endpoint with this id (deleted since), or an event of another tenant", "endpoint", e.id, "event_id", ev.id)
+	ev, st := settle.TaskOf(msg.Header, msg.Stored)
+	if settle.NotForEndpoint(msg.Header, &ev, s.ep) {
+		d.log.Info("ordered entry discarded: stored for another endpoint with this id (deleted since), or an event of another tenant", "endpoint", e.ID, "event_id", ev.ID)
 		return nil, nil
 	}
-	if !a.Front && !strings.HasPrefix(ev.key, redeliverKey) {
+	if !a.Front && !strings.HasPrefix(ev.Key, settle.RedeliverKey) {
 		// Delivered by this process before a crash that came before the
 		// entry's deletion: settle it, as the fan-out would.
-		if done, err := d.o.Ledger.Delivered(e.id, ev.id); err == nil && done {
+		if done, err := d.o.Ledger.Delivered(e.ID, ev.ID); err == nil && done {
 			d.o.Metrics.Duplicates.WithLabelValues("delivered").Inc()
 			return nil, nil
 		}
 	}
-	dl := &delivery{e: e, s: s, ev: &ev, st: st, data: msg.Data, hdr: msg.Header}
-	logf := func(level slog.Level, msg string, args ...any) { dl.log(d.log, level, msg, args...) }
-	dl.done = func(ok bool) {
+	dl := newDelivery(e, s, &ev, st, msg.Data, msg.Header)
+	logf := func(level slog.Level, msg string, args ...any) { dl.Log(d.log, level, msg, args...) }
+	dl.Done = func(ok bool) {
 		o := lane.Outcome{OK: ok, Log: logf}
-		if ok && dl.dead && dl.s.ep.HoldsOnDeadLetter() {
-			o.Hold = &lane.Hold{EventID: dl.ev.id, EventKey: dl.ev.key, Attempts: dl.st.Attempts}
+		if ok && dl.Dead && dl.s.ep.HoldsOnDeadLetter() {
+			o.Hold = &lane.Hold{EventID: dl.Event.ID, EventKey: dl.Event.Key, Attempts: dl.State.Attempts}
 		}
 		a.Settle.Done(o)
 	}
-	dl.again = func(wait time.Duration) {
-		if forgotten(dl) {
+	dl.Again = func(wait time.Duration) {
+		if dl.Forgotten() {
 			return
 		}
 		at := d.now().Add(wait)
 		if err := a.Settle.Retry(lane.Retry{Msg: laneMsg(dl, at), Wait: wait}); err != nil {
-			dl.log(d.log, slog.LevelWarn, "ordered retry not stored; the attempt comes again", "err", err)
-			dl.done(false)
+			dl.Log(d.log, slog.LevelWarn, "ordered retry not stored; the attempt comes again", "err", err)
+			dl.Done(false)
 			return
 		}
-		dl.log(d.log, slog.LevelInfo, "delivery failed; retrying in its key's turn", "attempt", dl.st.Attempts, "status", dl.st.Status, "error", dl.st.Error, "retry_in", wait.Round(time.Millisecond), "retry_at", at.UTC().Format(time.RFC3339Nano))
+		dl.Log(d.log, slog.LevelInfo, "delivery failed; retrying in its key's turn", "attempt", dl.State.Attempts, "status", dl.State.Status, "error", dl.State.Error, "retry_in", wait.Round(time.Millisecond), "retry_at", at.UTC().Format(time.RFC3339Nano))
 	}
 	return dl, nil
 }
@@ -250,9 +244,9 @@ func (x laneEngine) Overflow(id string, m lane.Msg, why string, done func(ok boo
 		done(false)
 		return
 	}
-	ev, st := taskOf(m.Header, m.Stored)
-	dl := &delivery{e: e, s: d.current(e), ev: &ev, st: st, data: m.Data, hdr: m.Header}
-	dl.done = done
-	dl.again = func(time.Duration) { dl.done(false) }
-	d.overflow(dl, why)
+	ev, st := settle.TaskOf(m.Header, m.Stored)
+	dl := newDelivery(e, d.current(e), &ev, st, m.Data, m.Header)
+	dl.Done = done
+	dl.Again = func(time.Duration) { dl.Done(false) }
+	d.settle.overflow(dl, why)
 }

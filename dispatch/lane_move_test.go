@@ -87,9 +87,9 @@ func TestMovedCopiesAndTheirOriginalsDeliverOnce(t *testing.T) {
 		m.Header.Set(jetstream.HdrOrderingKey, "k0")
 		m.Header.Set(jetstream.HdrEventID, id)
 		m.Header.Set(jetstream.HdrEventType, "order.updated")
-		m.Header.Set(hdrEventSeq, fmt.Sprint(i+1))
-		m.Header.Set(hdrEventKey, id)
-		m.Header.Set(hdrPublished, time.Now().UTC().Format(time.RFC3339Nano))
+		m.Header.Set(jetstream.HdrEventSeq, fmt.Sprint(i+1))
+		m.Header.Set(jetstream.HdrEventKey, id)
+		m.Header.Set(jetstream.HdrPublished, time.Now().UTC().Format(time.RFC3339Nano))
 		m.Data = []byte(`{"id":"` + id + `"}`)
 		if _, err := js.PublishMsg(ctx, m); err != nil {
 			t.Fatal(err)

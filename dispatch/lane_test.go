@@ -330,13 +330,3 @@ func TestFullLaneDeadLettersOverflow(t *testing.T) {
 		return len(dl) == 1 && strings.HasSuffix(dl[0], " overflow")
 	})
 }
-
-// The ordered lane (package lane) reads its entries' event facts with
-// jetstream's names for the task headers this package writes.
-func TestLaneReadsTheTaskHeaders(t *testing.T) {
-	for _, h := range [][2]string{{hdrPublished, jetstream.HdrPublished}, {hdrEventKey, jetstream.HdrEventKey}, {hdrEventSeq, jetstream.HdrEventSeq}} {
-		if h[0] != h[1] {
-			t.Errorf("task header %q, the lane reads %q", h[0], h[1])
-		}
-	}
-}

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"github.com/nats-io/nats.go"
 
+	"github.com/hookjet/hookjet/dispatch/settle"
 	"github.com/hookjet/hookjet/filter"
 	"github.com/hookjet/hookjet/jetstream"
 )
@@ -15,11 +16,11 @@ import (
 // hookjet_filtered_total. The filters of one event share one parse of its
 // payload and one budget, however many endpoints filter it. A delivery
 // stored earlier (a task, an ordered entry) is checked again when it is
-// taken, against the endpoint as it is then (notForEndpoint, task.go).
+// taken, against the endpoint as it is then (settle.NotForEndpoint).
 type matcher struct {
 	index  patternIndex
 	eps    endpointSource
-	series *series
+	series *settle.Series
 }
 
 // patternIndex is the pattern index of the endpoints in force
@@ -28,38 +29,47 @@ type patternIndex interface {
 	Match(tenant, eventType string, dst []string) []string
 }
 
-// match appends to dst the ids of the endpoints ev, with headers hdr and
-// payload data, goes to. An event whose tenant header is not a tenant
-// (ev.badTenant) matches the endpoints without a tenant only: the caller
-// dead-letters it there (tenant.go).
-func (m matcher) match(ev *event, hdr nats.Header, data []byte, dst []string) []string {
-	dst = m.index.Match(ev.tenant, ev.typ, dst)
-	if m.eps == nil {
-		return dst
-	}
+// target is an endpoint an event goes to: its id, and its runtime and
+// settings as match found them (nil: removed meanwhile, or a matcher
+// without endpoints).
+type target struct {
+	id string
+	e  *endpoint
+	s  *settings
+}
+
+// match appends to dst the endpoints ev, with headers hdr and payload data,
+// goes to; ids is room for the index's answer. An event whose tenant header
+// is not a tenant (ev.BadTenant) matches the endpoints without a tenant
+// only: the caller dead-letters it there (tenant.go).
+func (m matcher) match(ev *settle.Event, hdr nats.Header, data []byte, ids []string, dst []target) []target {
+	ids = m.index.Match(ev.Tenant, ev.Type, ids)
 	var fe *filter.Event // made for the first endpoint with a filter, shared by the rest
-	kept := dst[:0]
-	for _, id := range dst {
-		e := m.eps.endpoint(id)
+	for _, id := range ids {
+		var e *endpoint
+		if m.eps != nil {
+			e = m.eps.endpoint(id)
+		}
 		if e == nil {
-			kept = append(kept, id) // removed meanwhile: the fan-out settles it
+			dst = append(dst, target{id: id}) // removed meanwhile: the fan-out settles it
 			continue
 		}
-		f := m.eps.current(e).filter
+		s := m.eps.current(e)
+		f := s.filter
 		if f == nil {
-			kept = append(kept, id)
+			dst = append(dst, target{id, e, s})
 			continue
 		}
 		if fe == nil {
 			fe = filter.NewEvent(filter.Input{
-				Type: ev.typ, ID: ev.id, Tenant: ev.tenant, Key: jetstream.OrderingKey(hdr), Headers: hdr, Data: data,
+				Type: ev.Type, ID: ev.ID, Tenant: ev.Tenant, Key: jetstream.OrderingKey(hdr), Headers: hdr, Data: data,
 			}, filter.Limits{})
 		}
 		if ok, err := f.Match(fe); !ok {
-			m.series.countFiltered(e, err != nil)
+			m.series.CountFiltered(&e.Endpoint, err != nil)
 			continue
 		}
-		kept = append(kept, id)
+		dst = append(dst, target{id, e, s})
 	}
-	return kept
+	return dst
 }

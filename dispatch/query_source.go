@@ -8,6 +8,7 @@ import (
 	"github.com/hookjet/hookjet/attempt"
 	"github.com/hookjet/hookjet/dispatch/epstate"
 	"github.com/hookjet/hookjet/dispatch/query"
+	"github.com/hookjet/hookjet/dispatch/settle"
 	"github.com/hookjet/hookjet/jetstream"
 	"github.com/hookjet/hookjet/tracing"
 )
@@ -57,7 +58,7 @@ func (q querySource) Each(now time.Time, fn func(query.Endpoint)) {
 
 // facts is what the engine knows of e at now.
 func (q querySource) facts(e *endpoint, now time.Time) query.Endpoint {
-	s, st := e.set.Load(), q.d.states.Get(e.id)
+	s, st := e.set.Load(), q.d.states.Get(e.ID)
 	f := query.Endpoint{
 		Config:   s.ep,
 		Disabled: st.Disabled, DisabledReason: st.Reason,
@@ -67,7 +68,7 @@ func (q querySource) facts(e *endpoint, now time.Time) query.Endpoint {
 	if s.limiter != nil {
 		f.RateLimit, f.Tokens = float64(s.limiter.Limit()), s.limiter.TokensAt(now)
 	}
-	f.Taken, f.TakenUntil = q.d.drains.TakenWait(e.id, now)
+	f.Taken, f.TakenUntil = q.d.drains.TakenWait(e.ID, now)
 	return f
 }
 
@@ -77,20 +78,20 @@ func (q querySource) Owner(id string) (query.Owner, bool) {
 		return query.Owner{}, false
 	}
 	ep := e.set.Load().ep
-	return query.Owner{Incarnation: incarnation(ep.CreatedAt), Tenant: ep.Tenant}, true
+	return query.Owner{Incarnation: settle.Incarnation(ep.CreatedAt), Tenant: ep.Tenant}, true
 }
 
 func (q querySource) Backlogs(fn func(id string, tasks int64)) {
 	q.d.mu.RLock()
 	defer q.d.mu.RUnlock()
 	for id, e := range q.d.eps {
-		fn(id, e.backlog.Load()) // bounds.go
+		fn(id, e.Backlog.Load()) // package settle, bounds.go
 	}
 }
 
 func (q querySource) FirstRetry(id string) time.Time { return q.d.drains.FirstRetry(id) }
 
-func (q querySource) LastTest(id string) (attempt.Record, bool) { return q.d.rec.lastTest(id) }
+func (q querySource) LastTest(id string) (attempt.Record, bool) { return q.d.send.rec.LastTest(id) }
 
 func (q querySource) Process(now time.Time) query.Process {
 	d := q.d
@@ -131,14 +132,14 @@ func (q querySource) Requeue(ctx context.Context, m jetstream.DLQMsg) (bool, err
 	if cur == nil {
 		return false, nil
 	}
-	ev := event{id: e.EventID, typ: e.EventType, key: "r" + strconv.FormatUint(e.Seq, 10), at: d.now(), tenant: e.Tenant}
-	out := taskMsg(e.Endpoint, &ev, attemptState{}, m.Msg.Data(), m.Msg.Headers(), time.Time{})
-	markIncarnation(out.Header, cur.set.Load().ep.CreatedAt) // the drain drops it if the endpoint is deleted meanwhile
+	ev := settle.Event{ID: e.EventID, Type: e.EventType, Key: "r" + strconv.FormatUint(e.Seq, 10), At: d.now(), Tenant: e.Tenant}
+	out := settle.TaskMsg(e.Endpoint, &ev, settle.State{}, m.Msg.Data(), m.Msg.Headers(), time.Time{})
+	settle.MarkIncarnation(out.Header, cur.set.Load().ep.CreatedAt) // the drain drops it if the endpoint is deleted meanwhile
 	inLane := laneReplay(out, cur, m.Msg.Headers())
 	// tracing: a replay span, child of the dead letter's traceparent; the replay carries its own.
 	span := d.o.Tracer.StartReplay(ctx, tracing.Header(m.Msg.Headers()), tracing.Replay{Endpoint: e.Endpoint, EventType: e.EventType, EventID: e.EventID, Seq: e.Seq})
 	span.Inject(tracing.Header(out.Header))
-	err := d.settle.publish(out)
+	err := d.settle.Publish(out)
 	span.End(err) // tracing
 	if err != nil {
 		return true, err // the replay names the dead letter
@@ -159,20 +160,20 @@ func (q querySource) SetGauges(g query.Gauges) {
 	if g.Pending != nil {
 		// Every labelled endpoint has a series, 0 when nothing waits.
 		m.Pending.Reset()
-		d.series.owned(func(l string) { m.Pending.WithLabelValues(l).Set(0) })
+		d.series.Owned(func(l string) { m.Pending.WithLabelValues(l).Set(0) })
 		other := 0.0
 		for id, n := range g.Pending {
 			if d.endpoint(id) == nil {
 				continue
 			}
-			if l := d.series.label(id); l == otherSeries {
+			if l := d.series.Label(id); l == settle.OtherSeries {
 				other += float64(n)
 			} else {
 				m.Pending.WithLabelValues(l).Set(float64(n))
 			}
 		}
 		if other > 0 {
-			m.Pending.WithLabelValues(otherSeries).Set(other)
+			m.Pending.WithLabelValues(settle.OtherSeries).Set(other)
 		}
 	}
 	m.Endpoints.WithLabelValues("enabled").Set(float64(g.Enabled))

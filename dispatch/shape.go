@@ -117,13 +117,13 @@ func (s *shaper) shape(ctx context.Context, dl *delivery) (destination.Request, 
 // storedRequest is the request of dl as stored, before any transformation.
 func storedRequest(dl *delivery) destination.Request {
 	return destination.Request{
-		EventID:     dl.ev.id,
-		EventType:   dl.ev.typ,
-		Tenant:      dl.ev.tenant,
-		OrderingKey: jetstream.OrderingKey(dl.hdr),
-		ContentType: dl.hdr.Get(jetstream.HdrContentType),
-		Payload:     dl.data,
-		Replay:      replayOf(dl.ev.key),
+		EventID:     dl.Event.ID,
+		EventType:   dl.Event.Type,
+		Tenant:      dl.Event.Tenant,
+		OrderingKey: jetstream.OrderingKey(dl.Header),
+		ContentType: dl.Header.Get(jetstream.HdrContentType),
+		Payload:     dl.Data,
+		Replay:      replayOf(dl.Event.Key),
 	}
 }
 

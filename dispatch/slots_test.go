@@ -17,7 +17,7 @@ func TestFastEndpointsWaitPastTheStaticBound(t *testing.T) {
 	// gap: the average time between releases; busy: how long ago the
 	// last release was, or the busy spell began.
 	newEndpoint := func(gap, busy time.Duration) *endpoint {
-		e := &endpoint{id: "e"}
+		e := newEndpoint("e")
 		e.slots.setLimit(1)
 		e.slots.gap.Store(int64(gap))
 		e.slots.since.Store(time.Now().Add(-busy).UnixNano())

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/dispatch/settle"
 	"github.com/hookjet/hookjet/filter"
 	"github.com/hookjet/hookjet/jetstream"
 	"github.com/hookjet/hookjet/routing"
@@ -19,8 +20,8 @@ import (
 )
 
 // The stages of the delivery path that need no NATS: match (the pattern
-// index, the tenant), shape (the request), settle's decision (TestDecide,
-// outcome_test.go).
+// index, the tenant), shape (the request); settle's decision is package
+// settle's (TestDecide).
 
 type installAll struct{}
 
@@ -46,50 +47,21 @@ func TestMatchStage(t *testing.T) {
 	}
 	m := matcher{index: table}
 	for _, tt := range []struct {
-		ev   event
+		ev   settle.Event
 		want []string
 	}{
-		{event{typ: "order.created", tenant: "acme"}, []string{"acme", "all", "ops"}},
-		{event{typ: "order.created", tenant: "globex"}, []string{"globex", "ops"}},
-		{event{typ: "order.created"}, []string{"ops"}},
-		{event{typ: "order.paid", tenant: "acme"}, []string{"all", "ops"}},
-		{event{typ: "invoice.paid", tenant: "initech"}, []string{"invoices"}},
-		{event{typ: "order.created", badTenant: "header Hookjet-Tenant names more than one tenant"}, []string{"ops"}},
-		{event{typ: "refund.created", tenant: "globex"}, nil},
+		{settle.Event{Type: "order.created", Tenant: "acme"}, []string{"acme", "all", "ops"}},
+		{settle.Event{Type: "order.created", Tenant: "globex"}, []string{"globex", "ops"}},
+		{settle.Event{Type: "order.created"}, []string{"ops"}},
+		{settle.Event{Type: "order.paid", Tenant: "acme"}, []string{"all", "ops"}},
+		{settle.Event{Type: "invoice.paid", Tenant: "initech"}, []string{"invoices"}},
+		{settle.Event{Type: "order.created", BadTenant: "header Hookjet-Tenant names more than one tenant"}, []string{"ops"}},
+		{settle.Event{Type: "refund.created", Tenant: "globex"}, nil},
 	} {
-		got := m.match(&tt.ev, nil, nil, nil)
+		got := targetIDs(m.match(&tt.ev, nil, nil, nil, nil))
 		slices.Sort(got)
 		if !slices.Equal(got, tt.want) {
-			t.Errorf("match(%s, tenant %q) = %v, want %v", tt.ev.typ, tt.ev.tenant, got, tt.want)
-		}
-	}
-}
-
-// A stored delivery is checked again against its endpoint when taken: an
-// event of another tenant, or one stored for an earlier incarnation of the
-// id, is not the endpoint's.
-func TestNotForEndpoint(t *testing.T) {
-	created := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	ep := &config.Endpoint{ID: "e", Tenant: "acme", CreatedAt: created}
-	mine := nats.Header{}
-	markIncarnation(mine, created)
-	earlier := nats.Header{}
-	markIncarnation(earlier, created.Add(-time.Hour))
-	for _, tt := range []struct {
-		name string
-		h    nats.Header
-		ev   event
-		want bool
-	}{
-		{"its tenant's event", mine, event{tenant: "acme"}, false},
-		{"another tenant's event", mine, event{tenant: "globex"}, true},
-		{"an event without a tenant", mine, event{}, true},
-		{"a bad tenant header", mine, event{badTenant: "bad"}, true},
-		{"an earlier incarnation's task", earlier, event{tenant: "acme"}, true},
-		{"a task without the mark", nats.Header{}, event{tenant: "acme"}, false},
-	} {
-		if got := notForEndpoint(tt.h, &tt.ev, ep); got != tt.want {
-			t.Errorf("%s: notForEndpoint = %v, want %v", tt.name, got, tt.want)
+			t.Errorf("match(%s, tenant %q) = %v, want %v", tt.ev.Type, tt.ev.Tenant, got, tt.want)
 		}
 	}
 }
@@ -100,13 +72,13 @@ func TestShapeStage(t *testing.T) {
 	h := nats.Header{}
 	h.Set(jetstream.HdrContentType, "application/cloudevents+json")
 	h.Set(jetstream.HdrOrderingKey, "order-7")
-	dl := &delivery{ev: &event{id: "evt_1", typ: "order.created", tenant: "acme"}, hdr: h, data: []byte(`{"n":1}`)}
+	dl := &delivery{Delivery: settle.Delivery{Event: &settle.Event{ID: "evt_1", Type: "order.created", Tenant: "acme"}, Header: h, Data: []byte(`{"n":1}`)}}
 	req := storedRequest(dl)
 	if req.EventID != "evt_1" || req.EventType != "order.created" || req.Tenant != "acme" ||
 		req.OrderingKey != "order-7" || req.ContentType != "application/cloudevents+json" || string(req.Payload) != `{"n":1}` {
 		t.Fatalf("shape = %+v", req)
 	}
-	plain := storedRequest(&delivery{ev: &event{id: "evt_2", typ: "t"}, hdr: nats.Header{}, data: []byte("x")})
+	plain := storedRequest(&delivery{Delivery: settle.Delivery{Event: &settle.Event{ID: "evt_2", Type: "t"}, Header: nats.Header{}, Data: []byte("x")}})
 	if plain.OrderingKey != "" || plain.ContentType != "" || plain.Tenant != "" {
 		t.Fatalf("shape of an event without headers = %+v", plain)
 	}
@@ -118,7 +90,7 @@ func TestShapeStage(t *testing.T) {
 func TestShapeTransforms(t *testing.T) {
 	sh := &shaper{security: config.Default().Security, concurrency: 2}
 	defer sh.close()
-	plain := &delivery{ev: &event{id: "e1", typ: "t"}, hdr: nats.Header{}, data: []byte(`{"n":1}`), s: &settings{ep: &config.Endpoint{ID: "p"}}}
+	plain := &delivery{Delivery: settle.Delivery{Event: &settle.Event{ID: "e1", Type: "t"}, Header: nats.Header{}, Data: []byte(`{"n":1}`)}, s: &settings{ep: &config.Endpoint{ID: "p"}}}
 	if req, err := sh.shape(t.Context(), plain); err != nil || string(req.Payload) != `{"n":1}` {
 		t.Fatalf("without a transform: %s %v", req.Payload, err)
 	}
@@ -132,7 +104,7 @@ func TestShapeTransforms(t *testing.T) {
 		}
 		ep := &config.Endpoint{ID: "x", URL: "https://example.com/hook"}
 		ep.TransformTimeout = time.Second
-		return &delivery{ev: &event{id: "e1", typ: "order.created"}, hdr: nats.Header{}, data: []byte(`{"n":1}`), s: &settings{ep: ep, script: s}}
+		return &delivery{Delivery: settle.Delivery{Event: &settle.Event{ID: "e1", Type: "order.created"}, Header: nats.Header{}, Data: []byte(`{"n":1}`)}, s: &settings{ep: ep, script: s}}
 	}
 	req, err := sh.shape(t.Context(), with(`function handler(w) { w.payload = {m: w.payload.n + 1}; w.headers["X-Kind"] = w.eventType; return w }`))
 	if err != nil || string(req.Payload) != `{"m":2}` || req.Header.Get("X-Kind") != "order.created" {
@@ -169,16 +141,17 @@ func TestMatchStageFilters(t *testing.T) {
 		"b": {ep: &config.Endpoint{ID: "b"}, filter: compile(`data.missing.deep == 1`)},
 		"c": {ep: &config.Endpoint{ID: "c"}},
 	}
-	m := matcher{index: table, eps: eps, series: newSeries(NewMetrics(prometheus.NewRegistry()), 10)}
-	got := m.match(&event{typ: "order.created", id: "e"}, nats.Header{}, []byte(`{"total":500}`), nil)
+	metrics := NewMetrics(prometheus.NewRegistry())
+	m := matcher{index: table, eps: eps, series: newSeries(metrics, 10)}
+	got := targetIDs(m.match(&settle.Event{Type: "order.created", ID: "e"}, nats.Header{}, []byte(`{"total":500}`), nil, nil))
 	slices.Sort(got)
 	if !slices.Equal(got, []string{"a", "c"}) {
 		t.Fatalf("match = %v, want a and c (b's filter fails: no match)", got)
 	}
-	if n := testutil.ToFloat64(m.series.m.FilterErrors.WithLabelValues("b")); n != 1 {
+	if n := testutil.ToFloat64(metrics.FilterErrors.WithLabelValues("b")); n != 1 {
 		t.Fatalf("b's filter errors = %v, want 1", n)
 	}
-	got = m.match(&event{typ: "order.created", id: "e2"}, nats.Header{}, []byte(`{"total":5}`), nil)
+	got = targetIDs(m.match(&settle.Event{Type: "order.created", ID: "e2"}, nats.Header{}, []byte(`{"total":5}`), nil, nil))
 	if !slices.Equal(got, []string{"c"}) {
 		t.Fatalf("match = %v, want c", got)
 	}
@@ -192,9 +165,18 @@ func (f fakeEndpoints) endpoint(id string) *endpoint {
 	if !ok {
 		return nil
 	}
-	e := &endpoint{id: id}
+	e := newEndpoint(id)
 	e.set.Store(s)
 	return e
+}
+
+// targetIDs are the ids of targets.
+func targetIDs(targets []target) []string {
+	var out []string
+	for _, t := range targets {
+		out = append(out, t.id)
+	}
+	return out
 }
 
 func (f fakeEndpoints) current(e *endpoint) *settings { return e.set.Load() }

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/destination"
+	"github.com/hookjet/hookjet/dispatch/settle"
 	"github.com/hookjet/hookjet/filter"
 	"github.com/hookjet/hookjet/signature"
 	"github.com/hookjet/hookjet/transform"
@@ -33,14 +35,14 @@ func (r tableRuntime) Install(ep *config.Endpoint) error {
 		return err
 	}
 	if e == nil {
-		e = &endpoint{id: ep.ID}
+		e = newEndpoint(ep.ID)
 		e.slots.share = d.share
 		e.set.Store(s)
 		e.slots.setLimit(ep.MaxInFlight)
 		d.mu.Lock()
 		d.eps[ep.ID] = e
 		d.mu.Unlock()
-		if l := d.series.label(ep.ID); l != otherSeries {
+		if l := d.series.Label(ep.ID); l != settle.OtherSeries {
 			d.o.Metrics.BreakerState.WithLabelValues(l).Set(0)
 			d.o.Metrics.zero(l)
 		}
@@ -48,7 +50,7 @@ func (r tableRuntime) Install(ep *config.Endpoint) error {
 		e.set.Store(s)
 		e.slots.setLimit(ep.MaxInFlight)
 	}
-	d.coverTaskAge(*ep)
+	d.tasks.Cover(d.life.loopCtx, d.o.JS, ep, d.log)
 	return nil
 }
 
@@ -64,12 +66,17 @@ func (r tableRuntime) Uninstall(id string, deleted bool) {
 		return
 	}
 	if deleted {
-		e.deleted.Store(true)
+		e.Deleted.Store(true)
 	}
-	e.removed.Store(true)
+	e.Removed.Store(true)
 	d.o.Breakers.Remove(id)
-	d.series.forget(id)
+	d.series.Forget(id)
 	d.send.shape.forget(id)
+}
+
+// endpointFinder finds an endpoint in force by id (nil: none).
+type endpointFinder interface {
+	endpoint(id string) *endpoint
 }
 
 func (d *Dispatcher) endpoint(id string) *endpoint {
@@ -114,7 +121,7 @@ func (d *Dispatcher) newSettings(ep *config.Endpoint, old *endpoint) (*settings,
 		return nil, fmt.Errorf("endpoints %s: destination: %w", ep.ID, err)
 	}
 	s := &settings{ep: ep, dest: dest, expires: expires}
-	d.compileCode(s)
+	compileCode(s, d.send.shape.security, d.log) // the bounds the shape stage applies
 	if ep.RateLimit.RPS > 0 {
 		if old != nil {
 			if prev := old.set.Load(); prev.limiter != nil && prev.ep.RateLimit == ep.RateLimit {
@@ -153,17 +160,18 @@ func (d *Dispatcher) openDestination(ep *config.Endpoint, signer *signature.Sign
 	})
 }
 
-// compileCode compiles s's endpoint's filter and transform. Both were
-// checked where the endpoint was defined (config.Security.CheckCode); one
-// stored earlier that no longer compiles (a stricter bound since) is
-// logged, and its filter refuses every event, its transform dead-letters
-// every delivery, rather than deliver what the endpoint did not ask for.
-func (d *Dispatcher) compileCode(s *settings) {
+// compileCode compiles s's endpoint's filter, within sec's bounds, and its
+// transform. Both were checked where the endpoint was defined
+// (config.Security.CheckCode); one stored earlier that no longer compiles (a
+// stricter bound since) is logged, and its filter refuses every event, its
+// transform dead-letters every delivery, rather than deliver what the
+// endpoint did not ask for.
+func compileCode(s *settings, sec config.Security, log *slog.Logger) {
 	ep := s.ep
 	if ep.Filter != "" {
-		f, err := d.o.Config.Security.CompileFilter(ep.Filter)
+		f, err := sec.CompileFilter(ep.Filter)
 		if err != nil {
-			d.log.Error("the endpoint's filter does not compile; it refuses every event", "endpoint", ep.ID, "err", err)
+			log.Error("the endpoint's filter does not compile; it refuses every event", "endpoint", ep.ID, "err", err)
 			f, _ = filter.Compile("false", filter.Options{})
 		}
 		s.filter = f
@@ -171,7 +179,7 @@ func (d *Dispatcher) compileCode(s *settings) {
 	if ep.Transform != "" {
 		s.script, s.scriptErr = transform.Compile(ep.Transform)
 		if s.scriptErr != nil {
-			d.log.Error("the endpoint's transform does not compile; its deliveries are dead-lettered", "endpoint", ep.ID, "err", s.scriptErr)
+			log.Error("the endpoint's transform does not compile; its deliveries are dead-lettered", "endpoint", ep.ID, "err", s.scriptErr)
 		}
 	}
 }

@@ -69,7 +69,7 @@ func InboundStreamConfig(cfg *config.Config) natsjs.StreamConfig {
 // remembered).
 func EnsureInbound(ctx context.Context, js natsjs.JetStream, cfg *config.Config, log *slog.Logger) error {
 	sc := InboundStreamConfig(cfg)
-	return retry(ctx, log, "stream "+sc.Name, func(ctx context.Context) error { return ensureStream(ctx, js, sc) })
+	return retry(ctx, log, "stream "+sc.Name, func(ctx context.Context) error { return noRoom(cfg, ensureStream(ctx, js, sc)) })
 }
 
 // InboundSubject is the subject of an event of type typ from source:

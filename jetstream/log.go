@@ -100,6 +100,7 @@ func EnsureLog(ctx context.Context, js natsjs.JetStream, cfg *config.Config, log
 		st, err := js.Stream(ctx, sc.Name)
 		if err != nil {
 			_, err = js.CreateStream(ctx, sc)
+			err = noRoom(cfg, err)
 			if err == nil || !strings.Contains(err.Error(), "already in use") {
 				return err
 			}
@@ -119,7 +120,7 @@ func EnsureLog(ctx context.Context, js natsjs.JetStream, cfg *config.Config, log
 			return nil
 		}
 		_, err = js.UpdateStream(ctx, sc)
-		return err
+		return noRoom(cfg, err)
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -106,7 +107,7 @@ func EnsureStreams(ctx context.Context, js natsjs.JetStream, cfg *config.Config,
 		return err
 	}
 	for _, sc := range streamConfigs(cfg) {
-		if err := retry(ctx, log, "stream "+sc.Name, func(ctx context.Context) error { return ensureStream(ctx, js, sc) }); err != nil {
+		if err := retry(ctx, log, "stream "+sc.Name, func(ctx context.Context) error { return noRoom(cfg, ensureStream(ctx, js, sc)) }); err != nil {
 			return err
 		}
 	}
@@ -309,7 +310,7 @@ func (e *RefusedError) Unwrap() error { return e.Err }
 
 // refused reports whether err is a refusal that retrying cannot change: a
 // RefusedError, replicas on a server that is not clustered, a stream
-// configuration NATS calls invalid.
+// configuration NATS calls invalid, a stream larger than the storage left.
 func refused(err error) bool {
 	var re *RefusedError
 	if errors.As(err, &re) {
@@ -318,7 +319,7 @@ func refused(err error) bool {
 	var apiErr *natsjs.APIError
 	if errors.As(err, &apiErr) {
 		switch apiErr.ErrorCode {
-		case jsErrReplicasNotSupported, jsErrStreamInvalidConfig:
+		case jsErrReplicasNotSupported, jsErrStreamInvalidConfig, jsErrStorageExceeded:
 			return true
 		}
 	}
@@ -329,7 +330,52 @@ func refused(err error) bool {
 const (
 	jsErrReplicasNotSupported natsjs.ErrorCode = 10074 // replicas > 1 not supported in non-clustered mode
 	jsErrStreamInvalidConfig  natsjs.ErrorCode = 10052
+	jsErrStorageExceeded      natsjs.ErrorCode = 10047 // insufficient storage resources available
 )
+
+// noRoom explains err when NATS refuses a stream because it cannot reserve
+// the stream's max_bytes. Each stream reserves its whole limit when it is
+// created, and a server lets JetStream use a bounded share of its disk (the
+// embedded server: 75% of what is free under data_dir when it starts), so
+// a small disk refuses the default limits. Waiting does not free disk:
+// start-up stops at once, naming the keys that size the reservation.
+func noRoom(cfg *config.Config, err error) error {
+	var apiErr *natsjs.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode != jsErrStorageExceeded {
+		return err
+	}
+	s := cfg.Streams
+	var total int64
+	for _, sc := range streamConfigs(cfg) {
+		total += sc.MaxBytes
+	}
+	for _, kc := range bucketConfigs(cfg) {
+		total += kc.MaxBytes
+	}
+	total += endpointBucketConfig(s.Replicas).MaxBytes
+	logPart := ""
+	if cfg.Log.Enabled {
+		total += cfg.Log.MaxBytes
+		logPart = ", log.max_bytes " + sizeOf(cfg.Log.MaxBytes)
+	}
+	return &RefusedError{fmt.Errorf("NATS has too little storage for hookjet's streams, which reserve %s in all "+
+		"(the largest: streams.max_bytes %s, streams.tasks_max_bytes %s, streams.dlq_max_bytes %s%s, "+
+		"dedupe.ttl's %s of ids): lower those keys or give the NATS server more disk "+
+		"(the embedded server may use 75%% of the disk free under data_dir): %w",
+		sizeOf(total), sizeOf(s.MaxBytes), sizeOf(s.TasksMaxBytes), sizeOf(s.DLQMaxBytes), logPart,
+		sizeOf(SeenBytes(cfg.Dedupe.TTL)), err)}
+}
+
+// sizeOf writes n bytes in the largest binary unit that keeps one decimal.
+func sizeOf(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return strconv.FormatFloat(float64(n)/(1<<30), 'f', 1, 64) + " GiB"
+	case n >= 1<<20:
+		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
+	}
+	return strconv.FormatInt(n, 10) + " B"
+}
 
 func streamUpToDate(cur, want natsjs.StreamConfig) bool {
 	return cur.Description == want.Description && slices.Equal(cur.Subjects, want.Subjects) &&

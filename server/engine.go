@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/hookjet/hookjet/dispatch"
+	"github.com/hookjet/hookjet/dispatch/operate"
 	"github.com/hookjet/hookjet/dispatch/query"
 )
 
@@ -12,7 +13,7 @@ import (
 // the endpoint states' SetDisabled.
 type engine struct {
 	*query.Queries
-	*dispatch.Operator
+	*operate.Operator
 	disp *dispatch.Dispatcher
 }
 

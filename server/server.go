@@ -32,6 +32,7 @@ import (
 	"github.com/hookjet/hookjet/dedupe"
 	"github.com/hookjet/hookjet/deliver"
 	"github.com/hookjet/hookjet/dispatch"
+	"github.com/hookjet/hookjet/dispatch/operate"
 	"github.com/hookjet/hookjet/dispatch/sources"
 	"github.com/hookjet/hookjet/internal/memtrim"
 	"github.com/hookjet/hookjet/jetstream"
@@ -467,7 +468,7 @@ func (s *Server) listenAdmin() error {
 // (admin.Deliveries): its actions on an endpoint's deliveries, and the
 // sources that put the API's changes in force before it answers.
 type endpointDeliveries struct {
-	*dispatch.Operator
+	*operate.Operator
 	*sources.Sources
 }
 

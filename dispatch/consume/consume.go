@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookjet/hookjet/backoff"
 )
 
 // fanoutBytes bounds what the fan-out's pulls bring into the client and the
@@ -106,7 +108,7 @@ func Run(ctx context.Context, cons natsjs.Consumer, o Options) error {
 			p.endAll() // the consumer is gone: nothing more comes
 		}
 		for p.openCount() > 0 && listen.Err() == nil {
-			sleep(listen, 10*time.Millisecond) // the open pulls' last events
+			backoff.Sleep(listen, 10*time.Millisecond) // the open pulls' last events
 		}
 		stopListening()
 		recv.Wait()
@@ -133,7 +135,7 @@ func Run(ctx context.Context, cons natsjs.Consumer, o Options) error {
 			}
 		}
 		o.Log.Debug("consume events", "err", err)
-		sleep(ctx, 100*time.Millisecond) // NATS reconnecting, or a leader change
+		backoff.Sleep(ctx, 100*time.Millisecond) // NATS reconnecting, or a leader change
 	}
 }
 
@@ -181,15 +183,5 @@ func nextPull(ctx context.Context, p *puller, failed <-chan error) error {
 			ahead.bytes.Release(limit)
 			return err
 		}
-	}
-}
-
-// sleep waits for dur or until ctx is done.
-func sleep(ctx context.Context, dur time.Duration) {
-	t := time.NewTimer(dur)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }

@@ -3,12 +3,12 @@ package drain
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"sync"
 	"time"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookjet/hookjet/backoff"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -160,19 +160,12 @@ func (r *Drainer) handleTask(ctx context.Context, id string, e Endpoint, msg nat
 		if ok {
 			err = msg.Ack()
 		} else {
-			err = msg.NakWithDelay(2*time.Second + jitter(3*time.Second))
+			err = msg.NakWithDelay(2*time.Second + backoff.Jitter(3*time.Second))
 		}
 		if err != nil {
 			r.log.Debug("settle task", "endpoint", id, "event_id", h.Get(jetstream.HdrEventID), "event_type", h.Get(jetstream.HdrEventType), "err", err)
 		}
 	})
-}
-
-func jitter(upTo time.Duration) time.Duration {
-	if upTo <= 0 {
-		return 0
-	}
-	return rand.N(upTo)
 }
 
 // expire dead-letters a disabled endpoint's tasks that are past

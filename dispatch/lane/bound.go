@@ -10,7 +10,7 @@ import (
 // Bounding an ordered endpoint's waiting deliveries.
 //
 // Every keyed delivery of an ordered endpoint waits in HOOKJET_ORDERED, a
-// healthy endpoint's burst included. As for tasks (bounds.go), an endpoint
+// healthy endpoint's burst included. As for tasks (dispatch/settle, bounds.go), an endpoint
 // that keeps answering 2xx is never dead-lettered as overflow by its own
 // burst, and one that fails cannot fill the lane for the others:
 //   - an endpoint that delivered in the last laneProven (its breaker's last
@@ -18,7 +18,7 @@ import (
 //     max_backlog and its share of the lane (half its MaxBytes) only the
 //     entries of its failing keys: retrying, held after a dead letter, or
 //     kept from going by the endpoint's state (disabled, rate-limited,
-//     breaker open), the causes that count for a task too (busyCause);
+//     breaker open), the causes that count for a task too (settle.BusyCause);
 //   - any other endpoint (never delivered, or not for a while: dead)
 //     counts every entry.
 //
@@ -228,7 +228,7 @@ func (l *Owner) setWhy(k *laneKey, why string, since time.Time) {
 // that counts every entry (not proven): there every entry was admitted
 // within the bounds, so at most one per failing key goes. A proven
 // endpoint's entries were admitted while it delivered and stay, as a
-// healthy endpoint's busy tasks do (bounds.go). The first entry, replays
+// healthy endpoint's busy tasks do (dispatch/settle, bounds.go). The first entry, replays
 // and hold markers stay. l.mu is held; the dead letters are stored on the
 // term's goroutines.
 func (l *Owner) trim(k *laneKey) {

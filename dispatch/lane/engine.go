@@ -143,7 +143,7 @@ type Options struct {
 	Share  int64
 	Shares int
 	// Busy reports whether an admission cause only says the endpoint is
-	// busy (dispatch's busyCause): its keys do not count as failing toward
+	// busy (settle.BusyCause): its keys do not count as failing toward
 	// the endpoint's bounds. nil: none is.
 	Busy func(cause string) bool
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -290,23 +289,6 @@ func deleteEntry(ctx context.Context, st natsjs.Stream, seq uint64) error {
 
 func isNotFound(err error) bool {
 	return err != nil && (errors.Is(err, natsjs.ErrMsgNotFound) || strings.Contains(err.Error(), "no message found"))
-}
-
-// sleep waits for dur or until ctx is done.
-func sleep(ctx context.Context, dur time.Duration) {
-	t := time.NewTimer(dur)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
-
-func jitter(upTo time.Duration) time.Duration {
-	if upTo <= 0 {
-		return 0
-	}
-	return rand.N(upTo)
 }
 
 // Owns reports whether this process owns the lane now.

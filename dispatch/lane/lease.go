@@ -9,6 +9,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
+	"github.com/hookjet/hookjet/backoff"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -57,7 +58,7 @@ func (l *Owner) RunLease(ctx context.Context, ls *Lease) {
 			return
 		}
 		l.log.Warn("bucket of the ordered lane's owner", "bucket", jetstream.LaneBucket, "err", err)
-		sleep(ctx, 2*time.Second)
+		backoff.Sleep(ctx, 2*time.Second)
 	}
 	t := time.NewTicker(leaseRenew)
 	defer t.Stop()

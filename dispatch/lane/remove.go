@@ -7,6 +7,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookjet/hookjet/backoff"
 )
 
 // Removing settled entries from HOOKJET_ORDERED.
@@ -158,7 +160,7 @@ func (x *remover) loop(ctx context.Context, gen uint64) {
 		case <-x.kick:
 		case <-t.C:
 		}
-		sleep(ctx, laneRemoveGather)
+		backoff.Sleep(ctx, laneRemoveGather)
 		if ctx.Err() != nil {
 			return
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/hookjet/hookjet/backoff"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -193,7 +194,7 @@ func (x *runner) done(gen uint64, k *laneKey, cur *laneEntry, o Outcome) {
 	// flight.
 	l.eng.Go(func() {
 		if !o.OK {
-			x.wait(gen, k, 2*time.Second+jitter(3*time.Second), "")
+			x.wait(gen, k, 2*time.Second+backoff.Jitter(3*time.Second), "")
 			return
 		}
 		if o.Hold != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookjet/hookjet/backoff"
 	"github.com/hookjet/hookjet/jetstream"
 )
 
@@ -103,7 +104,7 @@ func (l *Owner) feed(ctx context.Context, gen uint64) {
 		}, func(caughtUp func() bool) { l.idle(gen, caughtUp) })
 		if ctx.Err() == nil {
 			l.log.Debug("read the ordered lane", "err", err)
-			sleep(ctx, 100*time.Millisecond)
+			backoff.Sleep(ctx, 100*time.Millisecond)
 		}
 	}
 }

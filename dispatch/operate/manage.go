@@ -1,4 +1,4 @@
-package dispatch
+package operate
 
 import (
 	"context"
@@ -8,17 +8,15 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hookjet/hookjet/dispatch/lane"
+	"github.com/hookjet/hookjet/dispatch/settle"
 	"github.com/hookjet/hookjet/jetstream"
 
-	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
 	"github.com/hookjet/hookjet/api"
 )
-
-// redeliverKey starts the key of a task made by Redeliver.
-const redeliverKey = "d"
 
 // TestEventType is the type of the events SendTest sends.
 const TestEventType = "hookjet.test"
@@ -27,29 +25,28 @@ const TestEventType = "hookjet.test"
 // normal delivery path (a task its drain delivers), and returns the event
 // id: of typ with payload data, or, typ empty, a hookjet.test event.
 func (o *Operator) SendTest(ctx context.Context, id, typ string, data []byte) (string, error) {
-	e := o.eps.endpoint(id)
-	if e == nil {
+	ep := o.eps.Config(id)
+	if ep == nil {
 		return "", fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, id)
 	}
-	ep := e.set.Load().ep
 	now := o.now().UTC()
 	n := nuid.Next()
-	ev := event{id: "test_" + n, typ: TestEventType, key: "t" + n, at: now, tenant: ep.Tenant}
+	ev := settle.Event{ID: "test_" + n, Type: TestEventType, Key: "t" + n, At: now, Tenant: ep.Tenant}
 	body, err := json.Marshal(map[string]string{"type": TestEventType, "endpoint": id, "sent_at": now.Format(time.RFC3339)})
 	if err != nil {
 		return "", err
 	}
 	if typ != "" {
-		ev.typ, body = typ, data
+		ev.Type, body = typ, data
 	}
-	msg := taskMsg(id, &ev, attemptState{}, body, nil, time.Time{})
-	markIncarnation(msg.Header, ep.CreatedAt)
+	msg := settle.TaskMsg(id, &ev, settle.State{}, body, nil, time.Time{})
+	settle.MarkIncarnation(msg.Header, ep.CreatedAt)
 	if err := o.publish(ctx, msg); err != nil {
 		return "", fmt.Errorf("test event: %w", err)
 	}
-	o.metrics.Published.Inc()
+	o.published.Inc()
 	o.wake(id)
-	return ev.id, nil
+	return ev.ID, nil
 }
 
 // Redeliver sends every event stored in HOOKJET_EVENTS between since and
@@ -58,8 +55,8 @@ func (o *Operator) SendTest(ctx context.Context, id, typ string, data []byte) (s
 // limits. It reads the log with an ordered consumer, in batches, so memory
 // does not grow with the window. With dryRun it only counts.
 func (o *Operator) Redeliver(ctx context.Context, id string, since, until time.Time, dryRun bool) (matched, queued int, err error) {
-	e := o.eps.endpoint(id)
-	if e == nil {
+	ep := o.eps.Config(id)
+	if ep == nil {
 		return 0, 0, fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, id)
 	}
 	if until.IsZero() {
@@ -76,7 +73,6 @@ func (o *Operator) Redeliver(ctx context.Context, id string, since, until time.T
 	if st.CachedInfo().State.Msgs == 0 {
 		return 0, 0, nil
 	}
-	ep := e.set.Load().ep
 	var filters []string
 	for _, p := range ep.Events {
 		filters = append(filters, jetstream.EventsPrefix+p)
@@ -109,21 +105,23 @@ func (o *Operator) Redeliver(ctx context.Context, id string, since, until time.T
 			if meta.NumPending == 0 || meta.Sequence.Stream >= last {
 				done = true
 			}
-			ev, _ := eventOf(m, meta)
-			if ev.badTenant != "" || !mayReceive(ep.Tenant, ev.tenant) {
+			ev, _ := settle.EventOf(m, meta)
+			if ev.BadTenant != "" || !settle.MayReceive(ep.Tenant, ev.Tenant) {
 				continue // another tenant's event: never this endpoint's
 			}
 			matched++
 			if dryRun {
 				continue
 			}
-			ev.key = redeliverKey + strconv.FormatUint(ev.seq, 10) + "x" + nonce
-			ev.at = o.now() // retry.max_age counts from the redelivery
-			task := taskMsg(id, &ev, attemptState{}, m.Data(), m.Headers(), time.Time{})
-			markIncarnation(task.Header, ep.CreatedAt)
-			laneRedelivery(task, ep, m.Headers())
+			ev.Key = settle.RedeliverKey + strconv.FormatUint(ev.Seq, 10) + "x" + nonce
+			ev.At = o.now() // retry.max_age counts from the redelivery
+			task := settle.TaskMsg(id, &ev, settle.State{}, m.Data(), m.Headers(), time.Time{})
+			settle.MarkIncarnation(task.Header, ep.CreatedAt)
+			if key := jetstream.OrderingKey(m.Headers()); key != "" && ep.Ordered() {
+				lane.Into(task, ep.ID, key, 0) // the ordered lane's entry: it takes its turn by its event sequence
+			}
 			if err := o.publish(ctx, task); err != nil {
-				return matched, queued, fmt.Errorf("redeliver seq %d: %w", ev.seq, err)
+				return matched, queued, fmt.Errorf("redeliver seq %d: %w", ev.Seq, err)
 			}
 			queued++
 		}
@@ -163,15 +161,15 @@ func (o *Operator) Discard(ctx context.Context, id string) (int, error) {
 			return n, fmt.Errorf("discard %s: %w", subj, err)
 		}
 	}
-	// The ordered lane's entries of the endpoint (lane.go).
-	lane, err := o.js.Stream(ctx, jetstream.LaneStream)
+	// The ordered lane's entries of the endpoint (package dispatch/lane).
+	ordered, err := o.js.Stream(ctx, jetstream.LaneStream)
 	if err != nil {
 		return n, fmt.Errorf("stream %s: %w", jetstream.LaneStream, err)
 	}
-	if info, err := lane.Info(ctx, natsjs.WithSubjectFilter(jetstream.LanePrefix+id)); err == nil {
+	if info, err := ordered.Info(ctx, natsjs.WithSubjectFilter(jetstream.LanePrefix+id)); err == nil {
 		n += int(info.State.Subjects[jetstream.LanePrefix+id])
 	}
-	if err := lane.Purge(ctx, natsjs.WithPurgeSubject(jetstream.LanePrefix+id)); err != nil {
+	if err := ordered.Purge(ctx, natsjs.WithPurgeSubject(jetstream.LanePrefix+id)); err != nil {
 		return n, fmt.Errorf("discard %s: %w", jetstream.LanePrefix+id, err)
 	}
 	if err := o.states.Purge(ctx, id); err != nil {
@@ -179,9 +177,4 @@ func (o *Operator) Discard(ctx context.Context, id string) (int, error) {
 	}
 	o.log.Info("discarded the deliveries waiting for a deleted endpoint", "endpoint", id, "discarded", n)
 	return n, nil
-}
-
-// publishCtx is publish bounded by ctx as well (the lane's ReleaseHold).
-func (d *Dispatcher) publishCtx(ctx context.Context, msg *nats.Msg) error {
-	return d.operator.publish(ctx, msg)
 }

@@ -1,10 +1,10 @@
-package dispatch
+package settle
 
 import "testing"
 
-// eventTenant takes a valid Hookjet-Tenant in any case and explains an
+// Tenant takes a valid Hookjet-Tenant in any case and explains an
 // invalid one; an event naming two tenants is invalid.
-func TestEventTenant(t *testing.T) {
+func TestTenantHeader(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		h      map[string][]string
@@ -20,9 +20,9 @@ func TestEventTenant(t *testing.T) {
 		{"two tenants", map[string][]string{"Hookjet-Tenant": {"acme", "globex"}}, "", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tenant, bad := eventTenant(tt.h)
+			tenant, bad := Tenant(tt.h)
 			if tenant != tt.tenant || (bad != "") != tt.bad {
-				t.Errorf("eventTenant(%v) = %q, %q; want %q, bad %v", tt.h, tenant, bad, tt.tenant, tt.bad)
+				t.Errorf("Tenant(%v) = %q, %q; want %q, bad %v", tt.h, tenant, bad, tt.tenant, tt.bad)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package dispatch
+package operate
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func (o *Operator) self() string {
 // process within the latency of a NATS message; its parked deliveries drain
 // at once. A disabled endpoint stays disabled (SetDisabled enables it).
 func (o *Operator) ResetBreaker(ctx context.Context, id string) error {
-	if o.eps.endpoint(id) == nil {
+	if o.eps.Config(id) == nil {
 		return fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, id)
 	}
 	err := o.states.Update(ctx, id, func(s *epstate.State) bool {
@@ -68,7 +68,7 @@ func (o *Operator) ResetBreaker(ctx context.Context, id string) error {
 
 // resetLocal closes this process's breaker of id and starts its drain now.
 func (o *Operator) resetLocal(id string) {
-	if o.eps.endpoint(id) == nil {
+	if o.eps.Config(id) == nil {
 		return
 	}
 	o.breakers.Reset(id) // a transition publishes hookjet.ops.endpoint.closed

@@ -1,32 +1,68 @@
-package dispatch
+package upgrade
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/hookjet/hookjet/dispatch/epstate"
+	"github.com/hookjet/hookjet/dispatch/settle"
 	"github.com/hookjet/hookjet/jetstream"
 
+	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 )
 
-// migrate upgrades a deployment of the first design, which had one durable
+// Options are what Run needs; every field is required except Log and Now.
+type Options struct {
+	JS natsjs.JetStream
+	// Ledger says which endpoints had an event (dedupe.Ledger): those get
+	// no task.
+	Ledger interface {
+		Delivered(endpoint, eventID string) (bool, error)
+	}
+	// States changes an endpoint's shared state (package epstate).
+	States interface {
+		Update(ctx context.Context, id string, fn func(*epstate.State) bool) error
+	}
+	// Publish stores a task and waits for its PubAck (settle.Stage).
+	Publish func(msg *nats.Msg) error
+	// Wake tells the drains that endpoint has tasks now.
+	Wake func(endpoint string)
+	// AckWait is the fan-out consumer's, should it have to be made here.
+	AckWait time.Duration
+	Log     *slog.Logger
+	Now     func() time.Time // nil: time.Now
+}
+
+// upgrader is one Run's options.
+type upgrader struct{ Options }
+
+// Run upgrades a deployment of the first design, which had one durable
 // consumer "ep-<id>" per endpoint on an interest-retention HOOKJET_EVENTS,
 // replays in HOOKJET_REPLAY and disabled states in HOOKJET_ENDPOINTS. Each
 // old consumer's unacked events become tasks of its endpoint (deterministic
 // Nats-Msg-Ids, so two processes upgrading at once store each once) before
 // the consumer is deleted; the new fan-out consumer then starts after them.
 // Nothing is lost: EnsureStreams has already switched the stream to limits
-// retention, so deleting a consumer removes no event.
-func migrate(ctx context.Context, d *Dispatcher) error {
-	if err := migrateStates(ctx, d); err != nil {
+// retention, so deleting a consumer removes no event. A deployment of the
+// current design has nothing to upgrade: Run then only looks.
+func Run(ctx context.Context, o Options) error {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	d := &upgrader{o}
+	if err := d.states(ctx); err != nil {
 		return err
 	}
-	st, err := d.o.JS.Stream(ctx, jetstream.EventsStream)
+	st, err := d.JS.Stream(ctx, jetstream.EventsStream)
 	if err != nil {
 		return fmt.Errorf("stream %s: %w", jetstream.EventsStream, err)
 	}
@@ -41,24 +77,26 @@ func migrate(ctx context.Context, d *Dispatcher) error {
 		return fmt.Errorf("list consumers: %w", err)
 	}
 	if len(legacy) > 0 {
-		if _, err := d.o.JS.Consumer(ctx, jetstream.EventsStream, jetstream.FanoutConsumer); errors.Is(err, natsjs.ErrConsumerNotFound) {
+		if _, err := d.JS.Consumer(ctx, jetstream.EventsStream, jetstream.FanoutConsumer); errors.Is(err, natsjs.ErrConsumerNotFound) {
 			last := st.CachedInfo().State.LastSeq
-			if _, err := jetstream.EnsureFanoutConsumerFrom(ctx, d.o.JS, d.fan.ackWait, last+1); err != nil {
+			if _, err := jetstream.EnsureFanoutConsumerFrom(ctx, d.JS, d.AckWait, last+1); err != nil {
 				return err
 			}
 		}
 	}
 	for _, name := range legacy {
-		n, err := d.migrateConsumer(ctx, st, name)
+		n, err := d.consumer(ctx, st, name)
 		if err != nil {
 			return fmt.Errorf("upgrade consumer %s: %w", name, err)
 		}
-		d.log.Info("upgraded a per-endpoint consumer of the first design into tasks", "consumer", name, "tasks", n)
+		d.Log.Info("upgraded a per-endpoint consumer of the first design into tasks", "consumer", name, "tasks", n)
 	}
-	return d.migrateReplays(ctx)
+	return d.replays(ctx)
 }
 
-func (d *Dispatcher) migrateConsumer(ctx context.Context, st natsjs.Stream, name string) (int, error) {
+// consumer turns the events the old consumer name had not had acked into
+// tasks of its endpoint, then deletes it.
+func (d *upgrader) consumer(ctx context.Context, st natsjs.Stream, name string) (int, error) {
 	c, err := st.Consumer(ctx, name)
 	if errors.Is(err, natsjs.ErrConsumerNotFound) {
 		return 0, nil // another process upgraded it meanwhile
@@ -75,7 +113,7 @@ func (d *Dispatcher) migrateConsumer(ctx context.Context, st natsjs.Stream, name
 		if info.Config.FilterSubject != "" {
 			filters = append(filters, info.Config.FilterSubject)
 		}
-		oc, err := d.o.JS.OrderedConsumer(ctx, jetstream.EventsStream, natsjs.OrderedConsumerConfig{
+		oc, err := d.JS.OrderedConsumer(ctx, jetstream.EventsStream, natsjs.OrderedConsumerConfig{
 			FilterSubjects: filters,
 			DeliverPolicy:  natsjs.DeliverByStartSequencePolicy,
 			OptStartSeq:    info.AckFloor.Stream + 1,
@@ -95,9 +133,9 @@ func (d *Dispatcher) migrateConsumer(ctx context.Context, st natsjs.Stream, name
 			if err != nil {
 				continue
 			}
-			ev, _ := eventOf(msg, meta)
-			if ok, _ := d.o.Ledger.Delivered(endpoint, ev.id); !ok {
-				if err := d.settle.publish(taskMsg(endpoint, &ev, attemptState{}, msg.Data(), msg.Headers(), time.Time{})); err != nil {
+			ev, _ := settle.EventOf(msg, meta)
+			if ok, _ := d.Ledger.Delivered(endpoint, ev.ID); !ok {
+				if err := d.Publish(settle.TaskMsg(endpoint, &ev, settle.State{}, msg.Data(), msg.Headers(), time.Time{})); err != nil {
 					return n, err
 				}
 				n++
@@ -111,15 +149,15 @@ func (d *Dispatcher) migrateConsumer(ctx context.Context, st natsjs.Stream, name
 		return n, err
 	}
 	if n > 0 {
-		d.drains.Note(endpoint, time.Time{})
+		d.Wake(endpoint)
 	}
 	return n, nil
 }
 
-// migrateReplays moves replays still waiting in the first design's
+// replays moves replays still waiting in the first design's
 // HOOKJET_REPLAY into tasks, then deletes that stream.
-func (d *Dispatcher) migrateReplays(ctx context.Context) error {
-	st, err := d.o.JS.Stream(ctx, jetstream.LegacyReplayStream)
+func (d *upgrader) replays(ctx context.Context) error {
+	st, err := d.JS.Stream(ctx, jetstream.LegacyReplayStream)
 	if errors.Is(err, natsjs.ErrStreamNotFound) {
 		return nil
 	}
@@ -128,7 +166,7 @@ func (d *Dispatcher) migrateReplays(ctx context.Context) error {
 	}
 	last := st.CachedInfo().State.LastSeq
 	if st.CachedInfo().State.Msgs > 0 {
-		oc, err := d.o.JS.OrderedConsumer(ctx, jetstream.LegacyReplayStream, natsjs.OrderedConsumerConfig{})
+		oc, err := d.JS.OrderedConsumer(ctx, jetstream.LegacyReplayStream, natsjs.OrderedConsumerConfig{})
 		if err != nil {
 			return err
 		}
@@ -140,8 +178,8 @@ func (d *Dispatcher) migrateReplays(ctx context.Context) error {
 			meta, _ := msg.Metadata()
 			endpoint := strings.TrimPrefix(msg.Subject(), "hookjet.replay.")
 			h := msg.Headers()
-			ev := event{id: h.Get(jetstream.HdrEventID), typ: h.Get(jetstream.HdrEventType), key: "r" + h.Get(jetstream.HdrReplayOf), at: d.now()}
-			if err := d.settle.publish(taskMsg(endpoint, &ev, attemptState{}, msg.Data(), h, time.Time{})); err != nil {
+			ev := settle.Event{ID: h.Get(jetstream.HdrEventID), Type: h.Get(jetstream.HdrEventType), Key: "r" + h.Get(jetstream.HdrReplayOf), At: d.Now()}
+			if err := d.Publish(settle.TaskMsg(endpoint, &ev, settle.State{}, msg.Data(), h, time.Time{})); err != nil {
 				return err
 			}
 			if meta == nil || meta.Sequence.Stream >= last || meta.NumPending == 0 {
@@ -149,17 +187,17 @@ func (d *Dispatcher) migrateReplays(ctx context.Context) error {
 			}
 		}
 	}
-	if err := d.o.JS.DeleteStream(ctx, jetstream.LegacyReplayStream); err != nil && !errors.Is(err, natsjs.ErrStreamNotFound) {
+	if err := d.JS.DeleteStream(ctx, jetstream.LegacyReplayStream); err != nil && !errors.Is(err, natsjs.ErrStreamNotFound) {
 		return err
 	}
-	d.log.Info("upgraded the first design's replay stream into tasks", "stream", jetstream.LegacyReplayStream)
+	d.Log.Info("upgraded the first design's replay stream into tasks", "stream", jetstream.LegacyReplayStream)
 	return nil
 }
 
-// migrateStates moves disabled states of the first design (values
+// states moves disabled states of the first design (values
 // {"reason","at"} in HOOKJET_ENDPOINTS) into HOOKJET_ENDPOINT_STATE.
-func migrateStates(ctx context.Context, d *Dispatcher) error {
-	kv, err := d.o.JS.KeyValue(ctx, jetstream.EndpointBucket)
+func (d *upgrader) states(ctx context.Context) error {
+	kv, err := d.JS.KeyValue(ctx, jetstream.EndpointBucket)
 	if errors.Is(err, natsjs.ErrBucketNotFound) {
 		return nil
 	}
@@ -186,7 +224,7 @@ func migrateStates(ctx context.Context, d *Dispatcher) error {
 		if json.Unmarshal(e.Value(), &old) != nil || old.URL != "" || old.Reason == nil {
 			continue // an endpoint definition
 		}
-		err = d.states.Update(ctx, key, func(s *epstate.State) bool {
+		err = d.States.Update(ctx, key, func(s *epstate.State) bool {
 			s.Disabled, s.Reason, s.At = true, *old.Reason, old.At
 			return true
 		})
@@ -194,7 +232,7 @@ func migrateStates(ctx context.Context, d *Dispatcher) error {
 			return err
 		}
 		if err := kv.Delete(ctx, key, natsjs.LastRevision(e.Revision())); err != nil {
-			d.log.Debug("remove legacy state", "endpoint", key, "err", err)
+			d.Log.Debug("remove legacy state", "endpoint", key, "err", err)
 		}
 	}
 	return nil
