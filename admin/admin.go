@@ -125,6 +125,11 @@ type handler struct {
 	// The delivery log (admin/log.go); dlog is nil when it is off.
 	dlog   DeliveryLog
 	events EventLookup
+	// The event list and the event view's outcomes (admin/events.go);
+	// elist is nil when this process keeps no event index.
+	elist     EventList
+	targets   EventTargets
+	userAgent string
 	// discard deletes dead letters (admin/discard.go); nil: off.
 	discard DiscardFunc
 	// durability is reported by /readyz; nil: not reported.

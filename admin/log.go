@@ -24,6 +24,8 @@ type DeliveryLog interface {
 
 // EventInfo is what the event log holds about one event.
 type EventInfo struct {
+	// Seq is its sequence in HOOKJET_EVENTS.
+	Seq         uint64
 	Type        string
 	PublishedAt time.Time
 	Size        int
@@ -47,6 +49,7 @@ func WithDeliveryLog(l DeliveryLog, events EventLookup) Option {
 
 // routeLog adds the delivery log's routes.
 func (a *handler) routeLog(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/v1/events", a.eventList) // admin/events.go
 	mux.HandleFunc("GET /api/v1/events/{id}", a.event)
 	mux.HandleFunc("GET /api/v1/endpoints/{id}/attempts", a.endpointAttempts)
 	mux.HandleFunc("GET /api/v1/attempts", a.attempts)
@@ -62,23 +65,31 @@ func (a *handler) logOff(w http.ResponseWriter) bool {
 	return false
 }
 
+// event is GET /api/v1/events/{id}[?tenant=]: the event, its payload
+// (console.show_payloads), and what became of it at every endpoint it
+// matches (admin/events.go). With tenant, only an event of that tenant is
+// shown (404 otherwise), with the deliveries of that tenant's endpoints.
 func (a *handler) event(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	id, tenant := r.PathValue("id"), r.URL.Query().Get("tenant")
 	ctx, cancel := timeout(r)
 	defer cancel()
 	ev := api.Event{ID: id, Deliveries: []api.EventDelivery{}}
-	var known bool
+	var info EventInfo
+	var known, stored bool
 	if a.events != nil {
-		info, found, err := a.events(ctx, id)
+		var err error
+		info, stored, err = a.events(ctx, id)
 		if err != nil {
 			a.fail(w, r, err)
 			return
 		}
-		if found {
+		if stored {
 			known = true
-			ev.Type, ev.Size = info.Type, &info.Size
+			ev.Type, ev.Size, ev.Seq = info.Type, &info.Size, info.Seq
+			ev.Tenant, ev.Key, ev.ContentType = info.Tenant, info.Key, info.ContentType
 			at := info.PublishedAt.UTC()
 			ev.PublishedAt = &at
+			withPayload(&ev, info.Data, a.showPayloads())
 		}
 	}
 	if a.dlog != nil {
@@ -90,16 +101,22 @@ func (a *handler) event(w http.ResponseWriter, r *http.Request) {
 		if len(recs) > 0 {
 			known = true
 			if ev.Type == "" {
-				ev.Type = recs[0].EventType
+				ev.Type, ev.Tenant = recs[0].EventType, recs[0].Tenant
 			}
 		}
 		ev.Deliveries = deliveriesOf(recs)
 	}
-	if !known {
+	if !known || !sameTenant(tenant, ev.Tenant) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("event %q: neither the event log nor the delivery log knows it", id))
 		return
 	}
-	writeJSON(w, http.StatusOK, ev)
+	if stored {
+		a.outcomes(&ev, info)
+	}
+	if tenant != "" {
+		a.scopeDeliveries(&ev, EventInfo{Type: ev.Type, Tenant: ev.Tenant}, tenant)
+	}
+	writeEvent(w, &ev)
 }
 
 // deliveriesOf groups an event's records (oldest first) by endpoint and

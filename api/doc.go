@@ -1,6 +1,7 @@
 // Package api is the admin API's vocabulary: the request and answer types
 // of its routes (endpoint status and its held ordering keys, summary,
-// waits, replay, dead letters, the delivery log's pages, settings and
+// waits, replay, dead letters, the stored events' list ([EventQuery],
+// [EventPage]) and view ([Event]), the delivery log's pages, settings and
 // last-test views, the durability /readyz reports; the publish API's body
 // and answer, [PublishEvent], [PublishBatch] and [PublishResult]), its
 // error kinds ([ErrUnknownEndpoint], [ErrBadRequest], [ErrEndpointExists],

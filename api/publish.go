@@ -13,7 +13,9 @@ type PublishEvent struct {
 	// duplicate).
 	ID string `json:"id,omitempty"`
 	// Type is the event type, such as order.created: the rest of the
-	// subject hookjet.events.<type>.
+	// subject hookjet.events.<type>. Types starting with "hookjet." are
+	// hookjet's own operational events: the server refuses them (400
+	// naming type).
 	Type string `json:"type"`
 	// Data is the payload: any JSON value.
 	Data json.RawMessage `json:"data"`

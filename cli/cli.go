@@ -55,7 +55,7 @@ Commands:
   endpoints   list, show, add, update, remove, rotate, test, redeliver and
               reset (close the breaker of) endpoints (admin API)
   dlq         list, summarise and replay dead letters (admin API)
-  events      show an event's deliveries and attempts (delivery log)
+  events      list stored events; show one with its payload, deliveries and attempts
   export      stream attempts or dead letters as CSV or JSON lines
   outbox      relay a PostgreSQL outbox table into JetStream; 'outbox schema' prints its DDL
   inbound     'inbound test <source>': send a signed test event through the inbound gateway
@@ -92,7 +92,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runEndpoints(ctx, rest, getenv, stdout, stderr)
 	case "dlq":
 		return runDLQ(ctx, rest, getenv, stdout, stderr)
-	case "events": // the delivery log: cli/deliverylogcmd.go
+	case "events": // cli/eventscmd.go
 		return runEvents(ctx, rest, getenv, stdout, stderr)
 	case "export":
 		return runExport(ctx, rest, getenv, stdout, stderr)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,76 +14,8 @@ import (
 	"github.com/hookjet/hookjet/client"
 )
 
-// The delivery log's commands: events show, endpoints attempts, export.
-
-const eventsHelp = `hookjet events show ID [--json] [--admin ADDR] [--token T] [--config FILE]
-
-Shows what happened to one event: its type, when it was published, and for
-each endpoint its state (delivered, pending, dead_letter) and every attempt
-from the delivery log (HOOKJET_LOG): when, trigger, HTTP status, class,
-duration, error and the start of a non-2xx response body. An endpoint that
-got the event more than once (redeliver, replay) shows each delivery apart,
-numbered in order ("crm · delivery 2 (replay): delivered"), each with its
-own state.`
-
-func runEvents(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "show" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintln(stdout, eventsHelp)
-			return errHelp
-		}
-		fmt.Fprintln(stderr, eventsHelp)
-		return usagef("events: want show ID")
-	}
-	fs := newFlags("events show", eventsHelp, stdout)
-	newClient := adminFlags(fs, getenv)
-	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parseArgs(fs, args[1:], 1)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("events show: want the event id")
-	}
-	c, err := newClient()
-	if err != nil {
-		return err
-	}
-	var raw json.RawMessage
-	ev, err := c.api.Event(ctx, pos[0], client.Raw(&raw))
-	if err := c.answer(err); err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(stdout, raw)
-	}
-	published, size := "-", "-"
-	if ev.PublishedAt != nil {
-		published = ev.PublishedAt.UTC().Format("2006-01-02T15:04:05.000Z")
-	}
-	if ev.Size != nil {
-		size = fmt.Sprintf("%d bytes", *ev.Size)
-	}
-	fmt.Fprintf(stdout, "event      %s\ntype       %s\npublished  %s\nsize       %s\n", ev.ID, orDash(ev.Type), published, size)
-	deliveries := map[string]int{}
-	for _, d := range ev.Deliveries {
-		deliveries[d.Endpoint]++
-	}
-	for _, d := range ev.Deliveries {
-		if deliveries[d.Endpoint] > 1 {
-			fmt.Fprintf(stdout, "\n%s · delivery %d (%s): %s\n", d.Endpoint, d.Number, d.Trigger, d.State)
-		} else {
-			fmt.Fprintf(stdout, "\n%s: %s\n", d.Endpoint, d.State)
-		}
-		if err := printAttempts(stdout, d.Attempts, false); err != nil {
-			return err
-		}
-	}
-	if len(ev.Deliveries) == 0 {
-		fmt.Fprintln(stdout, "\nno delivery on record (none due, or the delivery log is off)")
-	}
-	return nil
-}
+// The delivery log's commands: endpoints attempts, export (events list
+// and show: cli/eventscmd.go).
 
 // printAttempts prints records as a table; withEvent adds the event's id.
 func printAttempts(w io.Writer, recs []attempt.Record, withEvent bool) error {

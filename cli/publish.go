@@ -31,7 +31,8 @@ bearer token publish.token or admin.token).
 With --tenant the event is that tenant's (header Hookjet-Tenant): it reaches
 the tenant's endpoints and those without a tenant; without it, only
 endpoints without a tenant. --key sets its ordering key (header
-Hookjet-Ordering-Key).
+Hookjet-Ordering-Key). Types starting with hookjet. are hookjet's own
+operational events (docs/operational-events.md) and are refused.
 Publishing an id stored before (within the duplicate window, or later while
 hookjet's dedupe ledger remembers it: dedupe.ttl) is reported as a duplicate
 of the first copy and not stored twice. Any NATS client can publish directly too,
@@ -107,6 +108,9 @@ func runPublish(ctx context.Context, args []string, getenv func(string) string, 
 func (f publishFlags) event(typ string) (publish.Event, error) {
 	if err := config.ValidateEventType(typ); err != nil {
 		return publish.Event{}, usagef("publish: %q is not a valid event type: %v", typ, err)
+	}
+	if err := config.CheckPublishable(typ); err != nil {
+		return publish.Event{}, usagef("publish: event type %q %v", typ, err)
 	}
 	e := publish.Event{Type: typ, ID: *f.id, Tenant: *f.tenant, Key: *f.key}
 	if e.ID == "" {

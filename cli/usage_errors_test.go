@@ -108,3 +108,12 @@ func TestConnectionErrorsNameTheAddress(t *testing.T) {
 		t.Errorf("status: exit %d, stderr %q: want 1 naming %s and the likely cause", code, stderr, addr)
 	}
 }
+
+// publish refuses hookjet's own event types before it connects: exit 2
+// naming the type and why.
+func TestPublishRefusesHookjetTypes(t *testing.T) {
+	code, _, stderr := runMain(t, []string{"HOOKJET_NATS_LISTEN=" + closedAddr(t)}, "publish", "hookjet.endpoint.disabled", "--data", "{}")
+	if code != 2 || !strings.Contains(stderr, `"hookjet.endpoint.disabled"`) || !strings.Contains(stderr, "reserved") {
+		t.Fatalf("exit %d, stderr %q: want 2 naming the type and that it is reserved", code, stderr)
+	}
+}

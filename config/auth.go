@@ -68,6 +68,15 @@ type authJSON struct {
 	Key          string   `json:"key,omitempty"`
 }
 
+// stringFields are j's string fields by their JSON names: what an API
+// request may set, one way for each.
+func (j *authJSON) stringFields() map[string]*string {
+	return map[string]*string{
+		"type": &j.Type, "username": &j.Username, "password": &j.Password, "token": &j.Token, "token_url": &j.TokenURL,
+		"client_id": &j.ClientID, "client_secret": &j.ClientSecret, "audience": &j.Audience, "cert": &j.Cert, "key": &j.Key,
+	}
+}
+
 // SealedForm returns a's JSON form with its secrets, to be sealed at rest;
 // never to be shown. [OpenAuth] reads it back.
 func (a Auth) SealedForm() []byte {
@@ -108,17 +117,11 @@ func (d *patchDecoder) decodeAuth(raw json.RawMessage) *Auth {
 		d.fail("auth", err)
 		return nil
 	}
-	known := map[string]bool{"type": true, "username": true, "password": true, "token": true, "token_url": true,
-		"client_id": true, "client_secret": true, "scopes": true, "audience": true, "cert": true, "key": true}
 	var j authJSON
+	fields := j.stringFields()
 	ok := true
 	for name, v := range obj {
 		key := "auth." + name
-		if !known[name] {
-			d.fail(key, errors.New("unknown field"))
-			ok = false
-			continue
-		}
 		if name == "scopes" {
 			if err := strict(v, &j.Scopes, "a list of strings"); err != nil {
 				d.fail(key, err)
@@ -126,37 +129,19 @@ func (d *patchDecoder) decodeAuth(raw json.RawMessage) *Auth {
 			}
 			continue
 		}
-		var s string
-		if err := strict(v, &s, "a string"); err != nil {
-			d.fail(key, err)
+		field := fields[name]
+		if field == nil {
+			d.fail(key, errors.New("unknown field"))
 			ok = false
 			continue
 		}
-		switch name {
-		case "type":
-			j.Type = s
-		case "username":
-			j.Username = s
-		case "password":
-			j.Password = s
-		case "token":
-			j.Token = s
-		case "token_url":
-			j.TokenURL = s
-		case "client_id":
-			j.ClientID = s
-		case "client_secret":
-			j.ClientSecret = s
-		case "audience":
-			j.Audience = s
-		case "cert":
-			j.Cert = s
-		case "key":
-			j.Key = s
+		if err := strict(v, field, "a string"); err != nil {
+			d.fail(key, err)
+			ok = false
 		}
 	}
 	for _, f := range authSecretFields {
-		v := map[string]string{"password": j.Password, "token": j.Token, "client_secret": j.ClientSecret, "cert": j.Cert, "key": j.Key}[f]
+		v := *fields[f]
 		if isReference(v) {
 			d.fail("auth."+f, errors.New("env: and file: forms are the config file's alone: give the value itself"))
 			ok = false

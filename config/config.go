@@ -41,6 +41,8 @@ type Config struct {
 	Portal Portal `yaml:"portal"`
 	// Publish configures the publish API (config/publish.go).
 	Publish Publish `yaml:"publish"`
+	// Console configures what the console and portal show (config/console.go).
+	Console Console `yaml:"console"`
 	// Endpoints are the webhook receivers, with their settings resolved
 	// (Defaults merged with each endpoint's overrides). Nil means none.
 	Endpoints []Endpoint `yaml:"endpoints"`
@@ -232,8 +234,10 @@ type Security struct {
 	// checked address (docs/security.md).
 	EgressProxy string `yaml:"egress_proxy"`
 	// SecretKey encrypts the signing secrets and header values of endpoints
-	// created through the admin API (AES-256-GCM): 32 random bytes in
-	// standard base64 ("openssl rand -base64 32"), or the env:/file: forms.
+	// created through the admin API (AES-256-GCM), and a key derived from
+	// it marks hookjet's own events (docs/operational-events.md): 32 random
+	// bytes in standard base64 ("openssl rand -base64 32"), or the
+	// env:/file: forms.
 	// Empty means generated into data_dir/secret.key with the embedded
 	// server, and is an error with nats.url (every process must share it).
 	SecretKey Secret `yaml:"secret_key"`
@@ -437,6 +441,7 @@ func Default() Config {
 		Metrics:  Metrics{MaxEndpointSeries: 1000},
 		Outbox:   defaultOutbox(),
 		Inbound:  defaultInbound(),
+		Console:  Console{ShowPayloads: true},
 		Defaults: Settings{
 			Timeout:     15 * time.Second,
 			MaxInFlight: 16,

@@ -7,12 +7,35 @@ import (
 	"strings"
 )
 
+// OperationalPrefix starts the types of hookjet's own events
+// (hookjet.endpoint.disabled, hookjet.dead_letter, ...): applications cannot
+// publish them, and only patterns that name it match them.
+const OperationalPrefix = "hookjet."
+
+// IsOperational reports whether eventType is one of hookjet's own types: it
+// starts with [OperationalPrefix].
+func IsOperational(eventType string) bool {
+	return strings.HasPrefix(eventType, OperationalPrefix)
+}
+
+// namesOperational reports whether pattern's first token is literally
+// "hookjet": the only patterns that match hookjet's own event types.
+func namesOperational(pattern string) bool {
+	return strings.HasPrefix(pattern, OperationalPrefix)
+}
+
 // MatchEvent reports whether the NATS-style pattern matches eventType. Tokens
 // are separated by '.'; '*' matches exactly one token and '>', allowed only as
 // the last token, one or more trailing tokens. An invalid pattern or an event
-// type with an empty token matches nothing. MatchEvent does not allocate.
+// type with an empty token matches nothing. hookjet's own types
+// ([IsOperational]) match only patterns whose first token is "hookjet"
+// (hookjet.>, hookjet.endpoint.*), never > or *.*. MatchEvent does not
+// allocate.
 func MatchEvent(pattern, eventType string) bool {
 	if pattern == "" || eventType == "" {
+		return false
+	}
+	if IsOperational(eventType) && !namesOperational(pattern) {
 		return false
 	}
 	p, s := pattern, eventType
@@ -92,9 +115,25 @@ func ValidateEventType(s string) error {
 	return nil
 }
 
+// CheckPublishable checks an event type an application publishes: a valid
+// type ([ValidateEventType]) that is not one of hookjet's own
+// ([IsOperational]). The error does not repeat s.
+func CheckPublishable(s string) error {
+	if err := ValidateEventType(s); err != nil {
+		return err
+	}
+	if IsOperational(s) {
+		return errors.New(`is reserved: types starting with "hookjet." are hookjet's own operational events, which applications cannot publish`)
+	}
+	return nil
+}
+
 // covers reports whether every event type that valid pattern b matches is
 // also matched by valid pattern a.
 func covers(a, b string) bool {
+	if namesOperational(b) && !namesOperational(a) {
+		return false // b matches hookjet's own types, which a never does
+	}
 	for {
 		var at, bt string
 		var aMore, bMore bool

@@ -2,6 +2,7 @@ package config
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -43,6 +44,17 @@ func TestMatchEvent(t *testing.T) {
 		{"order.>", "order.a..b", false},
 		{"*", ".", false},
 		{"order.*", "order.", false},
+		// hookjet's own types match only patterns that name "hookjet".
+		{"hookjet.>", "hookjet.endpoint.disabled", true},
+		{"hookjet.endpoint.*", "hookjet.endpoint.disabled", true},
+		{"hookjet.dead_letter", "hookjet.dead_letter", true},
+		{"hookjet.*", "hookjet.dead_letter", true},
+		{">", "hookjet.endpoint.disabled", false},
+		{">", "hookjet.dead_letter", false},
+		{"*.*", "hookjet.dead_letter", false},
+		{"*.endpoint.*", "hookjet.endpoint.disabled", false},
+		{"*.>", "hookjet.dead_letter", false},
+		{">", "hookjet", true}, // not an operational type: no "hookjet." prefix
 	}
 	for _, tt := range tests {
 		t.Run(tt.pattern+" "+tt.event, func(t *testing.T) {
@@ -59,6 +71,30 @@ func TestMatchEventDoesNotAllocate(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("MatchEvent allocates %v times per call", allocs)
+	}
+}
+
+// Applications publish any valid type but hookjet's own.
+func TestCheckPublishableRefusesHookjetTypes(t *testing.T) {
+	for _, tt := range []struct {
+		typ  string
+		want string // "" no error; else a part of it
+	}{
+		{"order.created", ""},
+		{"hookjet", ""},
+		{"hookjetx.created", ""},
+		{"hookjet.endpoint.disabled", "reserved"},
+		{"hookjet.dead_letter", "reserved"},
+		{"hookjet.anything.else", "reserved"},
+		{"order.*", "wildcards"},
+	} {
+		err := CheckPublishable(tt.typ)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("CheckPublishable(%q) = %v, want nil", tt.typ, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("CheckPublishable(%q) = %v, want an error containing %q", tt.typ, err, tt.want)
+		}
 	}
 }
 
@@ -85,6 +121,11 @@ func TestCovers(t *testing.T) {
 		{"*", ">", false},
 		{"*.>", ">", false},
 		{">", "*.>", true},
+		{">", "hookjet.>", false},
+		{"*.>", "hookjet.endpoint.*", false},
+		{"*.endpoint.disabled", "hookjet.endpoint.disabled", false},
+		{"hookjet.>", "hookjet.endpoint.*", true},
+		{"hookjet.>", ">", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.a+" covers "+tt.b, func(t *testing.T) {
@@ -98,8 +139,8 @@ func TestCovers(t *testing.T) {
 // TestCoversAgreesWithMatch checks covers against MatchEvent on a set of
 // event types: if a covers b, every event b matches, a matches too.
 func TestCoversAgreesWithMatch(t *testing.T) {
-	patterns := []string{">", "*", "a", "a.*", "a.>", "*.b", "a.b", "*.*", "*.>", "a.*.c", "a.b.>", "*.b.>"}
-	events := []string{"a", "b", "a.b", "a.c", "x.b", "a.b.c", "a.x.c", "a.b.c.d", "x.b.y"}
+	patterns := []string{">", "*", "a", "a.*", "a.>", "*.b", "a.b", "*.*", "*.>", "a.*.c", "a.b.>", "*.b.>", "hookjet.>", "hookjet.*", "hookjet.b", "*.b.c"}
+	events := []string{"a", "b", "a.b", "a.c", "x.b", "a.b.c", "a.x.c", "a.b.c.d", "x.b.y", "hookjet", "hookjet.b", "hookjet.b.c"}
 	for _, a := range patterns {
 		for _, b := range patterns {
 			if !covers(a, b) {
@@ -129,6 +170,7 @@ func TestNormalizeEvents(t *testing.T) {
 		{"star does not cover deeper", []string{"order.*", "order.a.b"}, []string{"order.*", "order.a.b"}},
 		{"partial overlap kept", []string{"order.*", "*.created"}, []string{"order.*", "*.created"}},
 		{"invalid kept for validation", []string{"a..b", ">"}, []string{"a..b", ">"}},
+		{"everything does not cover hookjet's own", []string{">", "hookjet.>"}, []string{">", "hookjet.>"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -97,6 +97,9 @@ func (c *Console) endpointAction(w http.ResponseWriter, r *http.Request, p *page
 	case "edit":
 		done = "updated"
 		err = c.edit(r, id)
+	case "filter-test", "transform-test":
+		c.runCodeTest(w, r, p, id, strings.TrimSuffix(r.PathValue("action"), "-test"))
+		return
 	case "delete":
 		if _, err = c.api.call(ctx, http.MethodDelete, api, nil, nil); err == nil {
 			http.Redirect(w, r, "/console/endpoints?done=deleted", http.StatusSeeOther)

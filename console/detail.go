@@ -1,6 +1,7 @@
 package console
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -18,6 +19,7 @@ type endpointData struct {
 	Class    string
 	Event    string // the test event just sent
 	Redo     url.Values
+	Test     *codeTest // the filter or transform test just run
 }
 
 // loadEndpoint reads an endpoint and its attempts from the delivery log.
@@ -54,24 +56,70 @@ func (c *Console) endpointPage(w http.ResponseWriter, r *http.Request, p *page) 
 }
 
 func (c *Console) renderEndpoint(w http.ResponseWriter, r *http.Request, p *page, status int) {
+	c.renderEndpointWith(w, r, p, status, nil)
+}
+
+// renderEndpointWith renders the endpoint page after more changes the
+// page's data (when not nil).
+func (c *Console) renderEndpointWith(w http.ResponseWriter, r *http.Request, p *page, status int, more func(*endpointData)) {
 	d, err := c.loadEndpoint(r, r.PathValue("id"))
 	if err != nil {
 		c.fail(w, p, err)
 		return
+	}
+	if more != nil {
+		more(&d)
 	}
 	p.Title = "Endpoint " + d.E.ID
 	p.Data = d
 	c.render(w, status, "endpoint", p)
 }
 
-// findEvent answers the header's event search.
-func (c *Console) findEvent(w http.ResponseWriter, r *http.Request, p *page) {
-	id := r.URL.Query().Get("id")
-	if id == "" {
-		http.Redirect(w, r, "/console/", http.StatusSeeOther)
+// eventsData is the events page: the search and one page of events.
+type eventsData struct {
+	Type, Tenant, Prefix, Since, Until string
+	Events                             []eventSummary
+	Next                               string
+	Cursor                             string
+}
+
+// eventsPage is /console/events: the stored events, newest first, searched
+// by type, tenant, time range and id prefix (GET /api/v1/events). The
+// header's search (?id=) goes to the event's page.
+func (c *Console) eventsPage(w http.ResponseWriter, r *http.Request, p *page) {
+	q := r.URL.Query()
+	if id := q.Get("id"); id != "" {
+		http.Redirect(w, r, "/console/events/"+url.PathEscape(id), http.StatusSeeOther)
 		return
 	}
-	http.Redirect(w, r, "/console/events/"+url.PathEscape(id), http.StatusSeeOther)
+	d := eventsData{Type: q.Get("type"), Tenant: q.Get("tenant"), Prefix: q.Get("prefix"), Since: q.Get("since"), Until: q.Get("until"), Cursor: q.Get("cursor")}
+	p.Title = "Events"
+	v := url.Values{"limit": {"100"}}
+	for k, s := range map[string]string{"type": d.Type, "tenant": d.Tenant, "prefix": d.Prefix, "since": d.Since, "until": d.Until, "cursor": d.Cursor} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	var pg struct {
+		Events []eventSummary `json:"events"`
+		Next   string         `json:"next"`
+	}
+	_, err := c.api.call(r.Context(), http.MethodGet, "/api/v1/events?"+v.Encode(), nil, &pg)
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae) && ae.Status == http.StatusBadRequest:
+		p.Error = ae.Msg // names the field
+	case err != nil:
+		c.fail(w, p, err)
+		return
+	}
+	d.Events, d.Next = pg.Events, pg.Next
+	p.Data = d
+	status := http.StatusOK
+	if p.Error != "" {
+		status = http.StatusBadRequest
+	}
+	c.render(w, status, "events", p)
 }
 
 // eventPage is /console/events/{id}: the event and its deliveries with

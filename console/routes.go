@@ -22,7 +22,7 @@ func (c *Console) consoleRoutes() http.Handler {
 	mux.Handle("POST /console/endpoints", c.operator(c.createEndpoint))
 	mux.Handle("GET /console/endpoints/{id}", c.operator(c.endpointPage))
 	mux.Handle("POST /console/endpoints/{id}/{action}", c.operator(c.endpointAction))
-	mux.Handle("GET /console/events", c.operator(c.findEvent))
+	mux.Handle("GET /console/events", c.operator(c.eventsPage))
 	mux.Handle("GET /console/events/{id}", c.operator(c.eventPage))
 	mux.Handle("GET /console/dlq", c.operator(c.dlqPage))
 	mux.Handle("POST /console/dlq/replay", c.operator(c.dlqReplay))

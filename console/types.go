@@ -2,10 +2,12 @@ package console
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hookjet/hookjet/api"
 )
@@ -220,17 +222,76 @@ type attemptPage struct {
 }
 
 type event struct {
-	ID          string     `json:"id"`
-	Type        string     `json:"type"`
-	PublishedAt *time.Time `json:"published_at"`
-	Size        int        `json:"size"`
-	Deliveries  []struct {
-		Endpoint string    `json:"endpoint"`
-		Number   int       `json:"number"`
-		Trigger  string    `json:"trigger"`
-		State    string    `json:"state"`
+	ID            string          `json:"id"`
+	Type          string          `json:"type"`
+	PublishedAt   *time.Time      `json:"published_at"`
+	Size          int             `json:"size"`
+	Seq           uint64          `json:"seq"`
+	Tenant        string          `json:"tenant"`
+	Key           string          `json:"key"`
+	ContentType   string          `json:"content_type"`
+	Data          json.RawMessage `json:"data"`
+	DataBase64    string          `json:"data_base64"`
+	DataTruncated bool            `json:"data_truncated"`
+	DataHidden    bool            `json:"data_hidden"`
+	Deliveries    []struct {
+		Endpoint  string     `json:"endpoint"`
+		Number    int        `json:"number"`
+		Trigger   string     `json:"trigger"`
+		State     string     `json:"state"`
+		Held      string     `json:"held"`
+		HeldUntil *time.Time `json:"held_until"`
+		Reason    string     `json:"reason"`
+		Request   *struct {
+			Destination string            `json:"destination"`
+			Method      string            `json:"method"`
+			URL         string            `json:"url"`
+			Headers     map[string]string `json:"headers"`
+		} `json:"request"`
 		Attempts []attempt `json:"attempts"`
 	} `json:"deliveries"`
+}
+
+// Payload is the event's payload as the page shows it: JSON indented, text
+// as it is, anything else in base64.
+func (e event) Payload() string {
+	s, _ := e.payload()
+	return s
+}
+
+// PayloadIsBase64 says the payload is shown in base64 (it is not text).
+func (e event) PayloadIsBase64() bool {
+	_, b := e.payload()
+	return b
+}
+
+func (e event) payload() (text string, isBase64 bool) {
+	if len(e.Data) > 0 {
+		var buf bytes.Buffer
+		if json.Indent(&buf, e.Data, "", "  ") == nil {
+			return buf.String(), false
+		}
+		return string(e.Data), false
+	}
+	if e.DataBase64 == "" {
+		return "", false
+	}
+	raw, err := base64.StdEncoding.DecodeString(e.DataBase64)
+	if err == nil && utf8.Valid(raw) {
+		return string(raw), false
+	}
+	return e.DataBase64, true
+}
+
+// eventSummary is one event of GET /api/v1/events.
+type eventSummary struct {
+	ID          string    `json:"id"`
+	Type        string    `json:"type"`
+	Tenant      string    `json:"tenant"`
+	Key         string    `json:"key"`
+	PublishedAt time.Time `json:"published_at"`
+	Size        int       `json:"size"`
+	Seq         uint64    `json:"seq"`
 }
 
 // loose is a JSON scalar shown as text: a string, a number, or null (""),

@@ -12,6 +12,7 @@ import (
 	"github.com/hookjet/hookjet/dispatch/consume"
 	"github.com/hookjet/hookjet/dispatch/epstate"
 	"github.com/hookjet/hookjet/dispatch/operate"
+	"github.com/hookjet/hookjet/dispatch/opsevent"
 	"github.com/hookjet/hookjet/dispatch/settle"
 	"github.com/hookjet/hookjet/dispatch/sources"
 	"github.com/hookjet/hookjet/dispatch/upgrade"
@@ -58,6 +59,12 @@ type Options struct {
 	// Seen announces accepted event ids to the other processes and follows
 	// theirs into Ledger (dispatch/seen.go); used with nats.url.
 	Seen *jetstream.SeenIDs
+	// Operational publishes hookjet's own events (hookjet.endpoint.*,
+	// hookjet.dead_letter) at the moments of hookjet.ops.*, and the match
+	// stage recognises them by its key (package opsevent); the caller runs
+	// it. nil: none are published, and every event of a hookjet.* type
+	// goes to no one.
+	Operational *opsevent.Publisher
 }
 
 // Dispatcher delivers events to endpoints with a fixed number of JetStream
@@ -181,8 +188,12 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", jetstream.StateBucket, err)
 	}
+	var announce epstate.Announcer
+	if o.Operational != nil {
+		announce = announcer{d: d, pub: o.Operational}
+	}
 	d.states = epstate.New(epstate.Options{
-		KV: kv, NC: o.NC, Log: d.log, Now: d.now, Ctx: d.life.sendCtx, Stop: d.life.loopCtx, Background: &d.life.background,
+		KV: kv, NC: o.NC, Announcer: announce, Log: d.log, Now: d.now, Ctx: d.life.sendCtx, Stop: d.life.loopCtx, Background: &d.life.background,
 		Wake: func(id string, at time.Time) { d.drains.Wake(id, at) },
 	})
 	d.drains = drain.New(drainEngine{d}, o.JS, d.log, d.now)
@@ -212,7 +223,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	d.lane = newLane(d)
 	d.fan.ordered = laneEngine{d}
 	d.table = routing.New(tableRuntime{d}, d.log)
-	d.fan.match = matcher{index: d.table, eps: d, series: d.series}
+	d.fan.match = matcher{index: d.table, eps: d, series: d.series, own: o.Operational}
 	d.net = &settle.SafetyNet{JS: o.JS, Stage: d.settle.Stage, Index: d.table, Ledger: o.Ledger, Errors: o.Metrics.SafetyNetErrors, Log: d.log}
 	d.src = sources.New(d.table, o.Breakers, d.log, d.life.loopCtx, &d.life.background)
 

@@ -1,8 +1,11 @@
 package dispatch
 
 import (
+	"slices"
+
 	"github.com/nats-io/nats.go"
 
+	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/dispatch/settle"
 	"github.com/hookjet/hookjet/filter"
 	"github.com/hookjet/hookjet/jetstream"
@@ -17,10 +20,20 @@ import (
 // payload and one budget, however many endpoints filter it. A delivery
 // stored earlier (a task, an ordered entry) is checked again when it is
 // taken, against the endpoint as it is then (settle.NotForEndpoint).
+// An event of one of hookjet's own types (hookjet.*) goes only where its
+// mark says hookjet published it (package opsevent), and never to the
+// endpoint it is about.
 type matcher struct {
 	index  patternIndex
 	eps    endpointSource
 	series *settle.Series
+	own    ownEvents // nil: no event of a hookjet.* type is hookjet's
+}
+
+// ownEvents recognises hookjet's own events and the endpoint each is about
+// (opsevent.Publisher).
+type ownEvents interface {
+	About(id, typ, tenant string, h map[string][]string, data []byte) (endpoint string, ok bool)
 }
 
 // patternIndex is the pattern index of the endpoints in force
@@ -43,7 +56,24 @@ type target struct {
 // is not a tenant (ev.BadTenant) matches the endpoints without a tenant
 // only: the caller dead-letters it there (tenant.go).
 func (m matcher) match(ev *settle.Event, hdr nats.Header, data []byte, ids []string, dst []target) []target {
-	ids = m.index.Match(ev.Tenant, ev.Type, ids)
+	if config.IsOperational(ev.Type) {
+		if m.own == nil {
+			return dst
+		}
+		about, ok := m.own.About(ev.ID, ev.Type, ev.Tenant, hdr, data)
+		if !ok {
+			return dst // published by someone else: to no one
+		}
+		ids = m.index.Match(ev.Tenant, ev.Type, ids)
+		ids = slices.DeleteFunc(ids, func(id string) bool { return id == about })
+		return m.filter(ev, hdr, data, ids, dst)
+	}
+	return m.filter(ev, hdr, data, m.index.Match(ev.Tenant, ev.Type, ids), dst)
+}
+
+// filter appends to dst the endpoints of ids whose filter takes ev, with
+// their runtime and settings.
+func (m matcher) filter(ev *settle.Event, hdr nats.Header, data []byte, ids []string, dst []target) []target {
 	var fe *filter.Event // made for the first endpoint with a filter, shared by the rest
 	for _, id := range ids {
 		var e *endpoint

@@ -29,6 +29,11 @@ type Metrics struct {
 	SafetyNetErrors prometheus.Counter
 	Trimmed         prometheus.Counter
 	OrderingHeld    *prometheus.GaugeVec // endpoint
+	// Destination is 1 for each endpoint with series of its own, labelled
+	// with its destination type (webhook, nats, kafka, rabbitmq): joined on
+	// endpoint, it breaks every per-endpoint series down by destination
+	// without another label on each.
+	Destination *prometheus.GaugeVec // endpoint, destination
 }
 
 // NewMetrics creates hookjet's metrics and registers them with reg.
@@ -93,13 +98,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		OrderingHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hookjet_ordering_keys_held", Help: "Ordering keys of an endpoint with ordering: key whose next delivery waits on an earlier one (retrying, dead letter held, endpoint not admitting); reported by the process that delivers the ordered lane.",
 		}, []string{"endpoint"}),
+		Destination: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hookjet_endpoint_destination", Help: "1 for each endpoint with series of its own, by its destination type (webhook, nats, kafka, rabbitmq): join on endpoint to break the per-endpoint series down by destination.",
+		}, []string{"endpoint", "destination"}),
 		Trimmed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hookjet_events_trimmed_total", Help: "Delivered events removed from HOOKJET_EVENTS because it passed 90% of streams.max_bytes.",
 		}),
 	}
 	reg.MustRegister(m.Trimmed, m.Endpoints, m.SafetyNetErrors, m.Attempts, m.AttemptDuration, m.FirstAttempts, m.DeadLetters, m.Deferrals, m.Filtered, m.FilterErrors,
 		m.BreakerState, m.Pending, m.OldestPending, m.Duplicates, m.Published, m.MissingID,
-		m.DLQMessages, m.LatencyP95, m.InFlight, m.OrderingHeld)
+		m.DLQMessages, m.LatencyP95, m.InFlight, m.OrderingHeld, m.Destination)
 	return m
 }
 
@@ -117,6 +125,14 @@ func (m *Metrics) forget(id string) {
 	m.Pending.DeletePartialMatch(l)
 	m.LatencyP95.DeletePartialMatch(l)
 	m.OrderingHeld.DeletePartialMatch(l)
+	m.Destination.DeletePartialMatch(l)
+}
+
+// setDestination labels an endpoint that has series of its own with its
+// destination type, replacing the type it had.
+func (m *Metrics) setDestination(label, typ string) {
+	m.Destination.DeletePartialMatch(prometheus.Labels{"endpoint": label})
+	m.Destination.WithLabelValues(label, typ).Set(1)
 }
 
 // zero creates the counters of an endpoint that has series of its own at

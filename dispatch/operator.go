@@ -16,7 +16,7 @@ func (d *Dispatcher) Operator() *operate.Operator { return d.operator }
 func newOperator(d *Dispatcher, tasks operate.TaskCounter) *operate.Operator {
 	return operate.New(operate.Options{
 		Log: d.log, Now: d.now, JS: d.o.JS, NC: d.o.NC, Published: d.o.Metrics.Published, Breakers: d.o.Breakers,
-		Endpoints: endpointConfigs{d}, States: d.states, Tasks: tasks, Done: d.life.loopCtx,
+		Endpoints: endpointConfigs{d}, States: d.states, Tasks: tasks, Done: d.life.loopCtx, Own: d.o.Operational,
 		Wake: func(id string) { d.drains.Note(id, time.Time{}) },
 	})
 }

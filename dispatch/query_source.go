@@ -122,6 +122,8 @@ func (q querySource) Lane(ctx context.Context, ids []string) map[string]query.La
 	return out
 }
 
+func (q querySource) Match(tenant, typ string) []string { return q.d.table.Match(tenant, typ, nil) }
+
 func (q querySource) NoteAckFloor(seq uint64) { q.d.fan.floor.Store(seq) }
 
 // Requeue stores dead letter m as a task of its endpoint (a replay),

@@ -120,10 +120,10 @@ func sharing(t *testing.T, node *jetstream.Node, base *config.Config, eps []conf
 }
 
 // startEngine builds a Dispatcher on node as the server does (with share,
-// sharing its config endpoints through HOOKJET_CONFIG_ENDPOINTS), runs it
-// and stops it at the end of the test (before the node: cleanups run last
-// first).
-func startEngine(t *testing.T, node *jetstream.Node, cfg *config.Config, share bool) *rig {
+// sharing its config endpoints through HOOKJET_CONFIG_ENDPOINTS; with
+// edits, changing its options first), runs it and stops it at the end of
+// the test (before the node: cleanups run last first).
+func startEngine(t *testing.T, node *jetstream.Node, cfg *config.Config, share bool, edits ...func(*Options)) *rig {
 	t.Helper()
 	r := &rig{t: t, cfg: cfg, node: node, reg: prometheus.NewRegistry()}
 	log := slog.New(slog.DiscardHandler)
@@ -162,7 +162,7 @@ func startEngine(t *testing.T, node *jetstream.Node, cfg *config.Config, share b
 	owned.Add(2)
 	go func() { defer owned.Done(); r.ledger.Run(ctx) }()
 	go func() { defer owned.Done(); r.breakers.Run(ctx) }()
-	d, err := NewDispatcher(setup, Options{
+	o := Options{
 		NC: node.Conn(), FanoutNC: node.FanoutConn(), JS: node.JetStream(), Breakers: r.breakers, Ledger: r.ledger,
 		Destinations: webhooks(deliver.NewClient(deliver.ClientOptions{Guard: deliver.NewGuard(true, nil), UserAgent: "dispatch-test"})),
 		Metrics:      NewMetrics(r.reg), Log: log, Config: cfg,
@@ -171,7 +171,11 @@ func startEngine(t *testing.T, node *jetstream.Node, cfg *config.Config, share b
 			r.dead = append(r.dead, endpoint+" "+eventID)
 			r.mu.Unlock()
 		},
-	})
+	}
+	for _, edit := range edits {
+		edit(&o)
+	}
+	d, err := NewDispatcher(setup, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/hookjet/hookjet/config"
+	"github.com/hookjet/hookjet/dispatch/opsevent"
 	"github.com/hookjet/hookjet/dispatch/settle"
 	"github.com/hookjet/hookjet/filter"
 	"github.com/hookjet/hookjet/jetstream"
@@ -62,6 +63,54 @@ func TestMatchStage(t *testing.T) {
 		slices.Sort(got)
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("match(%s, tenant %q) = %v, want %v", tt.ev.Type, tt.ev.Tenant, got, tt.want)
+		}
+	}
+}
+
+// match: an event of a hookjet.* type goes only where hookjet's mark says
+// it is hookjet's, to endpoints whose patterns name hookjet. (never >), of
+// its tenant and the operator's, and never to the endpoint it is about.
+func TestMatchStageHookjetsOwnEvents(t *testing.T) {
+	table := routing.New(installAll{}, nil)
+	ep := func(id, tenant string, events ...string) config.Endpoint {
+		return config.Endpoint{ID: id, URL: "https://example.com/" + id, Events: events, Tenant: tenant}
+	}
+	if _, _, err := table.ApplyConfig([]config.Endpoint{
+		ep("ops", "", "hookjet.>"),
+		ep("all", "", ">"),
+		ep("acme-ops", "acme", "hookjet.endpoint.*"),
+		ep("globex-ops", "globex", "hookjet.>"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	key := opsevent.NewKey([]byte("0123456789abcdef0123456789abcdef"))
+	pub := opsevent.New(opsevent.Options{Key: key})
+	marked := func(about, tenant string) (nats.Header, []byte) {
+		data := []byte(`{"type":"hookjet.endpoint.disabled","endpoint":{"id":"` + about + `","description":""},"tenant":"` + tenant + `","reason":"gone","count":1,"at":"2026-12-07T01:00:00Z"}`)
+		return nats.Header{opsevent.HeaderMark: {key.Mark("e1", opsevent.TypeDisabled, tenant, data)}}, data
+	}
+	for _, tt := range []struct {
+		name          string
+		own           ownEvents
+		about, tenant string
+		forge         bool
+		want          []string
+	}{
+		{"about an acme endpoint", pub, "acme-shop", "acme", false, []string{"acme-ops", "ops"}},
+		{"about acme-ops itself", pub, "acme-ops", "acme", false, []string{"ops"}},
+		{"about an operator's endpoint", pub, "all", "", false, []string{"ops"}},
+		{"forged", pub, "acme-shop", "acme", true, nil},
+		{"no publisher", nil, "acme-shop", "acme", false, nil},
+	} {
+		h, data := marked(tt.about, tt.tenant)
+		if tt.forge {
+			h = nats.Header{opsevent.HeaderMark: {opsevent.NewKey([]byte("another key")).Mark("e1", opsevent.TypeDisabled, tt.tenant, data)}}
+		}
+		m := matcher{index: table, own: tt.own}
+		got := targetIDs(m.match(&settle.Event{ID: "e1", Type: opsevent.TypeDisabled, Tenant: tt.tenant}, h, data, nil, nil))
+		slices.Sort(got)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: match = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }

@@ -50,6 +50,9 @@ func (r tableRuntime) Install(ep *config.Endpoint) error {
 		e.set.Store(s)
 		e.slots.setLimit(ep.MaxInFlight)
 	}
+	if l := d.series.Label(ep.ID); l != settle.OtherSeries {
+		d.o.Metrics.setDestination(l, ep.Destination.TypeName())
+	}
 	d.tasks.Cover(d.life.loopCtx, d.o.JS, ep, d.log)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unique"
 
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
@@ -39,6 +40,9 @@ type Limits struct {
 // once, on first use, and the budget is shared. It is safe for concurrent use.
 type Event struct {
 	in Input
+	// typ, id, tenant and key are in's strings as CEL values, made once
+	// per event rather than at each evaluation that reads them.
+	typ, id, tenant, key ref.Val
 
 	headerOnce sync.Once
 	headers    ref.Val
@@ -49,6 +53,43 @@ type Event struct {
 	parses atomic.Int32
 
 	left atomic.Int64
+
+	// act resolves the variables of every evaluation of this event.
+	act activation
+
+	mu       sync.Mutex
+	outcomes map[unique.Handle[memoKey]]outcome
+}
+
+// memoKey names an evaluation's outcome within one event: an expression
+// under a cost limit.
+type memoKey struct {
+	src   string
+	limit uint64
+}
+
+// outcome is what one evaluation answered.
+type outcome struct {
+	match bool
+	err   error
+}
+
+// outcome returns what an earlier evaluation of k answered for this event.
+func (ev *Event) outcome(k unique.Handle[memoKey]) (outcome, bool) {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	o, ok := ev.outcomes[k]
+	return o, ok
+}
+
+// remember keeps o as k's outcome for this event.
+func (ev *Event) remember(k unique.Handle[memoKey], o outcome) {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	if ev.outcomes == nil {
+		ev.outcomes = make(map[unique.Handle[memoKey]]outcome)
+	}
+	ev.outcomes[k] = o
 }
 
 // NewEvent returns the event the filters of in's endpoints share.
@@ -57,8 +98,9 @@ func NewEvent(in Input, lim Limits) *Event {
 	if budget == 0 {
 		budget = DefaultBudget
 	}
-	ev := &Event{in: in}
+	ev := &Event{in: in, typ: types.String(in.Type), id: types.String(in.ID), tenant: types.String(in.Tenant), key: types.String(in.Key)}
 	ev.left.Store(int64(min(budget, 1<<62)))
+	ev.act = activation{ev: ev}
 	return ev
 }
 
@@ -80,9 +122,38 @@ func (ev *Event) dataVal() ref.Val {
 			ev.data = types.NullValue
 			return
 		}
-		ev.data = types.DefaultTypeAdapter.NativeToValue(v)
+		ev.data = celValue(v)
 	})
 	return ev.data
+}
+
+// celValue converts a decoded JSON value into CEL values all the way down,
+// once per event: a map or list of native values would convert an element
+// again at every evaluation that reads it.
+func celValue(v any) ref.Val {
+	switch v := v.(type) {
+	case nil:
+		return types.NullValue
+	case bool:
+		return types.Bool(v)
+	case float64:
+		return types.Double(v)
+	case string:
+		return types.String(v)
+	case []any:
+		elems := make([]ref.Val, len(v))
+		for i, e := range v {
+			elems[i] = celValue(e)
+		}
+		return types.NewRefValList(types.DefaultTypeAdapter, elems)
+	case map[string]any:
+		m := make(map[string]ref.Val, len(v))
+		for k, e := range v {
+			m[k] = celValue(e)
+		}
+		return types.NewMap(types.DefaultTypeAdapter, m)
+	}
+	return types.DefaultTypeAdapter.NativeToValue(v)
 }
 
 // headerVal returns the headers as a CEL map, made once.
@@ -92,16 +163,20 @@ func (ev *Event) headerVal() ref.Val {
 }
 
 func (ev *Event) makeHeaders() {
-	m := make(map[string]string, len(ev.in.Headers))
+	joined := make(map[string]string, len(ev.in.Headers))
 	for k, vs := range ev.in.Headers {
 		k = strings.ToLower(k)
-		if prev, ok := m[k]; ok {
-			m[k] = prev + ", " + strings.Join(vs, ", ")
+		if prev, ok := joined[k]; ok {
+			joined[k] = prev + ", " + strings.Join(vs, ", ")
 			continue
 		}
-		m[k] = strings.Join(vs, ", ")
+		joined[k] = strings.Join(vs, ", ")
 	}
-	ev.headers = types.DefaultTypeAdapter.NativeToValue(m)
+	m := make(map[string]ref.Val, len(joined))
+	for k, v := range joined {
+		m[k] = types.String(v)
+	}
+	ev.headers = types.NewMap(types.DefaultTypeAdapter, m)
 }
 
 // activation resolves the variables of one evaluation, each when the
@@ -112,13 +187,13 @@ type activation struct{ ev *Event }
 func (a activation) ResolveName(name string) (any, bool) {
 	switch name {
 	case varType:
-		return a.ev.in.Type, true
+		return a.ev.typ, true
 	case varID:
-		return a.ev.in.ID, true
+		return a.ev.id, true
 	case varTenant:
-		return a.ev.in.Tenant, true
+		return a.ev.tenant, true
 	case varKey:
-		return a.ev.in.Key, true
+		return a.ev.key, true
 	case varHeaders:
 		return a.ev.headerVal(), true
 	case varData:

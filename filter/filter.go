@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"unique"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common"
@@ -47,6 +48,10 @@ type Filter struct {
 	src      string
 	prg      cel.Program
 	estimate uint64
+	// memo keys this filter's outcome in an Event: the same expression
+	// under the same cost limit yields the same outcome for one event.
+	// A unique handle hashes as a pointer, not as the expression.
+	memo unique.Handle[memoKey]
 }
 
 // Source returns the expression as written.
@@ -142,7 +147,7 @@ func Compile(expr string, opts Options) (*Filter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("filter: program: %w", err)
 	}
-	return &Filter{src: expr, prg: prg, estimate: est.Max}, nil
+	return &Filter{src: expr, prg: prg, estimate: est.Max, memo: unique.Make(memoKey{src: expr, limit: limit})}, nil
 }
 
 // compileError turns the first of CEL's issues into a CompileError.
@@ -203,11 +208,27 @@ func (estimator) EstimateCallCost(string, string, *cost.AstNode, []cost.AstNode)
 // mismatch, a cost limit, the event's budget spent) is no match and returns
 // its error (wrapping ErrEval, ErrCostLimit or ErrBudget) so that it can be
 // counted.
+//
+// Endpoints whose filters have the same expression (and cost limit) share
+// one evaluation per event: the first computes the outcome, the others read
+// it without spending the budget again.
 func (f *Filter) Match(ev *Event) (bool, error) {
+	if o, ok := ev.outcome(f.memo); ok {
+		return o.match, o.err
+	}
+	match, err := f.eval(ev)
+	if !errors.Is(err, ErrBudget) {
+		ev.remember(f.memo, outcome{match: match, err: err})
+	}
+	return match, err
+}
+
+// eval evaluates the filter over ev, spending ev's budget.
+func (f *Filter) eval(ev *Event) (bool, error) {
 	if ev.Spent() {
 		return false, ErrBudget
 	}
-	val, det, err := f.prg.Eval(activation{ev: ev})
+	val, det, err := f.prg.Eval(ev.act)
 	if det != nil {
 		if c := det.ActualCost(); c != nil {
 			ev.spend(*c)

@@ -184,13 +184,13 @@ func TestCostLimit(t *testing.T) {
 }
 
 func TestBudgetPerEvent(t *testing.T) {
-	f, err := filter.Compile(`data.amount > 1000 && data.currency == "EUR"`, filter.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ev := filter.NewEvent(order(), filter.Limits{Budget: 20})
 	var matched, refused int
-	for range 100 {
+	for i := range 100 {
+		f, err := filter.Compile(fmt.Sprintf(`data.amount > %d.0 && data.currency == "EUR"`, i), filter.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		ok, err := f.Match(ev)
 		switch {
 		case ok:
@@ -206,6 +206,46 @@ func TestBudgetPerEvent(t *testing.T) {
 	}
 	if !ev.Spent() {
 		t.Fatal("Spent = false after the budget ran out")
+	}
+}
+
+func TestSameExpressionEvaluatedOncePerEvent(t *testing.T) {
+	const expr = `data.amount > 1000 && data.currency == "EUR"`
+	first, err := filter.Compile(expr, filter.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A budget of one evaluation: what the first filter spends leaves
+	// nothing for another expression, but its twins read its outcome.
+	ev := filter.NewEvent(order(), filter.Limits{Budget: 1})
+	if ok, err := first.Match(ev); !ok || err != nil {
+		t.Fatalf("first Match = %v, %v", ok, err)
+	}
+	for range 3 {
+		twin, err := filter.Compile(expr, filter.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := twin.Match(ev); !ok || err != nil {
+			t.Fatalf("the same expression on another endpoint: Match = %v, %v; want its first outcome", ok, err)
+		}
+	}
+	other, err := filter.Compile(`data.amount > 1.0`, filter.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := other.Match(ev); ok || !errors.Is(err, filter.ErrBudget) {
+		t.Fatalf("another expression after the budget ran out: Match = %v, %v; want ErrBudget", ok, err)
+	}
+	missing, err := filter.Compile(`data.nope == 1.0`, filter.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev = filter.NewEvent(order(), filter.Limits{})
+	for range 2 {
+		if ok, err := missing.Match(ev); ok || !errors.Is(err, filter.ErrEval) {
+			t.Fatalf("a failing expression, evaluated or remembered: Match = %v, %v; want ErrEval", ok, err)
+		}
 	}
 }
 

@@ -22,7 +22,8 @@
 //
 //   - HOOKJET_EVENTS (hookjet.events.>): the event log, limits retention,
 //     kept for streams.max_age. One durable consumer, hookjet-fanout,
-//     shared by every hookjet process.
+//     shared by every hookjet process; each process also follows it,
+//     headers only, into its list index ([EventIndex], eventfollow.go).
 //   - HOOKJET_TASKS (work queue): hookjet.tasks.<endpoint> holds deliveries
 //     waiting for their endpoint; hookjet.sched.<endpoint>.<event> holds
 //     retries as message schedules until they are due. Short-lived durable

@@ -39,8 +39,14 @@ func keepFollowing(ctx context.Context, log *slog.Logger, what string, follow fu
 // consumer carries on from the sequence it had reached when a stream is
 // deleted and created again.
 func readFrom(ctx context.Context, js natsjs.JetStream, stream string, start uint64, same func(context.Context) error, apply func(natsjs.Msg, uint64) error) error {
+	return readFromOpts(ctx, js, stream, start, false, same, apply)
+}
+
+// readFromOpts is readFrom, of the messages' headers alone with
+// headersOnly.
+func readFromOpts(ctx context.Context, js natsjs.JetStream, stream string, start uint64, headersOnly bool, same func(context.Context) error, apply func(natsjs.Msg, uint64) error) error {
 	checked := time.Now()
-	return read(ctx, js, stream, start, identityCheck, func(ctx context.Context, _ bool, _ func() bool) error {
+	return read(ctx, js, stream, start, headersOnly, identityCheck, func(ctx context.Context, _ bool, _ func() bool) error {
 		if time.Since(checked) < identityCheck {
 			return nil
 		}
@@ -59,7 +65,7 @@ func readFrom(ctx context.Context, js natsjs.JetStream, stream string, start uin
 // nothing: an ordered consumer being created again after a reconnect or a
 // leader change delivers nothing for seconds while entries wait.
 func ReadLane(ctx context.Context, js natsjs.JetStream, start uint64, wait time.Duration, apply func(natsjs.Msg, *natsjs.MsgMetadata) error, idle func(caughtUp func() bool)) error {
-	return read(ctx, js, LaneStream, start, wait, func(_ context.Context, timedOut bool, caughtUp func() bool) error {
+	return read(ctx, js, LaneStream, start, false, wait, func(_ context.Context, timedOut bool, caughtUp func() bool) error {
 		if timedOut {
 			idle(caughtUp)
 		}
@@ -71,10 +77,11 @@ func ReadLane(ctx context.Context, js natsjs.JetStream, start uint64, wait time.
 // and calls apply with each message and its metadata, until ctx
 // ends or apply, tick or the reading fails. tick is called after each wait
 // for a message (timedOut: none came within wait), with caughtUp (see
-// handedAll).
-func read(ctx context.Context, js natsjs.JetStream, stream string, start uint64, wait time.Duration, tick func(context.Context, bool, func() bool) error, apply func(natsjs.Msg, *natsjs.MsgMetadata) error) error {
+// handedAll). With headersOnly the messages come without their data.
+func read(ctx context.Context, js natsjs.JetStream, stream string, start uint64, headersOnly bool, wait time.Duration, tick func(context.Context, bool, func() bool) error, apply func(natsjs.Msg, *natsjs.MsgMetadata) error) error {
 	cons, err := js.OrderedConsumer(ctx, stream, natsjs.OrderedConsumerConfig{
 		DeliverPolicy: natsjs.DeliverByStartSequencePolicy, OptStartSeq: start, InactiveThreshold: ReadInactive,
+		HeadersOnly: headersOnly,
 	})
 	if err != nil {
 		return err

@@ -39,8 +39,8 @@ func InsertInto(ctx context.Context, tx any, table, eventType, id string, payloa
 	if err != nil {
 		return err
 	}
-	if err := config.ValidateEventType(eventType); err != nil {
-		return fmt.Errorf("%w: %w", ErrRow, err)
+	if err := config.CheckPublishable(eventType); err != nil { // hookjet.* is hookjet's own
+		return fmt.Errorf("%w: event_type: %w", ErrRow, err)
 	}
 	if err := checkID(id); err != nil {
 		return fmt.Errorf("%w: %w", ErrRow, err)

@@ -176,6 +176,7 @@ func TestInsertRefusesBadInput(t *testing.T) {
 		want    error
 	}{
 		{"wildcard type", conn, "order.*", "x", outbox.ErrRow},
+		{"hookjet's own type", conn, "hookjet.dead_letter", "x", outbox.ErrRow},
 		{"empty token", conn, "order..created", "x", outbox.ErrRow},
 		{"empty id", conn, "order.created", "", outbox.ErrRow},
 		{"id with newline", conn, "order.created", "a\nb", outbox.ErrRow},

@@ -154,7 +154,7 @@ func message(r row, maxPayload int) Message {
 	var err error
 	if err = checkID(r.id); err != nil {
 		m.Reject = err.Error()
-	} else if err = config.ValidateEventType(r.eventType); err != nil {
+	} else if err = config.CheckPublishable(r.eventType); err != nil { // hookjet.* is hookjet's own
 		m.Reject = "event_type: " + err.Error()
 	} else if maxPayload > 0 && len(r.payload) > maxPayload {
 		m.Reject = fmt.Sprintf("payload of %d bytes exceeds security.max_payload_bytes (%d)", len(r.payload), maxPayload)

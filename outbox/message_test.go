@@ -20,6 +20,7 @@ func TestMessageRejectsRowsThatCanNeverBePublished(t *testing.T) {
 		{"wildcard type", row{id: "e1", eventType: "order.*"}, "event_type: ", nil},
 		{"empty token", row{id: "e1", eventType: "order..created"}, "event_type: ", nil},
 		{"space in type", row{id: "e1", eventType: "order created"}, "event_type: ", nil},
+		{"hookjet's own type", row{id: "e1", eventType: "hookjet.endpoint.disabled"}, "event_type: is reserved", nil},
 		{"payload too large", row{id: "e1", eventType: "a", payload: make([]byte, 11)}, "payload of 11 bytes exceeds security.max_payload_bytes (10)", nil},
 		{"id with space", row{id: "e 1", eventType: "a"}, "id contains white space", nil},
 		{"id too long", row{id: strings.Repeat("x", 256), eventType: "a"}, "id is longer", nil},

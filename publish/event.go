@@ -145,7 +145,7 @@ func check(e *Event, prefix string, maxData int) []Problem {
 	}
 	if e.Type == "" {
 		add("type", errors.New("is required"))
-	} else if err := config.ValidateEventType(e.Type); err != nil {
+	} else if err := config.CheckPublishable(e.Type); err != nil { // hookjet.* is hookjet's own
 		add("type", err)
 	}
 	if e.Tenant != "" {

@@ -24,6 +24,8 @@ func TestDecodeNamesEveryBadField(t *testing.T) {
 		{"null data in a batch", `{"events":[{"type":"a","data":1},{"type":"a","data": null }]}`, []string{"events[1].data"}, false},
 		{"null body", `null`, []string{"body"}, false},
 		{"wildcard type", `{"type":"order.*","data":{}}`, []string{"type"}, false},
+		{"hookjet's own type", `{"type":"hookjet.endpoint.disabled","data":{}}`, []string{"type"}, false},
+		{"hookjet's own type in a batch", `{"events":[{"type":"a","data":1},{"type":"hookjet.dead_letter","data":1}]}`, []string{"events[1].type"}, false},
 		{"bad tenant and key", `{"type":"a","data":1,"tenant":"Acme","key":"` + long + `"}`, []string{"tenant", "key"}, false},
 		{"id with a space, unknown field", `{"id":"a b","type":"a","data":1,"extra":1}`, []string{"extra", "id"}, false},
 		{"non-string type", `{"type":5,"data":1}`, []string{"type"}, false},
@@ -146,6 +148,7 @@ func TestHandlerErrorsHaveOneShapeInJSONWords(t *testing.T) {
 		{"empty", ``, "body"},
 		{"null data", `{"type":"order.created","data":null}`, "data"},
 		{"events not a list", `{"events":{"type":"a"}}`, "events"},
+		{"hookjet's own type", `{"type":"hookjet.endpoint.disabled","data":{}}`, "type"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			req := httptest.NewRequest(http.MethodPost, "/api/v1/events", strings.NewReader(tt.body))

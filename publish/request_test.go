@@ -27,6 +27,7 @@ func TestAnswerNamesEveryBadField(t *testing.T) {
 		fields    []string
 	}{
 		{"bad type, tenant and key", "order.*", map[string][]string{"Hookjet-Tenant": {"ACME"}, "Hookjet-Ordering-Key": {" k"}}, `{}`, []string{"type", "tenant", "key"}},
+		{"hookjet's own type", "hookjet.dead_letter", nil, `{}`, []string{"type"}},
 		{"bad id and payload", "order.created", map[string][]string{"Nats-Msg-Id": {"a b"}}, `{"n":123456}`, []string{"id", "data"}},
 		{"two ids", "order.created", map[string][]string{"Nats-Msg-Id": {"evt_1"}, "nats-msg-id": {"evt_2"}}, `{}`, []string{"id"}},
 		{"two keys and two tenants", "order.created", map[string][]string{"Hookjet-Ordering-Key": {"a", "b"}, "HOOKJET-TENANT": {"acme"}, "Hookjet-Tenant": {"globex"}}, `{}`, []string{"tenant", "key"}},

@@ -3,6 +3,8 @@ package routing
 import (
 	"strings"
 	"sync"
+
+	"github.com/hookjet/hookjet/config"
 )
 
 // index maps events to the endpoints whose patterns match them. Each
@@ -12,6 +14,9 @@ import (
 // the depth of its type and the number of matches, never the number of
 // endpoints or tenants: 100,000 endpoints with one pattern each match as
 // fast as ten. Adding or removing an endpoint touches only its own patterns.
+// hookjet's own event types (config.IsOperational) are matched only below
+// the root's literal "hookjet" edge: patterns that name hookjet. (hookjet.>,
+// hookjet.endpoint.*), never > or *.* (config.MatchEvent's rule).
 type index struct {
 	mu    sync.RWMutex
 	roots map[string]*trieNode // tenant ("": endpoints without one) -> its trie
@@ -132,15 +137,28 @@ func (x *index) match(tenant, eventType string, dst []string) []string {
 	defer x.mu.RUnlock()
 	start := len(dst)
 	if root := x.roots[""]; root != nil {
-		dst = root.match(eventType, dst)
+		dst = root.matchRoot(eventType, dst)
 	}
 	if tenant != "" {
 		if root := x.roots[tenant]; root != nil {
-			dst = root.match(eventType, dst)
+			dst = root.matchRoot(eventType, dst)
 		}
 	}
 	if len(dst)-start > 1 {
 		dst = dedupeTail(dst, start)
+	}
+	return dst
+}
+
+// matchRoot is match from a trie's root: hookjet's own types skip the
+// root's '>' and '*' edges, so only patterns naming "hookjet" match them.
+func (n *trieNode) matchRoot(eventType string, dst []string) []string {
+	if !config.IsOperational(eventType) {
+		return n.match(eventType, dst)
+	}
+	tok, after, _ := strings.Cut(eventType, ".")
+	if c := n.next[tok]; c != nil {
+		dst = c.match(after, dst)
 	}
 	return dst
 }

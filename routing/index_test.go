@@ -37,6 +37,39 @@ func TestIndexMatchesByTenant(t *testing.T) {
 	}
 }
 
+// hookjet's own event types reach only the endpoints whose patterns name
+// "hookjet", of the event's tenant and the operator's, never through > or
+// *.* or a pattern starting with a wildcard.
+func TestIndexMatchesHookjetTypesOnlyByName(t *testing.T) {
+	x := newIndex()
+	x.set("ops-all", "", []string{">"})
+	x.set("ops-two", "", []string{"*.*", "*.endpoint.*", "*.>"})
+	x.set("ops-hookjet", "", []string{"hookjet.>"})
+	x.set("ops-endpoint", "", []string{"hookjet.endpoint.*"})
+	x.set("acme-hookjet", "acme", []string{"hookjet.dead_letter", "order.*"})
+	x.set("acme-all", "acme", []string{">"})
+	x.set("globex-hookjet", "globex", []string{"hookjet.>"})
+	for _, tt := range []struct {
+		tenant, typ string
+		want        []string
+	}{
+		{"acme", "hookjet.endpoint.disabled", []string{"ops-endpoint", "ops-hookjet"}},
+		{"acme", "hookjet.dead_letter", []string{"acme-hookjet", "ops-hookjet"}},
+		{"", "hookjet.dead_letter", []string{"ops-hookjet"}},
+		{"globex", "hookjet.endpoint.breaker_opened", []string{"globex-hookjet", "ops-endpoint", "ops-hookjet"}},
+		{"acme", "order.created", []string{"acme-all", "acme-hookjet", "ops-all", "ops-two"}},
+		{"", "hookjet", []string{"ops-all"}}, // no "hookjet." prefix: an ordinary type
+	} {
+		t.Run(tt.tenant+"/"+tt.typ, func(t *testing.T) {
+			got := x.match(tt.tenant, tt.typ, nil)
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("match(%q, %q) = %v, want %v", tt.tenant, tt.typ, got, tt.want)
+			}
+		})
+	}
+}
+
 // Moving an endpoint to another tenant (or to none) takes it out of the
 // old tenant's trie; the last endpoint of a tenant takes its trie along.
 func TestIndexTenantChangeAndRemoval(t *testing.T) {

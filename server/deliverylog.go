@@ -131,19 +131,13 @@ func (s *Server) logOption() admin.Option {
 }
 
 // lookupEvent finds event id in HOOKJET_EVENTS: ids seq_<n> name their
-// sequence; others are found through the dedupe ledger, which remembers
-// each id's sequence for dedupe.ttl.
+// sequence; others are found through the event index (every event the
+// stream holds), then the dedupe ledger, which remembers each id's
+// sequence for dedupe.ttl.
 func (s *Server) lookupEvent(ctx context.Context, id string) (admin.EventInfo, bool, error) {
-	var seq uint64
-	if n, ok := strings.CutPrefix(id, "seq_"); ok {
-		seq, _ = strconv.ParseUint(n, 10, 64)
-	} else if n, found, err := s.ledger.Sequence(id); err != nil || !found {
+	seq, err := s.eventSeq(ctx, id)
+	if err != nil || seq == 0 {
 		return admin.EventInfo{}, false, err
-	} else {
-		seq = n
-	}
-	if seq == 0 {
-		return admin.EventInfo{}, false, nil
 	}
 	ev, found, err := s.node.EventAt(ctx, seq)
 	if err != nil || !found {
@@ -153,9 +147,28 @@ func (s *Server) lookupEvent(ctx context.Context, id string) (admin.EventInfo, b
 		return admin.EventInfo{}, false, nil // trimmed, and the sequence is another event's
 	}
 	return admin.EventInfo{
-		Type: ev.Type, PublishedAt: ev.PublishedAt, Size: ev.Size,
+		Seq: seq, Type: ev.Type, PublishedAt: ev.PublishedAt, Size: ev.Size,
 		Tenant: ev.Tenant, Key: ev.Key, ContentType: ev.ContentType, Headers: ev.Header, Data: ev.Data,
 	}, true, nil
+}
+
+// eventSeq is the sequence of event id in HOOKJET_EVENTS; 0 when it is
+// not known.
+func (s *Server) eventSeq(ctx context.Context, id string) (uint64, error) {
+	if n, ok := strings.CutPrefix(id, "seq_"); ok {
+		seq, _ := strconv.ParseUint(n, 10, 64)
+		return seq, nil
+	}
+	if s.evx != nil {
+		if seq, found, err := s.evx.Lookup(ctx, id); err == nil && found {
+			return seq, nil
+		}
+	}
+	seq, found, err := s.ledger.Sequence(id)
+	if err != nil || !found {
+		return 0, err
+	}
+	return seq, nil
 }
 
 // discardDeadLetters deletes the dead letters matching f (POST

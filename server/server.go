@@ -33,6 +33,7 @@ import (
 	"github.com/hookjet/hookjet/deliver"
 	"github.com/hookjet/hookjet/dispatch"
 	"github.com/hookjet/hookjet/dispatch/operate"
+	"github.com/hookjet/hookjet/dispatch/opsevent"
 	"github.com/hookjet/hookjet/dispatch/sources"
 	"github.com/hookjet/hookjet/internal/memtrim"
 	"github.com/hookjet/hookjet/jetstream"
@@ -121,6 +122,8 @@ type Server struct {
 	tally *jetstream.Tally
 	logr  *jetstream.LogReader
 	logx  *jetstream.LogIndex
+	// evx is the event log's list index (server/events.go).
+	evx *jetstream.EventIndex
 	// seen announces the ids this process accepts and follows every
 	// process's into the ledger (HOOKJET_SEEN).
 	seen *jetstream.SeenIDs
@@ -150,10 +153,10 @@ type Server struct {
 	console   *console.Console
 
 	// The goroutines the Server owns, each stopped by its own stop.
-	stateSync, ledgerRun, breakersRun, gauges, adminRun *owned
-	once                                                sync.Once
-	stopped                                             bool // the dispatcher has been stopped
-	marked                                              bool // the run marker is written (server/marker.go)
+	stateSync, ledgerRun, breakersRun, opsRun, gauges, adminRun *owned
+	once                                                        sync.Once
+	stopped                                                     bool // the dispatcher has been stopped
+	marked                                                      bool // the run marker is written (server/marker.go)
 }
 
 // owned is a goroutine a Server started: stop cancels its context and waits
@@ -339,6 +342,9 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, o Options) error {
 	if err := s.startTally(setupCtx); err != nil {
 		return err
 	}
+	if err := s.startEventIndex(); err != nil { // the event list: server/events.go
+		return err
+	}
 	s.guard, s.strictGuard = deliver.NewGuard(cfg.Security.AllowPrivateNetworks, cfg.Security.Prefixes()), tenantGuard(cfg)
 	s.brokers = newBrokers(s.guard, s.strictGuard)
 	var egress *url.URL
@@ -377,10 +383,14 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, o Options) error {
 		return err
 	}
 	s.breakersRun = goOwned(ctx, breakers.Run)
+	ops, err := s.operational(ctx)
+	if err != nil {
+		return err
+	}
 	d, err := dispatch.NewDispatcher(setupCtx, dispatch.Options{
 		NC: s.node.Conn(), FanoutNC: s.node.FanoutConn(), JS: s.node.JetStream(), Destinations: s.destinations(), Breakers: breakers, Ledger: s.ledger,
 		Metrics: metrics, Log: log, Config: cfg, OnDeadLetter: o.OnDeadLetter,
-		Tracer: tracing.New(tp), Recorder: s.recorder(), Seen: s.seen,
+		Tracer: tracing.New(tp), Recorder: s.recorder(), Seen: s.seen, Operational: ops,
 	})
 	if err != nil {
 		return err
@@ -397,16 +407,25 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, o Options) error {
 	return nil
 }
 
-// watchEndpoints applies the endpoints stored through the admin API (and,
-// with nats.url, the other processes' config endpoints) and returns the API
-// endpoints' store.
-func (s *Server) watchEndpoints(ctx, setupCtx context.Context) (*jetstream.EndpointStore, error) {
-	cfg, js := s.cfg, s.node.JetStream()
-	key, err := seal.LoadSecretKey(cfg)
+// operational loads the secret key (security.secret_key or the generated
+// one) and starts the publisher of hookjet's own events, whose marks are
+// made with a key derived from it (package opsevent).
+func (s *Server) operational(ctx context.Context) (*opsevent.Publisher, error) {
+	key, err := seal.LoadSecretKey(s.cfg)
 	if err != nil {
 		return nil, err
 	}
 	s.secretKey = key
+	ops := opsevent.New(opsevent.Options{Store: s.node.JetStream(), Key: opsevent.NewKey(key), Log: s.log})
+	s.opsRun = goOwned(ctx, ops.Run)
+	return ops, nil
+}
+
+// watchEndpoints applies the endpoints stored through the admin API (and,
+// with nats.url, the other processes' config endpoints) and returns the API
+// endpoints' store.
+func (s *Server) watchEndpoints(ctx, setupCtx context.Context) (*jetstream.EndpointStore, error) {
+	cfg, js, key := s.cfg, s.node.JetStream(), s.secretKey // loaded by operational
 	store, err := jetstream.OpenEndpointStore(setupCtx, js, key, cfg.Streams.Replicas, jetstream.StoreLogger(s.log))
 	if err != nil {
 		return nil, err
@@ -477,7 +496,7 @@ type endpointDeliveries struct {
 func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) error {
 	h := admin.NewHandler(s.withTally(s.withInbound(s.adminBackend())), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
 		admin.WithEndpointStore(store, endpointDeliveries{s.disp.Operator(), s.disp.Sources()}, s.config), admin.WithConfigPath(o.ConfigPath),
-		admin.WithDurability(api.Durability(s.durability)), s.logOption(), admin.WithDiscard(s.discardDeadLetters), s.publishOption(),
+		admin.WithDurability(api.Durability(s.durability)), s.logOption(), s.eventsOption(), admin.WithDiscard(s.discardDeadLetters), s.publishOption(),
 		admin.WithUnreachable(s.unreachable))
 	h, err := s.mountConsole(h)
 	if err != nil {
@@ -677,13 +696,15 @@ func (s *Server) abort() {
 		s.stopOutbox() // finishes its batch while NATS is still connected
 	}
 	s.gauges.stop()
-	s.closeTally()     // stores the last minutes' counts
-	s.closeLog()       // stores the delivery log's last records
-	if s.seen != nil { // announces the last ids, stops following into the ledger
+	s.closeTally()      // stores the last minutes' counts
+	s.closeLog()        // stores the delivery log's last records
+	s.closeEventIndex() // stops following HOOKJET_EVENTS
+	if s.seen != nil {  // announces the last ids, stops following into the ledger
 		s.seen.Close()
 	}
 	s.ledgerRun.stop() // flushes and acks what was delivered
 	s.breakersRun.stop()
+	s.opsRun.stop()           // stores the operational events left, the minute's dead-letter counts too
 	if s.stopTracing != nil { // export the spans left
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := s.stopTracing(ctx); err != nil {

@@ -353,14 +353,22 @@ func (h *hookjet) createAPIEndpoint(id, url string, patterns ...string) {
 // installs internal/apicheck as http.DefaultTransport).
 func (h *hookjet) api(method, path, token string, in, out any) int {
 	h.t.Helper()
+	return adminCall(h.t, h.srv.AdminAddr(), method, path, token, in, out)
+}
+
+// adminCall makes one admin API call to the hookjet listening at addr (in
+// process or the built binary): in as JSON when not nil, the answer decoded
+// into out when not nil; it returns the status.
+func adminCall(t testing.TB, addr, method, path, token string, in, out any) int {
+	t.Helper()
 	var body io.Reader
 	if in != nil {
 		b, _ := json.Marshal(in)
 		body = strings.NewReader(string(b))
 	}
-	req, err := http.NewRequest(method, "http://"+h.srv.AdminAddr()+path, body)
+	req, err := http.NewRequest(method, "http://"+addr+path, body)
 	if err != nil {
-		h.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -370,16 +378,16 @@ func (h *hookjet) api(method, path, token string, in, out any) int {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		h.t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		h.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
-			h.t.Fatalf("%s %s: decode %q: %v", method, path, raw, err)
+			t.Fatalf("%s %s: decode %q: %v", method, path, raw, err)
 		}
 	}
 	return resp.StatusCode

@@ -1,10 +1,9 @@
 package kafkadest
 
 import (
+	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,7 +26,7 @@ import (
 const Type = "kafka"
 
 // DefaultTimeout bounds an attempt when the endpoint sets no timeout.
-const DefaultTimeout = 15 * time.Second
+const DefaultTimeout = destination.DefaultBrokerTimeout
 
 // SASL mechanisms.
 const (
@@ -65,13 +64,7 @@ type SASL struct {
 
 // Parse decodes and checks a Kafka destination's options; errors name the
 // dotted field (destination.brokers).
-func Parse(raw []byte) (*Options, error) {
-	var o Options
-	if err := json.Unmarshal(raw, &o); err != nil {
-		return nil, fmt.Errorf("destination: %w", err)
-	}
-	return &o, o.Validate()
-}
+func Parse(raw []byte) (*Options, error) { return destination.ParseOptions[Options](raw) }
 
 // Validate returns every problem of o, each naming its field.
 func (o *Options) Validate() error {
@@ -119,9 +112,7 @@ func CheckTopic(t string) error {
 }
 
 // Dialer dials a broker's address; *net.Dialer is one.
-type Dialer interface {
-	DialContext(ctx context.Context, network, address string) (net.Conn, error)
-}
+type Dialer = destination.Dialer
 
 // Config configures an [Opener].
 type Config struct {
@@ -142,22 +133,19 @@ type Config struct {
 // Opener opens Kafka destinations over clients shared per (brokers,
 // credentials, TLS, guard): one client per cluster, whatever the topics.
 type Opener struct {
-	cfg     Config
-	clients *destination.Shared[*client]
+	cfg    Config
+	broker *destination.Broker[*client]
 }
 
 // New returns an Opener.
 func New(cfg Config) *Opener {
-	if cfg.Dialer == nil {
-		cfg.Dialer = &net.Dialer{Timeout: 5 * time.Second}
-	}
-	if cfg.StrictDialer == nil {
-		cfg.StrictDialer = cfg.Dialer
-	}
 	if cfg.ClientID == "" {
 		cfg.ClientID = "hookjet"
 	}
-	return &Opener{cfg: cfg, clients: destination.NewShared(cfg.Idle, func(c *client) { c.Close() })}
+	return &Opener{cfg: cfg, broker: destination.NewBroker(destination.BrokerConfig[*client]{
+		Name: Type, Dialer: cfg.Dialer, StrictDialer: cfg.StrictDialer, Idle: cfg.Idle,
+		Close: func(c *client) { c.Close() }, Classify: Classify,
+	})}
 }
 
 // Open returns ep's destination; the client connects on the first attempt.
@@ -170,34 +158,26 @@ func (o *Opener) Open(ep destination.Endpoint) (destination.Destination, error) 
 }
 
 // Clients returns how many clients are open or being made.
-func (o *Opener) Clients() int { return o.clients.Len() }
+func (o *Opener) Clients() int { return o.broker.Len() }
 
 // Close closes every client.
-func (o *Opener) Close() { o.clients.Close() }
+func (o *Opener) Close() { o.broker.Close() }
 
 // sharedKey is what a client is shared by: the brokers (sorted), the
 // credentials (hashed), TLS and the guard.
 func sharedKey(o *Options, strict bool) string {
-	h := sha256.New()
 	brokers := slices.Clone(o.Brokers)
 	slices.Sort(brokers)
 	saslJSON, _ := json.Marshal(o.SASL)
 	tlsJSON, _ := json.Marshal(o.TLS)
-	for _, s := range []string{strings.Join(brokers, ","), string(saslJSON), string(tlsJSON), strconv.FormatBool(strict)} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	return destination.SharedKey(strict, strings.Join(brokers, ","), string(saslJSON), string(tlsJSON))
 }
 
 // client makes the client of opts: acks from every in-sync replica, the
 // idempotent producer (franz-go's default), every broker dialed through
 // the guard (TLS on top of the guarded connection).
 func (o *Opener) client(opts *Options, strict bool) (*client, error) {
-	d := o.cfg.Dialer
-	if strict {
-		d = o.cfg.StrictDialer
-	}
+	d := o.broker.Dialer(strict)
 	var tc *tls.Config
 	if opts.TLS.On() {
 		var err error
@@ -267,52 +247,62 @@ var _ destination.Destination = (*Destination)(nil)
 // The record's key is the ordering key, else the event id, so that a key's
 // records share a partition and keep their order.
 func (d *Destination) Send(ctx context.Context, r destination.Request) destination.Result {
-	timeout := d.timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel, res := d.o.broker.Attempt(ctx, d.timeout)
 	defer cancel()
-	sent := time.Now()
-	res := destination.Result{Sent: sent}
-	lease, err := d.o.clients.Acquire(ctx, d.key, func(context.Context) (*client, error) {
+	sent := res.Sent
+	lease, err := d.o.broker.Acquire(ctx, d.key, func(context.Context) (*client, error) {
 		return d.o.client(d.opts, d.strict)
 	})
 	if err != nil {
-		return fail(res, err)
+		return d.o.broker.Fail(res, err)
 	}
 	defer lease.Release()
 	key := r.OrderingKey
 	if key == "" {
 		key = r.EventID
 	}
-	rec := &kgo.Record{Topic: destination.Expand(d.opts.Topic, &r), Key: []byte(key), Value: r.Payload}
+	// The payload is copied: the record may outlive the attempt (produce).
+	rec := &kgo.Record{Topic: destination.Expand(d.opts.Topic, &r), Key: []byte(key), Value: bytes.Clone(r.Payload)}
 	hs := destination.MessageHeaders(d.signer, &r, sent)
 	rec.Headers = make([]kgo.RecordHeader, len(hs))
 	for i, h := range hs {
 		rec.Headers[i] = kgo.RecordHeader{Key: h.Name, Value: []byte(h.Value)}
 	}
 	cl := lease.Conn()
-	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
-		return fail(res, cl.explain(err, sent))
+	answer, err := produce(ctx, cl.Client, rec)
+	if err != nil {
+		return d.o.broker.Fail(res, cl.explain(err, sent))
 	}
 	res.Latency = time.Since(sent)
-	res.Response = []byte(Answer(rec))
+	res.Response = []byte(answer)
 	return res
+}
+
+// produce produces rec and waits for the cluster's answer until ctx ends.
+// franz-go's idempotent producer does not fail a record it may already
+// have sent, even when its context ends: after a cluster went away it
+// waits for the cluster's return, past any timeout. The attempt ends at
+// ctx's end all the same (transient: the engine retries it); the record
+// stays in the client's buffer (bounded by kgo.MaxBufferedRecords) and is
+// produced if the cluster comes back, a duplicate at worst, which Kafka
+// destinations allow (at least once).
+func produce(ctx context.Context, cl *kgo.Client, rec *kgo.Record) (string, error) {
+	done := make(chan error, 1)
+	cl.Produce(ctx, rec, func(_ *kgo.Record, err error) { done <- err })
+	select {
+	case err := <-done:
+		if err != nil {
+			return "", err
+		}
+		return Answer(rec), nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
 
 // Answer is what the delivery log records of a produced record.
 func Answer(rec *kgo.Record) string {
 	return "topic " + rec.Topic + " partition " + strconv.FormatInt(int64(rec.Partition), 10) + " offset " + strconv.FormatInt(rec.Offset, 10)
-}
-
-// fail completes res for err.
-func fail(res destination.Result, err error) destination.Result {
-	res.Latency = time.Since(res.Sent)
-	res.Class, res.RetryAfter = Classify(err)
-	res.Err = err
-	res.Reason = "kafka: " + err.Error()
-	return res
 }
 
 // topicChar reports whether Kafka takes c in a topic name.

@@ -244,3 +244,36 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// An attempt ends by its endpoint's timeout when the cluster went away
+// after the client connected: transient, saying why.
+func TestSendEndsAtTimeoutWhenClusterGone(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := opener()
+	defer o.Close()
+	ep := endpoint(t, "ep1", map[string]any{"type": "kafka", "brokers": c.ListenAddrs(), "topic": "orders"})
+	ep.Timeout = time.Second
+	d, err := o.Open(ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := d.Send(context.Background(), destination.Request{EventID: "evt_1", EventType: "a", Payload: []byte("{}")}); res.Class != destination.Success {
+		t.Fatalf("first Send: %+v", res)
+	}
+	c.Close()
+	done := make(chan destination.Result, 1)
+	go func() {
+		done <- d.Send(context.Background(), destination.Request{EventID: "evt_2", EventType: "a", Payload: []byte("{}")})
+	}()
+	select {
+	case res := <-done:
+		if res.Class != destination.Transient {
+			t.Fatalf("Send to a cluster gone: %v %q, want transient", res.Class, res.Reason)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Send to a cluster gone did not end 20 s after its 1 s timeout")
+	}
+}

@@ -2,8 +2,6 @@ package natsdest
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,7 +22,7 @@ import (
 const Type = "nats"
 
 // DefaultTimeout bounds an attempt when the endpoint sets no timeout.
-const DefaultTimeout = 15 * time.Second
+const DefaultTimeout = destination.DefaultBrokerTimeout
 
 // Options are a NATS destination's settings, the endpoint's `destination`
 // object.
@@ -56,13 +54,7 @@ type Options struct {
 
 // Parse decodes and checks a NATS destination's options; errors name the
 // dotted field (destination.subject).
-func Parse(raw []byte) (*Options, error) {
-	var o Options
-	if err := json.Unmarshal(raw, &o); err != nil {
-		return nil, fmt.Errorf("destination: %w", err)
-	}
-	return &o, o.Validate()
-}
+func Parse(raw []byte) (*Options, error) { return destination.ParseOptions[Options](raw) }
 
 // Validate returns every problem of o, each naming its field.
 func (o *Options) Validate() error {
@@ -118,9 +110,7 @@ func CheckSubject(s string) error {
 }
 
 // Dialer dials a broker's address; *net.Dialer is one.
-type Dialer interface {
-	DialContext(ctx context.Context, network, address string) (net.Conn, error)
-}
+type Dialer = destination.Dialer
 
 // Config configures an [Opener].
 type Config struct {
@@ -140,8 +130,8 @@ type Config struct {
 // Opener opens NATS destinations over connections shared per (address,
 // credentials, guard).
 type Opener struct {
-	cfg   Config
-	conns *destination.Shared[*conn]
+	cfg    Config
+	broker *destination.Broker[*conn]
 }
 
 // conn is one shared connection and its JetStream context.
@@ -152,16 +142,13 @@ type conn struct {
 
 // New returns an Opener.
 func New(cfg Config) *Opener {
-	if cfg.Dialer == nil {
-		cfg.Dialer = &net.Dialer{Timeout: 5 * time.Second}
-	}
-	if cfg.StrictDialer == nil {
-		cfg.StrictDialer = cfg.Dialer
-	}
 	if cfg.Name == "" {
 		cfg.Name = "hookjet"
 	}
-	return &Opener{cfg: cfg, conns: destination.NewShared(cfg.Idle, func(c *conn) { c.nc.Close() })}
+	return &Opener{cfg: cfg, broker: destination.NewBroker(destination.BrokerConfig[*conn]{
+		Name: Type, Dialer: cfg.Dialer, StrictDialer: cfg.StrictDialer, Idle: cfg.Idle,
+		Close: func(c *conn) { c.nc.Close() }, Classify: Classify,
+	})}
 }
 
 // Open returns ep's destination; it connects on the first attempt.
@@ -175,30 +162,22 @@ func (o *Opener) Open(ep destination.Endpoint) (destination.Destination, error) 
 }
 
 // Conns returns how many connections are open or being dialed.
-func (o *Opener) Conns() int { return o.conns.Len() }
+func (o *Opener) Conns() int { return o.broker.Len() }
 
 // Close closes every connection.
-func (o *Opener) Close() { o.conns.Close() }
+func (o *Opener) Close() { o.broker.Close() }
 
 // sharedKey is what a connection is shared by: the address, every
 // credential (hashed: the key is kept in memory, not shown) and the guard.
 func sharedKey(o *Options, strict bool) string {
-	h := sha256.New()
 	tlsJSON, _ := json.Marshal(o.TLS)
-	for _, s := range []string{o.URL, o.Creds, o.NKey, o.Token, o.User, o.Password, string(tlsJSON), strconv.FormatBool(strict)} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	return destination.SharedKey(strict, o.URL, o.Creds, o.NKey, o.Token, o.User, o.Password, string(tlsJSON))
 }
 
 // dial connects for opts: every address through the guard's dialer,
 // servers the cluster advertises ignored.
 func (o *Opener) dial(ctx context.Context, opts *Options, strict bool) (*conn, error) {
-	d := o.cfg.Dialer
-	if strict {
-		d = o.cfg.StrictDialer
-	}
+	d := o.broker.Dialer(strict)
 	no := []nats.Option{
 		nats.Name(o.cfg.Name),
 		nats.SetCustomDialer(ctxDialer{d}),
@@ -273,19 +252,14 @@ var _ destination.Destination = (*Destination)(nil)
 // Nats-Msg-Id "<endpoint>:<event id>" ("...:replay-<n>" for the n-th
 // replay); without, it flushes the publish to the server.
 func (d *Destination) Send(ctx context.Context, r destination.Request) destination.Result {
-	timeout := d.timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel, res := d.o.broker.Attempt(ctx, d.timeout)
 	defer cancel()
-	sent := time.Now()
-	res := destination.Result{Sent: sent}
-	lease, err := d.o.conns.Acquire(ctx, d.key, func(ctx context.Context) (*conn, error) {
+	sent := res.Sent
+	lease, err := d.o.broker.Acquire(ctx, d.key, func(ctx context.Context) (*conn, error) {
 		return d.o.dial(ctx, d.opts, d.strict)
 	})
 	if err != nil {
-		return fail(res, err)
+		return d.o.broker.Fail(res, err)
 	}
 	defer lease.Release()
 	c := lease.Conn()
@@ -296,10 +270,10 @@ func (d *Destination) Send(ctx context.Context, r destination.Request) destinati
 	}
 	if !d.opts.jetStream() {
 		if err := c.nc.PublishMsg(msg); err != nil {
-			return fail(res, err)
+			return d.o.broker.Fail(res, err)
 		}
 		if err := c.nc.FlushWithContext(ctx); err != nil {
-			return fail(res, err)
+			return d.o.broker.Fail(res, err)
 		}
 		res.Latency = time.Since(sent)
 		res.Response = []byte("published (core NATS, at most once)")
@@ -307,7 +281,7 @@ func (d *Destination) Send(ctx context.Context, r destination.Request) destinati
 	}
 	ack, err := c.js.PublishMsg(ctx, msg, natsjs.WithMsgID(MsgID(d.ep, r.EventID, r.Replay)))
 	if err != nil {
-		return fail(res, err)
+		return d.o.broker.Fail(res, err)
 	}
 	res.Latency = time.Since(sent)
 	res.Response = []byte(Answer(ack))
@@ -331,13 +305,4 @@ func Answer(ack *natsjs.PubAck) string {
 		s += " (duplicate: stored before)"
 	}
 	return s
-}
-
-// fail completes res for err.
-func fail(res destination.Result, err error) destination.Result {
-	res.Latency = time.Since(res.Sent)
-	res.Class, res.RetryAfter = Classify(err)
-	res.Err = err
-	res.Reason = "nats: " + err.Error()
-	return res
 }

@@ -2,8 +2,6 @@ package rabbitmqdest
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,7 +22,7 @@ import (
 const Type = "rabbitmq"
 
 // DefaultTimeout bounds an attempt when the endpoint sets no timeout.
-const DefaultTimeout = 15 * time.Second
+const DefaultTimeout = destination.DefaultBrokerTimeout
 
 // returnsBuffer is how many returned (unroutable) messages a channel
 // buffers between two attempts' reading them.
@@ -51,13 +49,7 @@ type Options struct {
 
 // Parse decodes and checks a RabbitMQ destination's options; errors name
 // the dotted field (destination.url).
-func Parse(raw []byte) (*Options, error) {
-	var o Options
-	if err := json.Unmarshal(raw, &o); err != nil {
-		return nil, fmt.Errorf("destination: %w", err)
-	}
-	return &o, o.Validate()
-}
+func Parse(raw []byte) (*Options, error) { return destination.ParseOptions[Options](raw) }
 
 // Validate returns every problem of o, each naming its field.
 func (o *Options) Validate() error {
@@ -91,9 +83,7 @@ func Masked(u string) string {
 }
 
 // Dialer dials a broker's address; *net.Dialer is one.
-type Dialer interface {
-	DialContext(ctx context.Context, network, address string) (net.Conn, error)
-}
+type Dialer = destination.Dialer
 
 // Config configures an [Opener].
 type Config struct {
@@ -113,25 +103,22 @@ type Config struct {
 // TLS, guard), with one channel per endpoint, so that one endpoint's
 // channel error (an exchange that does not exist) never closes another's.
 type Opener struct {
-	cfg   Config
-	conns *destination.Shared[*amqp.Connection]
+	cfg    Config
+	broker *destination.Broker[*amqp.Connection]
 }
 
 // New returns an Opener.
 func New(cfg Config) *Opener {
-	if cfg.Dialer == nil {
-		cfg.Dialer = &net.Dialer{Timeout: 5 * time.Second}
-	}
-	if cfg.StrictDialer == nil {
-		cfg.StrictDialer = cfg.Dialer
-	}
 	if cfg.Idle <= 0 {
 		cfg.Idle = destination.DefaultIdle
 	}
 	if cfg.Name == "" {
 		cfg.Name = "hookjet"
 	}
-	return &Opener{cfg: cfg, conns: destination.NewShared(cfg.Idle, func(c *amqp.Connection) { _ = c.Close() })}
+	return &Opener{cfg: cfg, broker: destination.NewBroker(destination.BrokerConfig[*amqp.Connection]{
+		Name: Type, Dialer: cfg.Dialer, StrictDialer: cfg.StrictDialer, Idle: cfg.Idle,
+		Close: func(c *amqp.Connection) { _ = c.Close() }, Classify: Classify,
+	})}
 }
 
 // Open returns ep's destination; it connects on the first attempt.
@@ -144,27 +131,19 @@ func (o *Opener) Open(ep destination.Endpoint) (destination.Destination, error) 
 }
 
 // Conns returns how many connections are open or being dialed.
-func (o *Opener) Conns() int { return o.conns.Len() }
+func (o *Opener) Conns() int { return o.broker.Len() }
 
 // Close closes every connection.
-func (o *Opener) Close() { o.conns.Close() }
+func (o *Opener) Close() { o.broker.Close() }
 
 func sharedKey(o *Options, strict bool) string {
-	h := sha256.New()
 	tlsJSON, _ := json.Marshal(o.TLS)
-	for _, s := range []string{o.URL, string(tlsJSON), strconv.FormatBool(strict)} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	return destination.SharedKey(strict, o.URL, string(tlsJSON))
 }
 
 // dial connects for opts through the guard's dialer.
 func (o *Opener) dial(ctx context.Context, opts *Options, strict bool) (*amqp.Connection, error) {
-	d := o.cfg.Dialer
-	if strict {
-		d = o.cfg.StrictDialer
-	}
+	d := o.broker.Dialer(strict)
 	cfg := amqp.Config{
 		Heartbeat:  10 * time.Second,
 		Properties: amqp.NewConnectionProperties(),
@@ -224,17 +203,12 @@ type channel struct {
 // message comes back and is a failure) and persistent, and waits for the
 // broker's confirm.
 func (d *Destination) Send(ctx context.Context, r destination.Request) destination.Result {
-	timeout := d.timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel, res := d.o.broker.Attempt(ctx, d.timeout)
 	defer cancel()
-	sent := time.Now()
-	res := destination.Result{Sent: sent}
+	sent := res.Sent
 	c, err := d.channel(ctx)
 	if err != nil {
-		return fail(res, err)
+		return d.o.broker.Fail(res, err)
 	}
 	defer d.release(c)
 	hs := destination.MessageHeaders(d.signer, &r, sent)
@@ -261,17 +235,17 @@ func (d *Destination) Send(ctx context.Context, r destination.Request) destinati
 		Body:         r.Payload,
 	})
 	if err != nil {
-		return fail(res, c.why(err))
+		return d.o.broker.Fail(res, c.why(err))
 	}
 	ok, err := dc.WaitContext(ctx)
 	if err != nil {
-		return fail(res, c.why(err))
+		return d.o.broker.Fail(res, c.why(err))
 	}
 	if !ok {
-		return fail(res, c.why(ErrNacked))
+		return d.o.broker.Fail(res, c.why(ErrNacked))
 	}
 	if ret, ok := c.returnOf(r.EventID); ok {
-		return fail(res, &ReturnedError{Code: int(ret.ReplyCode), Text: ret.ReplyText, Exchange: ret.Exchange, Key: ret.RoutingKey})
+		return d.o.broker.Fail(res, &ReturnedError{Code: int(ret.ReplyCode), Text: ret.ReplyText, Exchange: ret.Exchange, Key: ret.RoutingKey})
 	}
 	res.Latency = time.Since(sent)
 	res.Response = []byte("confirmed by the broker: exchange " + strconv.Quote(d.opts.Exchange) + " routing key " + strconv.Quote(key) + " delivery tag " + strconv.FormatUint(dc.DeliveryTag, 10))
@@ -298,7 +272,7 @@ func (d *Destination) channel(ctx context.Context) (*channel, error) {
 		c.mu.Unlock()
 		d.ch = nil
 	}
-	lease, err := d.o.conns.Acquire(ctx, d.key, func(ctx context.Context) (*amqp.Connection, error) {
+	lease, err := d.o.broker.Acquire(ctx, d.key, func(ctx context.Context) (*amqp.Connection, error) {
 		return d.o.dial(ctx, d.opts, d.strict)
 	})
 	if err != nil {
@@ -422,13 +396,4 @@ func (c *channel) why(err error) error {
 		return &BlockedError{Reason: c.blockedBy}
 	}
 	return err
-}
-
-// fail completes res for err.
-func fail(res destination.Result, err error) destination.Result {
-	res.Latency = time.Since(res.Sent)
-	res.Class, res.RetryAfter = Classify(err)
-	res.Err = err
-	res.Reason = "rabbitmq: " + err.Error()
-	return res
 }

@@ -4,7 +4,9 @@
 // with a key only for the endpoints in one of those states. States loads
 // them, keeps them current with a watch, changes them with a compare-and-set
 // applied at once in the process that writes, and publishes the
-// operational events of those changes (hookjet.ops.endpoint.*).
+// operational events of those changes (hookjet.ops.endpoint.*), telling
+// each to the Announcer it is given (package opsevent's events, through
+// the engine, which names the endpoint).
 //
 // The stages read it (Blocked: admission, the drains, the lane) and change
 // it (Hold, Disable: settlement); it imports NATS, jetstream's names and the

@@ -31,11 +31,12 @@ type State struct {
 // the bucket and kept current by its watch, changed with a compare-and-set
 // and applied here at once.
 type States struct {
-	kv   natsjs.KeyValue
-	nc   *nats.Conn // operational events
-	log  *slog.Logger
-	now  func() time.Time
-	wake func(id string, at time.Time) // the endpoint's drain: look again at at (zero: now)
+	kv       natsjs.KeyValue
+	nc       *nats.Conn // operational events
+	announce Announcer  // nil: none
+	log      *slog.Logger
+	now      func() time.Time
+	wake     func(id string, at time.Time) // the endpoint's drain: look again at at (zero: now)
 	// ctx bounds the writes of the delivery path (holds, disables): the
 	// engine's send context; stop ends the watch, which background waits
 	// for.
@@ -46,10 +47,19 @@ type States struct {
 	states map[string]State
 }
 
+// Announcer hears of each operational event States publishes on
+// hookjet.ops.<kind>, with the endpoint it is about, why (a short code,
+// never error text) and when (package opsevent turns them into hookjet's
+// own events).
+type Announcer interface {
+	Announce(kind, endpoint, reason string, at time.Time)
+}
+
 // Options are what States are made with.
 type Options struct {
 	KV         natsjs.KeyValue
 	NC         *nats.Conn
+	Announcer  Announcer // hears of every operational event; nil: nobody
 	Log        *slog.Logger
 	Now        func() time.Time
 	Wake       func(id string, at time.Time)
@@ -59,7 +69,7 @@ type Options struct {
 
 // New returns the states of HOOKJET_ENDPOINT_STATE's bucket; Watch loads them.
 func New(o Options) *States {
-	return &States{kv: o.KV, nc: o.NC, log: o.Log, now: o.Now, wake: o.Wake, ctx: o.Ctx, stop: o.Stop, background: o.Background, states: map[string]State{}}
+	return &States{kv: o.KV, nc: o.NC, announce: o.Announcer, log: o.Log, now: o.Now, wake: o.Wake, ctx: o.Ctx, stop: o.Stop, background: o.Background, states: map[string]State{}}
 }
 
 // All calls fn with every endpoint in a state (disabled or held).
@@ -218,9 +228,22 @@ func (d *States) Hold(id string, until time.Time, cause string) {
 	d.wake(id, until)
 }
 
-// Ops publishes an operational event on hookjet.ops.<kind>; HOOKJET_OPS keeps it.
+// Ops publishes an operational event on hookjet.ops.<kind>; HOOKJET_OPS
+// keeps it, and the Announcer hears of it. body names the endpoint
+// ("endpoint"), and for a dead letter its reason ("reason"), for a
+// breaker transition the state it left ("from").
 func (d *States) Ops(kind string, body map[string]any) {
-	body["at"] = d.now().UTC().Format(time.RFC3339Nano)
+	reason, _ := body["reason"].(string)
+	if from, ok := body["from"].(string); ok {
+		reason = breakerReason(kind, from)
+	}
+	d.ops(kind, body, reason)
+}
+
+// ops is Ops with the Announcer's reason.
+func (d *States) ops(kind string, body map[string]any, reason string) {
+	at := d.now().UTC()
+	body["at"] = at.Format(time.RFC3339Nano)
 	b, err := json.Marshal(body)
 	if err != nil {
 		return
@@ -228,11 +251,36 @@ func (d *States) Ops(kind string, body map[string]any) {
 	if err := d.nc.Publish(jetstream.OpsPrefix+kind, b); err != nil {
 		d.log.Warn("publish operational event", "kind", kind, "err", err)
 	}
+	if d.announce != nil {
+		id, _ := body["endpoint"].(string)
+		d.announce.Announce(kind, id, reason, at)
+	}
 }
 
-// Disable turns endpoint id off after a 410. Only the process whose write
-// changes the state publishes the operational event, so N requests in flight
-// when the endpoint answered 410 publish one.
+// breakerReason says why a breaker went to kind's state from from: it
+// opened after failures (from closed) or a failed probe (from half_open);
+// it closed after a probe (from half_open) or an operator's reset (from
+// open).
+func breakerReason(kind, from string) string {
+	switch kind {
+	case "endpoint.opened":
+		if from == "half_open" {
+			return "probe_failed"
+		}
+		return "failures"
+	case "endpoint.closed":
+		if from == "half_open" {
+			return "probe_succeeded"
+		}
+		return "reset"
+	}
+	return ""
+}
+
+// Disable turns endpoint id off after a 410 (the Announcer's reason:
+// gone). Only the process whose write changes the state publishes the
+// operational event, so N requests in flight when the endpoint answered
+// 410 publish one.
 func (d *States) Disable(id, reason string) {
 	changed := false
 	err := d.Update(d.ctx, id, func(s *State) bool {
@@ -249,7 +297,7 @@ func (d *States) Disable(id, reason string) {
 	}
 	if changed {
 		d.log.Warn("endpoint disabled", "endpoint", id, "reason", reason)
-		d.Ops("endpoint.disabled", map[string]any{"endpoint": id, "reason": reason})
+		d.ops("endpoint.disabled", map[string]any{"endpoint": id, "reason": reason}, "gone")
 	}
 }
 
@@ -269,11 +317,11 @@ func (d *States) SetDisabled(ctx context.Context, id string, disabled bool, reas
 	}
 	if disabled {
 		d.log.Warn("endpoint disabled", "endpoint", id, "reason", reason)
-		d.Ops("endpoint.disabled", map[string]any{"endpoint": id, "reason": reason})
+		d.ops("endpoint.disabled", map[string]any{"endpoint": id, "reason": reason}, "operator")
 		return nil
 	}
 	d.log.Info("endpoint enabled", "endpoint", id)
-	d.Ops("endpoint.enabled", map[string]any{"endpoint": id})
+	d.ops("endpoint.enabled", map[string]any{"endpoint": id}, "operator")
 	d.wake(id, time.Time{})
 	return nil
 }

@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
+	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/dispatch/lane"
 	"github.com/hookjet/hookjet/dispatch/settle"
 	"github.com/hookjet/hookjet/jetstream"
 
+	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
@@ -109,6 +112,9 @@ func (o *Operator) Redeliver(ctx context.Context, id string, since, until time.T
 			if ev.BadTenant != "" || !settle.MayReceive(ep.Tenant, ev.Tenant) {
 				continue // another tenant's event: never this endpoint's
 			}
+			if !ownFor(o.own, id, ep.Events, &ev, m.Headers(), m.Data()) {
+				continue // hookjet's own event this endpoint may not take (the match stage's rule)
+			}
 			matched++
 			if dryRun {
 				continue
@@ -177,4 +183,23 @@ func (o *Operator) Discard(ctx context.Context, id string) (int, error) {
 	}
 	o.log.Info("discarded the deliveries waiting for a deleted endpoint", "endpoint", id, "discarded", n)
 	return n, nil
+}
+
+// ownFor reports whether endpoint id, with patterns, may take ev by the
+// rules of hookjet's own events: an event of another type may; one of a
+// hookjet.* type needs hookjet's mark, a pattern naming hookjet. and
+// another endpoint as its subject. Redelivery, which reads the stream by
+// an endpoint's patterns rather than through the index, asks it.
+func ownFor(own OwnEvents, id string, patterns []string, ev *settle.Event, hdr nats.Header, data []byte) bool {
+	if !config.IsOperational(ev.Type) {
+		return true
+	}
+	if own == nil {
+		return false
+	}
+	about, ok := own.About(ev.ID, ev.Type, ev.Tenant, hdr, data)
+	if !ok || about == id {
+		return false
+	}
+	return slices.ContainsFunc(patterns, func(p string) bool { return config.MatchEvent(p, ev.Type) })
 }

@@ -31,6 +31,7 @@ type Operator struct {
 	states    States
 	wake      func(id string)
 	tasks     TaskCounter
+	own       OwnEvents // hookjet's own events (Redeliver: ownFor)
 	done      context.Context
 	resets    resets // this process's name in breaker resets (reset.go)
 }
@@ -52,6 +53,15 @@ type Options struct {
 	Tasks     TaskCounter
 	// Done is cancelled by the engine's Stop: WatchResets unsubscribes.
 	Done context.Context
+	// Own recognises hookjet's own events (opsevent.Key); nil: no event of
+	// a hookjet.* type is redelivered.
+	Own OwnEvents
+}
+
+// OwnEvents recognises hookjet's own events and the endpoint each is about
+// (opsevent.Key).
+type OwnEvents interface {
+	About(id, typ, tenant string, h map[string][]string, data []byte) (endpoint string, ok bool)
 }
 
 // Endpoints finds the settings of an endpoint in force by id (nil: none).
@@ -80,7 +90,7 @@ type TaskCounter interface {
 func New(o Options) *Operator {
 	op := &Operator{
 		log: o.Log, now: o.Now, js: o.JS, nc: o.NC, published: o.Published, breakers: o.Breakers,
-		eps: o.Endpoints, states: o.States, wake: o.Wake, tasks: o.Tasks, done: o.Done,
+		eps: o.Endpoints, states: o.States, wake: o.Wake, tasks: o.Tasks, own: o.Own, done: o.Done,
 	}
 	if op.log == nil {
 		op.log = slog.New(slog.DiscardHandler)

@@ -40,6 +40,10 @@ type Source interface {
 	// (nil: every endpoint), those with nothing there left out; nil when
 	// none of them orders by key or the lane's owner does not answer.
 	Lane(ctx context.Context, ids []string) map[string]LaneView
+	// Match returns the ids of the endpoints in force that an event of
+	// type typ with tenant tenant goes to by pattern and tenant (the
+	// fan-out's index lookup), in no order.
+	Match(tenant, typ string) []string
 	// NoteAckFloor tells the engine the fan-out consumer's ack floor that
 	// a summary read.
 	NoteAckFloor(seq uint64)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hookjet/hookjet/config"
 )
 
 func TestPayloadRoundTrip(t *testing.T) {
@@ -300,5 +302,50 @@ func TestShareCheck(t *testing.T) {
 	r.ProcessDeliveries = []float64{9000, -1, 100}
 	if c := shareCheck(r); c.ok != nil {
 		t.Fatalf("an unread process's count gave a verdict: %+v", c)
+	}
+}
+
+// The filters, transform and destinations scenarios' endpoints are a
+// config hookjet accepts, with the filter, script and destination as
+// written.
+func TestShapeAndDestinationConfigs(t *testing.T) {
+	spec := hookjetSpec{maxInFlight: 4, concurrency: 8, endpoints: []endpointSpec{
+		{url: "http://127.0.0.1:1/e/0", event: eventType(0), extra: filterYAML(0)},
+		{url: "http://127.0.0.1:1/e/1", event: eventType(1), extra: transformYAML},
+		{event: eventType(2), extra: "    destination: {type: nats, url: \"nats://127.0.0.1:4222\", subject: \"out.{type}\"}\n"},
+	}}
+	cfg, err := config.Parse([]byte(configYAML(t.TempDir(), 4222, spec)), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Endpoints[0].Filter; got != `type == "bench.e0"` {
+		t.Errorf("filter %q", got)
+	}
+	if got := strings.TrimSpace(cfg.Endpoints[1].Transform); got != benchTransform {
+		t.Errorf("transform:\n%s\nwant:\n%s", got, benchTransform)
+	}
+	if d := cfg.Endpoints[2].Destination; d.TypeName() != "nats" || cfg.Endpoints[2].URL != "" {
+		t.Errorf("destination %q, url %q: want nats and none", d.TypeName(), cfg.Endpoints[2].URL)
+	}
+}
+
+func TestDestinationTargets(t *testing.T) {
+	rs := map[string]*result{
+		"nats-direct":    {Name: "nats-direct", PerSecond: 1000, Complete: true},
+		"nats":           {Name: "nats", PerSecond: 800, Complete: true},
+		"kafka-direct":   {Name: "kafka-direct", PerSecond: 1000, Complete: true},
+		"kafka":          {Name: "kafka", PerSecond: 100, Complete: true},
+		"dest-webhook":   {Name: "dest-webhook", PerSecond: 900, Complete: true},
+		"dest-idle10000": {Name: "dest-idle10000", Complete: true, DestConnsIdle: 0, DestConnsBusy: 2},
+	}
+	ts := destinationTargets(func(name string) *result { return rs[name] })
+	want := []string{"PASS", "N/A", "INFO", "MISS"}
+	for i, tt := range ts {
+		if tt.Status != want[i] {
+			t.Errorf("%s: %s, want %s (%s)", tt.Name, tt.Status, want[i], tt.Detail)
+		}
+	}
+	if !strings.Contains(ts[0].Detail, "dest-webhook 900/s") {
+		t.Errorf("the NATS target does not put it beside the webhook run: %s", ts[0].Detail)
 	}
 }

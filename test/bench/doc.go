@@ -141,6 +141,25 @@
 // requests/s for latencyDuration. Runs are named publish_<way>_<sync>_<n>;
 // -profile publish profiles the request run at 64 clients with always.
 //
+// The filters and transform scenarios (shape.go) each run their baseline
+// first, then the same endpoints with the feature: filters0 and filters,
+// 10,000 endpoints configured of which 1,000 get events (20,000, 5,000 with
+// -quick), each active one filtering on its event's type; transform0 and
+// transform, 10 endpoints each with a 10-line script. Their targets are the
+// rate against the baseline (>= 80%, >= 50%) and the CPU per delivery each
+// evaluation or run adds.
+//
+// The destinations scenario (destinations.go) runs, for NATS (a second
+// nats-server with a stream), RabbitMQ (a throw-away rabbitmq-server node;
+// left out with a note when it is not installed) and Kafka (franz-go's
+// kfake): the client library publishing 20,000 signed events (3,000 with
+// -quick) directly, each waiting for the broker's ack (<type>-direct), then
+// hookjet delivering as many to 10 endpoints of that type on that broker
+// (<type>); dest-webhook is hookjet delivering them to 10 webhook endpoints,
+// the reference beside them; dest-idle10000 holds 10,000 idle NATS
+// endpoints on one server, for memory and the connections the server sees
+// (none while idle, one once 100 of them delivered).
+//
 // Every figure is printed beside the baselines of the same run: the raw
 // ceiling, and the floor.
 //

@@ -27,7 +27,7 @@ const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 // endpointSpec is one endpoint of a scenario's config.
 type endpointSpec struct {
-	url   string
+	url   string // "": none (a broker destination, whose address is in extra)
 	event string
 	extra string // extra YAML lines, indented four spaces
 }
@@ -92,7 +92,11 @@ func configYAML(dir string, natsPort int, s hookjetSpec) string {
 	b.WriteString(s.top)
 	b.WriteString("endpoints:\n")
 	for i, ep := range s.endpoints {
-		fmt.Fprintf(&b, "  - id: e%d\n    url: %s\n    secrets: [%s]\n    events: [%q]\n%s", i, ep.url, secret, ep.event, ep.extra)
+		fmt.Fprintf(&b, "  - id: e%d\n", i)
+		if ep.url != "" { // a broker destination has its address in extra
+			fmt.Fprintf(&b, "    url: %s\n", ep.url)
+		}
+		fmt.Fprintf(&b, "    secrets: [%s]\n    events: [%q]\n%s", secret, ep.event, ep.extra)
 	}
 	return b.String()
 }

@@ -33,8 +33,11 @@ var scenarioNames = []string{
 	"burst10", "burst10fast", "burst1", "burst1fast", // test/bench/burst.go
 	"ordered1000", "unordered1000", "ordered1000fast", "unordered1000fast", "orderedbase", "orderedfail",
 	"orderedbasepaced", "orderedfailpaced", "keys100k", // test/bench/ordered.go
-	"history10m", // test/bench/history.go
-	"publish",    // test/bench/publish.go
+	"history10m",           // test/bench/history.go
+	"publish",              // test/bench/publish.go
+	"events1m",             // test/bench/events.go
+	"filters", "transform", // test/bench/shape.go
+	"destinations", // test/bench/destinations.go
 }
 
 // groups are named sets of scenarios (-scenarios ordered) that the default
@@ -107,6 +110,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	profile := fs.String("profile", "healthy10", "the `scenario` -cpuprofile and -memprofile profile (floor116: the floor's run at 116 events/s)")
 	repeat := fs.Int("repeat", 2, "run the compared throughput scenarios (raw, healthy10, slow10, dead10) `N` times, interleaved; the fastest run of each counts; 1 with -quick")
 	rerunBusy := fs.Int("rerun-busy", 2, "up to `N` extra runs of each compared throughput scenario whose every run was disturbed by other processes; 0 with -quick")
+	eventsStored := fs.Int("events-stored", 1_000_000, "events1m: events to store and list, `N`")
 	historyRecords := fs.Int("history-records", 10_000_000, "history10m: delivery-log records and remembered ids to store, `N` of each")
 	gapDump := fs.String("gapdump", "", "burst scenarios: when a stretch without a delivery while events are owed passes 0.7 s, write a goroutine dump and the fan-out consumer's state into `DIR`")
 	logFile := fs.String("log", "", "write hookjet's warnings and errors to `FILE` (default: counted, then discarded)")
@@ -134,6 +138,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	p.historyRecords = *historyRecords
+	p.eventsStored = *eventsStored
+	if *eventsStored < 20000 {
+		return fmt.Errorf("-events-stored %d: want at least 20000", *eventsStored)
+	}
 	if *historyRecords < 10000 {
 		return fmt.Errorf("-history-records %d: want at least 10000", *historyRecords)
 	}
@@ -350,7 +358,8 @@ type target struct {
 	Value  float64 `json:"value"`
 	Unit   string  `json:"unit"`
 	Detail string  `json:"detail"`
-	// Status is PASS, MISS or N/A (a scenario it needs did not run).
+	// Status is PASS, MISS, N/A (a scenario it needs did not run) or INFO
+	// (reported, not judged).
 	Status string `json:"status"`
 }
 
@@ -433,10 +442,12 @@ func evaluate(rs []*result) []target {
 		ts = append(ts, na(costName, costGoal, "% core", "cost"))
 	}
 	ts = append(ts, scaleTargets(get)...)
-	ts = append(ts, inboundTargets(get)...) // test/bench/inbound.go
-	ts = append(ts, burstTargets(get)...)   // test/bench/burst.go
-	ts = append(ts, orderedTargets(get)...) // test/bench/ordered.go
-	ts = append(ts, publishTargets(get)...) // test/bench/publish.go
+	ts = append(ts, inboundTargets(get)...)     // test/bench/inbound.go
+	ts = append(ts, burstTargets(get)...)       // test/bench/burst.go
+	ts = append(ts, orderedTargets(get)...)     // test/bench/ordered.go
+	ts = append(ts, publishTargets(get)...)     // test/bench/publish.go
+	ts = append(ts, shapeTargets(get)...)       // test/bench/shape.go
+	ts = append(ts, destinationTargets(get)...) // test/bench/destinations.go
 	ts = append(ts, clusterTargets(get)...)
 	return append(ts, isolationTargets(get)...)
 }

@@ -43,6 +43,15 @@ func (b *bench) scenarios(ctx context.Context) map[string][]runFunc {
 	for name, fn := range b.publishScenarios(ctx) { // test/bench/publish.go
 		runs[name] = fn
 	}
+	for name, fn := range b.eventScenarios(ctx) { // test/bench/events.go
+		runs[name] = fn
+	}
+	for name, fn := range b.shapeScenarios(ctx) { // test/bench/shape.go
+		runs[name] = fn
+	}
+	for name, fn := range b.destinationScenarios(ctx) { // test/bench/destinations.go
+		runs[name] = fn
+	}
 	return runs
 }
 

@@ -115,6 +115,13 @@ type result struct {
 	Ordering *orderingStats `json:"ordering,omitempty"`
 	// History is what history10m (history.go) measures.
 	History *historyStats `json:"history,omitempty"`
+	// EventList is what events1m (events.go) measures.
+	EventList *eventListStats `json:"event_list,omitempty"`
+	// DestConnsIdle and DestConnsBusy are the connections the broker of
+	// dest-idle10000 saw from hookjet while its endpoints were idle, and
+	// after 100 of them delivered (destinations.go).
+	DestConnsIdle int `json:"destination_connections_idle,omitempty"`
+	DestConnsBusy int `json:"destination_connections_busy,omitempty"`
 }
 
 // params are the sizes of a run; quick shrinks them.
@@ -138,6 +145,7 @@ type params struct {
 	apiEndpoints     int           // endpoints apicreate10000 creates
 	backlogEvents    int           // tasks backlog20000 drains
 	historyRecords   int           // history10m: records of each kind (-history-records)
+	eventsStored     int           // events1m: events stored (-events-stored)
 	quick            bool
 }
 

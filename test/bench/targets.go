@@ -48,6 +48,7 @@ func scaleTargets(get func(string) *result) []target {
 	cs = append(cs, idleChecks("100,000 endpoints", e100k, "endpoints100000", true)...)
 	cs = append(cs, startupChecks(get)...)               // test/bench/startup.go
 	cs = append(cs, historyChecks(get("history10m"))...) // test/bench/history.go
+	cs = append(cs, eventListChecks(get("events1m"))...) // test/bench/events.go
 	cs = append(cs, costChecks(get("cost116"), get("floor116"))...)
 	api := get("apicreate10000")
 	c := check{name: "10,000 endpoints created through the API, one request each", goal: "<= 60 s", unit: "s", need: "apicreate10000"}
