@@ -60,7 +60,8 @@ func NewHandler(b Backend, g prometheus.Gatherer, token string, log *slog.Logger
 	protected.HandleFunc("GET /api/v1/openapi.json", openAPI)
 	protected.HandleFunc("GET /api/v1/summary", a.summary)
 	a.routeEndpoints(protected)
-	a.routeCodeTests(protected) // filter and transform tests: admin/codetest.go
+	a.routeCodeTests(protected)  // filter and transform tests: admin/codetest.go
+	a.routeEventTypes(protected) // the catalogue: admin/eventtypes.go
 	protected.HandleFunc("GET /api/v1/endpoints/{id}", a.endpoint)
 	protected.HandleFunc("POST /api/v1/endpoints/{id}/enable", a.setDisabled(false))
 	protected.HandleFunc("POST /api/v1/endpoints/{id}/disable", a.setDisabled(true))
@@ -136,6 +137,8 @@ type handler struct {
 	durability *api.Durability
 	// publish serves POST /api/v1/events (package publish); nil: off.
 	publish http.Handler
+	// eventTypes is the catalogue (/api/v1/event-types); nil: not served.
+	eventTypes EventTypes
 }
 
 // publishRoute is the route of the HTTP publish API.

@@ -3,9 +3,11 @@
 // waits, replay, dead letters, the stored events' list ([EventQuery],
 // [EventPage]) and view ([Event]), the delivery log's pages, settings and
 // last-test views, the durability /readyz reports; the publish API's body
-// and answer, [PublishEvent], [PublishBatch] and [PublishResult]), its
-// error kinds ([ErrUnknownEndpoint], [ErrBadRequest], [ErrEndpointExists],
-// [ErrConflict]) and its time parameters ([ParseTime]). Their JSON is part
+// and answer, [PublishEvent], [PublishBatch] and [PublishResult]; the
+// event-type catalogue, [EventType], [EventTypePatch], [EventTypeList]),
+// its error kinds ([ErrUnknownEndpoint], [ErrBadRequest],
+// [ErrEndpointExists], [ErrConflict], [ErrUnknownEventType],
+// [ErrEventTypeExists], [ErrReadOnly], [ProblemError]) and its time parameters ([ParseTime]). Their JSON is part
 // of the user contract
 // (docs/api.md).
 //

@@ -55,6 +55,8 @@ Commands:
   endpoints   list, show, add, update, remove, rotate, test, redeliver and
               reset (close the breaker of) endpoints (admin API)
   dlq         list, summarise and replay dead letters (admin API)
+  event-types list, show, create, update and delete the event-type catalogue:
+              descriptions, JSON Schemas, examples (admin API)
   events      list stored events; show one with its payload, deliveries and attempts
   export      stream attempts or dead letters as CSV or JSON lines
   outbox      relay a PostgreSQL outbox table into JetStream; 'outbox schema' prints its DDL
@@ -92,6 +94,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runEndpoints(ctx, rest, getenv, stdout, stderr)
 	case "dlq":
 		return runDLQ(ctx, rest, getenv, stdout, stderr)
+	case "event-types": // the catalogue: cli/eventtypes.go
+		return runEventTypes(ctx, rest, getenv, stdout, stderr)
 	case "events": // cli/eventscmd.go
 		return runEvents(ctx, rest, getenv, stdout, stderr)
 	case "export":

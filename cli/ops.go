@@ -95,6 +95,11 @@ func (e *apiError) Error() string {
 	if e.Msg != "" {
 		msg = fmt.Sprintf("admin API: %s (HTTP %d)", e.Msg, e.Status)
 	}
+	if e.Status == http.StatusUnprocessableEntity && len(e.Errors) > 1 { // the catalogue's refusal: every problem
+		for _, p := range e.Errors[1:] {
+			msg += "; " + p.Error
+		}
+	}
 	if e.Status == http.StatusUnauthorized {
 		msg += "; pass the admin token with --token or $HOOKJET_ADMIN_TOKEN, or --config with the file whose admin.token the server uses"
 	}

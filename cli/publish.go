@@ -90,7 +90,14 @@ func runPublish(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	defer nc.Close()
 	r, err := jetstream.PublishRequest(ctx, nc, e)
-	if _, refused := errors.AsType[*publish.ReplyError](err); refused {
+	if re, refused := errors.AsType[*publish.ReplyError](err); refused {
+		if re.Status == publish.StatusInvalid && len(re.Errors) > 1 {
+			msgs := make([]string, len(re.Errors))
+			for i, p := range re.Errors {
+				msgs[i] = p.Error
+			}
+			return usagef("publish: the event catalogue refuses it: %s", strings.Join(msgs, "; "))
+		}
 		return usagef("publish: %v", err)
 	}
 	if err != nil {

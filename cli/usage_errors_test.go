@@ -63,6 +63,7 @@ func TestUnknownSubcommandIsNamed(t *testing.T) {
 		{"endpoints", "frobnicate", "shop"},
 		{"dlq", "frobnicate"},
 		{"outbox", "frobnicate"},
+		{"event-types", "frobnicate"},
 		{"frobnicate"},
 	} {
 		code, _, stderr := runMain(t, nil, args...)
@@ -77,6 +78,7 @@ func TestHelpGoesToStdoutEverywhere(t *testing.T) {
 	cmds := [][]string{
 		{}, {"serve"}, {"publish"}, {"listen"}, {"status"}, {"endpoints"}, {"dlq"},
 		{"dlq", "list"}, {"dlq", "stats"}, {"dlq", "replay"}, {"outbox"}, {"outbox", "schema"}, {"version"},
+		{"event-types"}, {"event-types", "list"}, {"event-types", "show"}, {"event-types", "create"}, {"event-types", "update"}, {"event-types", "delete"},
 	}
 	for _, sub := range endpointCommandNames() {
 		cmds = append(cmds, []string{"endpoints", sub})

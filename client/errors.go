@@ -41,6 +41,8 @@ func newError(status int, body []byte, notFound error) *Error {
 		e.kind = api.ErrBadRequest
 	case status == http.StatusConflict && e.Field == "id":
 		e.kind = api.ErrEndpointExists
+	case status == http.StatusConflict && e.Field == "name":
+		e.kind = api.ErrEventTypeExists
 	case status == http.StatusConflict:
 		e.kind = api.ErrConflict
 	}
@@ -57,5 +59,6 @@ func (e *Error) Error() string {
 // Unwrap is the api error kind of the answer: [api.ErrUnknownEndpoint] for
 // a 404 of a route about one endpoint, [api.ErrBadRequest] for a 400,
 // [api.ErrEndpointExists] for a 409 about the id (taken, or a config-file
-// endpoint's), [api.ErrConflict] for another 409; nil otherwise.
+// endpoint's), [api.ErrEventTypeExists] for a 409 about an event type's
+// name, [api.ErrConflict] for another 409; nil otherwise.
 func (e *Error) Unwrap() error { return e.kind }

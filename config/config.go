@@ -43,6 +43,8 @@ type Config struct {
 	Publish Publish `yaml:"publish"`
 	// Console configures what the console and portal show (config/console.go).
 	Console Console `yaml:"console"`
+	// Catalog configures the event-type catalogue (config/catalog.go).
+	Catalog Catalog `yaml:"catalog"`
 	// Endpoints are the webhook receivers, with their settings resolved
 	// (Defaults merged with each endpoint's overrides). Nil means none.
 	Endpoints []Endpoint `yaml:"endpoints"`
@@ -442,6 +444,7 @@ func Default() Config {
 		Outbox:   defaultOutbox(),
 		Inbound:  defaultInbound(),
 		Console:  Console{ShowPayloads: true},
+		Catalog:  Catalog{Validate: "warn"},
 		Defaults: Settings{
 			Timeout:     15 * time.Second,
 			MaxInFlight: 16,

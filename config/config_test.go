@@ -288,6 +288,7 @@ func TestParseFull(t *testing.T) {
 		Outbox:   Outbox{DSN: NewSecret("postgres://app@db/app"), Table: "app.outbox", Batch: 100, Poll: 2 * time.Second},
 		Metrics:  Metrics{MaxEndpointSeries: 200},
 		Inbound:  Inbound{MaxBodyBytes: DefaultInboundMaxBody},
+		Catalog:  Catalog{Validate: "warn"},
 		Defaults: defaults,
 		Endpoints: []Endpoint{
 			{

@@ -17,7 +17,7 @@ func (d *decoder) applyEnv(v reflect.Value, key, envPrefix string) {
 		name := envPrefix + "_" + strings.ToUpper(f.name)
 		t := fv.Type()
 		switch {
-		case t == endpointsType, t == inboundSourcesType:
+		case t == endpointsType, t == inboundSourcesType, t == eventTypesType:
 			continue
 		case t.Kind() == reflect.Struct && t != secretType:
 			d.applyEnv(fv, path, name)
@@ -47,7 +47,7 @@ func EnvVars() []string {
 			ft := t.FieldByIndex(f.index).Type
 			name := prefix + "_" + strings.ToUpper(f.name)
 			switch {
-			case ft == endpointsType, ft == inboundSourcesType:
+			case ft == endpointsType, ft == inboundSourcesType, ft == eventTypesType:
 			case ft.Kind() == reflect.Struct && ft != secretType:
 				walk(ft, name)
 			default:

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -331,6 +332,8 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, key string) {
 	switch {
 	case t == endpointsType && key == "endpoints":
 		d.epNode = n // decoded by endpoints, against the final defaults
+	case t == jsonType:
+		d.decodeJSON(n, v, key)
 	case t == secretType || t == durationType || isScalarKind(t.Kind()):
 		if n.Kind != yaml.ScalarNode {
 			d.failAt(key, n.Line, fmt.Errorf("want a single value, got %s", describe(n)))
@@ -757,4 +760,19 @@ func (r RateLimit) normalized() RateLimit {
 		r.Burst = max(1, int(math.Ceil(r.RPS)))
 	}
 	return r
+}
+
+// decodeJSON decodes any YAML value onto v (a [JSON]) as its JSON form.
+func (d *decoder) decodeJSON(n *yaml.Node, v reflect.Value, key string) {
+	var x any
+	if err := n.Decode(&x); err != nil {
+		d.failAt(key, n.Line, err)
+		return
+	}
+	b, err := json.Marshal(x)
+	if err != nil {
+		d.failAt(key, n.Line, fmt.Errorf("not a JSON value: %w", err))
+		return
+	}
+	v.SetBytes(b)
 }

@@ -92,6 +92,7 @@ func (c *Config) validate() problems {
 	c.validateInbound(&p)
 	c.validatePortal(&p)
 	c.validatePublish(&p)
+	c.validateCatalog(&p)
 
 	var defaults problems
 	validateSettings(&defaults, "defaults", c.Defaults)

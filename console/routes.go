@@ -25,6 +25,7 @@ func (c *Console) consoleRoutes() http.Handler {
 	mux.Handle("GET /console/events", c.operator(c.eventsPage))
 	mux.Handle("GET /console/events/{id}", c.operator(c.eventPage))
 	mux.Handle("GET /console/dlq", c.operator(c.dlqPage))
+	mux.Handle("GET /console/event-types", c.operator(c.eventTypesPage)) // console/eventtypes.go
 	mux.Handle("POST /console/dlq/replay", c.operator(c.dlqReplay))
 	mux.Handle("POST /console/dlq/discard", c.operator(c.dlqDiscard))
 	mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookjet/hookjet/attempt"
+	"github.com/hookjet/hookjet/catalog"
 	"github.com/hookjet/hookjet/dispatch/consume"
 	"github.com/hookjet/hookjet/dispatch/epstate"
 	"github.com/hookjet/hookjet/dispatch/operate"
@@ -65,6 +66,10 @@ type Options struct {
 	// it. nil: none are published, and every event of a hookjet.* type
 	// goes to no one.
 	Operational *opsevent.Publisher
+	// Catalog is the event-type catalogue in force: the match stage
+	// checks each matched event against it once (dispatch/match.go); nil:
+	// nothing checked.
+	Catalog *catalog.Live
 }
 
 // Dispatcher delivers events to endpoints with a fixed number of JetStream
@@ -223,7 +228,7 @@ func NewDispatcher(ctx context.Context, o Options) (*Dispatcher, error) {
 	d.lane = newLane(d)
 	d.fan.ordered = laneEngine{d}
 	d.table = routing.New(tableRuntime{d}, d.log)
-	d.fan.match = matcher{index: d.table, eps: d, series: d.series, own: o.Operational}
+	d.fan.match = matcher{index: d.table, eps: d, series: d.series, own: o.Operational, catalog: o.Catalog, invalid: o.Metrics.InvalidEvents}
 	d.net = &settle.SafetyNet{JS: o.JS, Stage: d.settle.Stage, Index: d.table, Ledger: o.Ledger, Errors: o.Metrics.SafetyNetErrors, Log: d.log}
 	d.src = sources.New(d.table, o.Breakers, d.log, d.life.loopCtx, &d.life.background)
 

@@ -207,6 +207,11 @@ func (d *fanout) fanOut(ctx context.Context, p consume.Pulled) {
 		<-d.unsettled
 		return
 	}
+	if why := d.match.check(&ev, msg.Data(), targets); why != "" {
+		d.reject(msg, &ev, targets, "invalid", why) // dispatch/tenant.go
+		<-d.unsettled
+		return
+	}
 	if len(targets) == 0 {
 		if err := msg.Ack(); err != nil {
 			d.log.Warn("ack event", "err", err)

@@ -4,7 +4,9 @@ import (
 	"slices"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hookjet/hookjet/catalog"
 	"github.com/hookjet/hookjet/config"
 	"github.com/hookjet/hookjet/dispatch/settle"
 	"github.com/hookjet/hookjet/filter"
@@ -28,12 +30,46 @@ type matcher struct {
 	eps    endpointSource
 	series *settle.Series
 	own    ownEvents // nil: no event of a hookjet.* type is hookjet's
+	// catalog checks an event that matched an endpoint, once (check);
+	// nil: nothing checked. invalid counts what it refuses, by type.
+	catalog *catalog.Live
+	invalid *prometheus.CounterVec
 }
 
 // ownEvents recognises hookjet's own events and the endpoint each is about
 // (opsevent.Publisher).
 type ownEvents interface {
 	About(id, typ, tenant string, h map[string][]string, data []byte) (endpoint string, ok bool)
+}
+
+// check checks an event that matched targets against the catalogue, once
+// whatever their number: under catalog.validate warn an invalid payload is
+// counted and delivered; under enforce, and for a type not in the
+// catalogue under catalog.strict, it returns why, and the fan-out
+// dead-letters the event as invalid for each target (reject). "": deliver.
+func (m matcher) check(ev *settle.Event, data []byte, targets []target) string {
+	if len(targets) == 0 || m.catalog == nil {
+		return ""
+	}
+	cat := m.catalog.Load()
+	if cat.Mode() == catalog.Off && !cat.Strict() {
+		return ""
+	}
+	v := cat.Check(ev.Type, data)
+	if !v.Invalid() {
+		return ""
+	}
+	if m.invalid != nil {
+		label := ev.Type
+		if v.Unknown {
+			label = "_unknown" // any string: one series for them all
+		}
+		m.invalid.WithLabelValues(label).Inc()
+	}
+	if v.Unknown || cat.Mode() == catalog.Enforce {
+		return v.Reason()
+	}
+	return ""
 }
 
 // patternIndex is the pattern index of the endpoints in force

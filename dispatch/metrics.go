@@ -16,6 +16,7 @@ type Metrics struct {
 	Deferrals       *prometheus.CounterVec   // endpoint, cause
 	Filtered        *prometheus.CounterVec   // endpoint
 	FilterErrors    *prometheus.CounterVec   // endpoint
+	InvalidEvents   *prometheus.CounterVec   // type
 	BreakerState    *prometheus.GaugeVec     // endpoint
 	Pending         *prometheus.GaugeVec     // endpoint
 	OldestPending   prometheus.Gauge
@@ -62,6 +63,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		FilterErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookjet_filter_errors_total", Help: "Evaluations of an endpoint's filter that failed (a missing field, a type mismatch, a cost limit, the event's budget): each is no match, by endpoint.",
 		}, []string{"endpoint"}),
+		InvalidEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookjet_invalid_events_total", Help: "Events whose payload fails their type's schema (or whose type is not in the catalogue under catalog.strict), by event type, counted once per event that matched an endpoint: delivered under catalog.validate warn, dead-lettered as invalid under enforce.",
+		}, []string{"type"}),
 		BreakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hookjet_breaker_state", Help: "Circuit breaker state per endpoint: 0 closed, 1 half-open, 2 open.",
 		}, []string{"endpoint"}),
@@ -105,7 +109,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "hookjet_events_trimmed_total", Help: "Delivered events removed from HOOKJET_EVENTS because it passed 90% of streams.max_bytes.",
 		}),
 	}
-	reg.MustRegister(m.Trimmed, m.Endpoints, m.SafetyNetErrors, m.Attempts, m.AttemptDuration, m.FirstAttempts, m.DeadLetters, m.Deferrals, m.Filtered, m.FilterErrors,
+	reg.MustRegister(m.Trimmed, m.Endpoints, m.SafetyNetErrors, m.Attempts, m.AttemptDuration, m.FirstAttempts, m.DeadLetters, m.Deferrals, m.Filtered, m.FilterErrors, m.InvalidEvents,
 		m.BreakerState, m.Pending, m.OldestPending, m.Duplicates, m.Published, m.MissingID,
 		m.DLQMessages, m.LatencyP95, m.InFlight, m.OrderingHeld, m.Destination)
 	return m
@@ -143,7 +147,7 @@ func (m *Metrics) zero(label string) {
 		m.Attempts.WithLabelValues(label, c)
 		m.FirstAttempts.WithLabelValues(label, c)
 	}
-	for _, r := range []string{"permanent", "exhausted", "expired", "gone", "rejected", "overflow", "auth", "transform"} {
+	for _, r := range []string{"permanent", "exhausted", "expired", "gone", "rejected", "overflow", "auth", "transform", "invalid"} {
 		m.DeadLetters.WithLabelValues(label, r)
 	}
 	for _, c := range []string{"breaker", "rate_limit", "in_flight"} {

@@ -165,7 +165,7 @@ func startEngine(t *testing.T, node *jetstream.Node, cfg *config.Config, share b
 	o := Options{
 		NC: node.Conn(), FanoutNC: node.FanoutConn(), JS: node.JetStream(), Breakers: r.breakers, Ledger: r.ledger,
 		Destinations: webhooks(deliver.NewClient(deliver.ClientOptions{Guard: deliver.NewGuard(true, nil), UserAgent: "dispatch-test"})),
-		Metrics:      NewMetrics(r.reg), Log: log, Config: cfg,
+		Metrics:      NewMetrics(r.reg), Log: log, Config: cfg, Catalog: rigCatalog(t, cfg),
 		OnDeadLetter: func(endpoint, eventID string) {
 			r.mu.Lock()
 			r.dead = append(r.dead, endpoint+" "+eventID)

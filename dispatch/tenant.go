@@ -15,19 +15,27 @@ import (
 // it. The event is acked once every copy is stored, and comes back when
 // one is not.
 func (d *fanout) rejectBadTenant(msg natsjs.Msg, ev *settle.Event, targets []target) {
+	d.reject(msg, ev, targets, "rejected", ev.BadTenant)
+}
+
+// reject dead-letters an event to each of targets with reason and why as
+// its last error, delivering it to none of them, and acks it once every
+// copy is stored (naks it when one is not): an event whose tenant header
+// is not a tenant (rejected), or that the catalogue refuses (invalid).
+func (d *fanout) reject(msg natsjs.Msg, ev *settle.Event, targets []target, reason, why string) {
 	ok := true
 	for _, t := range targets {
 		if t.e == nil {
 			continue
 		}
-		dl := newDelivery(t.e, t.s, ev, settle.State{Error: ev.BadTenant}, msg.Data(), msg.Headers())
+		dl := newDelivery(t.e, t.s, ev, settle.State{Error: why}, msg.Data(), msg.Headers())
 		dl.Done = func(stored bool) { ok = ok && stored }
 		if d.alreadyDelivered(dl) {
 			continue
 		}
-		d.settle.deadLetter(dl, "rejected")
+		d.settle.deadLetter(dl, reason)
 	}
-	if len(targets) == 0 {
+	if len(targets) == 0 && reason == "rejected" {
 		d.log.Warn("event delivered to no endpoint: its tenant header is not valid, and no endpoint without a tenant matches it",
 			"event_id", ev.ID, "event_type", ev.Type, "reason", ev.BadTenant)
 	}
@@ -38,6 +46,6 @@ func (d *fanout) rejectBadTenant(msg natsjs.Msg, ev *settle.Event, targets []tar
 		err = msg.Nak()
 	}
 	if err != nil {
-		d.log.Warn("settle event with a bad tenant", "event_id", ev.ID, "err", err)
+		d.log.Warn("settle a refused event", "event_id", ev.ID, "reason", reason, "err", err)
 	}
 }

@@ -41,6 +41,9 @@ const (
 	// ConfigEndpointBucket holds the definitions of every process's
 	// config-file endpoints (see the dispatch package).
 	ConfigEndpointBucket = "HOOKJET_CONFIG_ENDPOINTS"
+	// EventTypeBucket holds the event-type catalogue: the types created
+	// through the admin API and those of every process's config file.
+	EventTypeBucket = "HOOKJET_EVENT_TYPES"
 	// Legacy names of the first design, read only to upgrade from it.
 	LegacyConsumerPrefix = "ep-"
 	LegacyReplayStream   = "HOOKJET_REPLAY"

@@ -7,6 +7,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/hookjet/hookjet/catalog"
 )
 
 // Store stores events in HOOKJET_EVENTS (package jetstream's
@@ -69,7 +71,8 @@ type Committer struct {
 	log       *slog.Logger
 	maxData   int // an event's largest payload; 0: no bound
 	ledger    Ledger
-	stream    string // where the ledger's sequences are
+	stream    string        // where the ledger's sequences are
+	catalog   *catalog.Live // nil: nothing checked (WithCatalog)
 
 	linger  time.Duration // the longest a writer waits for stragglers
 	mu      sync.Mutex

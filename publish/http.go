@@ -93,6 +93,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	events, ps := decode(body, h.c.maxData)
+	if len(ps) == 0 && h.c.checks() {
+		if ps = h.c.refusals(events, batched(body)); len(ps) > 0 {
+			writeProblems(w, http.StatusUnprocessableEntity, ps)
+			return
+		}
+	}
 	if len(ps) > 0 {
 		status := http.StatusBadRequest
 		if slices.ContainsFunc(ps, func(p Problem) bool { return p.large }) {

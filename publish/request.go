@@ -39,6 +39,11 @@ type ErrorReply struct {
 	// Errors holds every bad field of the request; empty when storing
 	// failed.
 	Errors []Problem `json:"errors,omitempty"`
+	// Status is 422 ([StatusInvalid]) when the catalogue refused the
+	// event (a payload that fails its type's schema under catalog.validate
+	// enforce, a type not in it under catalog.strict), as the HTTP API
+	// answers; absent otherwise.
+	Status int `json:"status,omitempty"`
 }
 
 // Answer stores the event of a publish request and returns the reply's
@@ -91,8 +96,14 @@ func (c *Committer) Answer(ctx context.Context, typ string, h map[string][]strin
 			ps = append(ps, p)
 		}
 	}
+	status := 0
+	if len(ps) == 0 {
+		if ps = c.refusals([]Event{e}, false); len(ps) > 0 {
+			status = StatusInvalid
+		}
+	}
 	if len(ps) > 0 {
-		b, _ := json.Marshal(ErrorReply{Error: ps[0].Error, Field: ps[0].Field, Errors: ps})
+		b, _ := json.Marshal(ErrorReply{Error: ps[0].Error, Field: ps[0].Field, Errors: ps, Status: status})
 		return b
 	}
 	if e.ID == "" {

@@ -38,7 +38,7 @@ func (s *Server) startPublish() error {
 	// The ledger answers an id stored before, past the stream's duplicate
 	// window, as a duplicate of its first copy: the fan-out would drop a
 	// second copy, so it is not stored.
-	c := publish.New(store, publish.WithMaxPayload(cfg.Security.MaxPayloadBytes), publish.WithLogger(s.log),
+	c := publish.New(store, publish.WithMaxPayload(cfg.Security.MaxPayloadBytes), publish.WithLogger(s.log), publish.WithCatalog(s.catalog.live),
 		publish.WithLedger(s.ledger, jetstream.EventsStream))
 	p := &publishServer{committer: c}
 	s.publish = p

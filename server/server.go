@@ -144,6 +144,8 @@ type Server struct {
 	inbound *inboundServer
 	// publish is the publish API (server/publish.go).
 	publish *publishServer
+	// catalog is the event-type catalogue in force (server/catalog.go).
+	catalog *catalogServer
 
 	// portal serves portal.listen (server/console.go); nil without one.
 	portal    *http.Server
@@ -219,6 +221,9 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (_ *Server, err e
 	defer cancel()
 	s.starting("creating streams and buckets in JetStream (retried until it answers; see the log)")
 	if err := jetstream.EnsureStreams(setupCtx, js, cfg, log); err != nil {
+		return nil, err
+	}
+	if err := s.startCatalog(setupCtx); err != nil { // server/catalog.go
 		return nil, err
 	}
 	s.starting("starting delivery")
@@ -388,7 +393,8 @@ func (s *Server) startEngine(ctx, setupCtx context.Context, o Options) error {
 		return err
 	}
 	d, err := dispatch.NewDispatcher(setupCtx, dispatch.Options{
-		NC: s.node.Conn(), FanoutNC: s.node.FanoutConn(), JS: s.node.JetStream(), Destinations: s.destinations(), Breakers: breakers, Ledger: s.ledger,
+		Catalog: s.catalog.live,
+		NC:      s.node.Conn(), FanoutNC: s.node.FanoutConn(), JS: s.node.JetStream(), Destinations: s.destinations(), Breakers: breakers, Ledger: s.ledger,
 		Metrics: metrics, Log: log, Config: cfg, OnDeadLetter: o.OnDeadLetter,
 		Tracer: tracing.New(tp), Recorder: s.recorder(), Seen: s.seen, Operational: ops,
 	})
@@ -497,7 +503,7 @@ func (s *Server) startAdmin(store *jetstream.EndpointStore, o Options) error {
 	h := admin.NewHandler(s.withTally(s.withInbound(s.adminBackend())), s.registry, s.cfg.Admin.Token.Reveal(), s.log,
 		admin.WithEndpointStore(store, endpointDeliveries{s.disp.Operator(), s.disp.Sources()}, s.config), admin.WithConfigPath(o.ConfigPath),
 		admin.WithDurability(api.Durability(s.durability)), s.logOption(), s.eventsOption(), admin.WithDiscard(s.discardDeadLetters), s.publishOption(),
-		admin.WithUnreachable(s.unreachable))
+		admin.WithUnreachable(s.unreachable), admin.WithEventTypes(s.catalog))
 	h, err := s.mountConsole(h)
 	if err != nil {
 		return err
@@ -571,7 +577,7 @@ func (s *Server) AdminAddr() string { return s.adminLn.Addr().String() }
 func (s *Server) Reload(ctx context.Context, next *config.Config) error {
 	cur := s.config()
 	merged := *cur
-	merged.Endpoints, merged.Defaults = next.Endpoints, next.Defaults
+	merged.Endpoints, merged.Defaults, merged.Catalog = next.Endpoints, next.Defaults, next.Catalog
 	if err := merged.Validate(); err != nil {
 		return err
 	}
@@ -579,6 +585,9 @@ func (s *Server) Reload(ctx context.Context, next *config.Config) error {
 		s.log.Warn("reload: these sections changed and take effect at the next start", "sections", changed)
 	}
 	if err := s.disp.Sources().Apply(ctx, &merged); err != nil {
+		return err
+	}
+	if err := s.catalog.reload(ctx, merged.Catalog); err != nil {
 		return err
 	}
 	merged.Endpoints = nil // the endpoint table holds them
@@ -599,7 +608,7 @@ func restartSections(cur, next *config.Config) []string {
 	for i := range a.NumField() {
 		f := a.Type().Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if !f.IsExported() || name == "endpoints" || name == "defaults" {
+		if !f.IsExported() || name == "endpoints" || name == "defaults" || name == "catalog" {
 			continue
 		}
 		if !reflect.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()) {
@@ -658,6 +667,7 @@ func (s *Server) Shutdown() error {
 func (s *Server) shutdown() error {
 	s.stopInbound() // providers' requests first: what is in flight is stored and answered
 	s.stopPublish() // the same for applications' publish requests
+	s.catalog.close()
 	if s.stopWatch != nil {
 		s.stopWatch()
 		s.stopWatch = nil
@@ -683,6 +693,7 @@ func (s *Server) shutdown() error {
 func (s *Server) abort() {
 	s.stopInbound()
 	s.stopPublish()
+	s.catalog.close()
 	if s.stopWatch != nil {
 		s.stopWatch()
 	}

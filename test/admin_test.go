@@ -150,6 +150,7 @@ hookjet_dead_letters_total{endpoint="api",reason="auth"} 0
 hookjet_dead_letters_total{endpoint="api",reason="exhausted"} 0
 hookjet_dead_letters_total{endpoint="api",reason="expired"} 0
 hookjet_dead_letters_total{endpoint="api",reason="gone"} 0
+hookjet_dead_letters_total{endpoint="api",reason="invalid"} 0
 hookjet_dead_letters_total{endpoint="api",reason="overflow"} 0
 hookjet_dead_letters_total{endpoint="api",reason="permanent"} 1
 hookjet_dead_letters_total{endpoint="api",reason="rejected"} 0

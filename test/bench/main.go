@@ -38,6 +38,7 @@ var scenarioNames = []string{
 	"events1m",             // test/bench/events.go
 	"filters", "transform", // test/bench/shape.go
 	"destinations", // test/bench/destinations.go
+	"validate",     // test/bench/validate.go
 }
 
 // groups are named sets of scenarios (-scenarios ordered) that the default
@@ -448,6 +449,7 @@ func evaluate(rs []*result) []target {
 	ts = append(ts, publishTargets(get)...)     // test/bench/publish.go
 	ts = append(ts, shapeTargets(get)...)       // test/bench/shape.go
 	ts = append(ts, destinationTargets(get)...) // test/bench/destinations.go
+	ts = append(ts, validateTargets(get)...)    // test/bench/validate.go
 	ts = append(ts, clusterTargets(get)...)
 	return append(ts, isolationTargets(get)...)
 }

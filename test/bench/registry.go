@@ -52,6 +52,9 @@ func (b *bench) scenarios(ctx context.Context) map[string][]runFunc {
 	for name, fn := range b.destinationScenarios(ctx) { // test/bench/destinations.go
 		runs[name] = fn
 	}
+	for name, fn := range b.validateScenarios(ctx) { // test/bench/validate.go
+		runs[name] = fn
+	}
 	return runs
 }
 
