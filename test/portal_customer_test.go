@@ -150,6 +150,7 @@ func TestPortalIsTheCustomersWholeView(t *testing.T) {
 	portalRefusals(t, h, base, link, id)
 	portalReadOnly(t, ctx, h, base, id)
 	portalEventPages(t, ctx, link, id)
+	portalCatalogue(t, ctx, h, link)
 	portalNATSDestination(t, ctx, h, link)
 
 	// Rotate (the confirm() of app.js answered yes), then delete after
@@ -448,6 +449,57 @@ func portalEventPages(t *testing.T, ctx context.Context, link, id string) {
 	if code := httpStatus(t, "GET", link+"events/globex-order-1"); code != http.StatusNotFound {
 		t.Fatalf("another tenant's event: HTTP %d, want 404", code)
 	}
+}
+
+// portalCatalogue: the catalogue page shows a type's description, schema
+// and example; an endpoint is made by ticking the type; its test event
+// without a payload carries the type's example.
+func portalCatalogue(t *testing.T, ctx context.Context, h *hookjet, link string) {
+	t.Helper()
+	typ := map[string]any{"name": "invoice.issued", "description": "An invoice was issued to a customer",
+		"schema":   map[string]any{"type": "object", "properties": map[string]any{"total": map[string]any{"type": "number"}}, "required": []string{"total"}},
+		"examples": []any{map[string]any{"total": 99.5, "currency": "EUR"}}}
+	if code := h.api("POST", "/api/v1/event-types", consoleToken, typ, nil); code != http.StatusCreated {
+		t.Fatalf("create the event type: HTTP %d", code)
+	}
+	run(t, ctx, "the catalogue", chromedp.Navigate(link+"event-types"), chromedp.WaitVisible(chromedp.CSS(`section.event-type`)))
+	if page := text(t, ctx, `main`); !strings.Contains(page, "invoice.issued") || !strings.Contains(page, "An invoice was issued") || !strings.Contains(page, `"total"`) || !strings.Contains(page, "99.5") {
+		t.Fatalf("the catalogue page shows:\n%s", page)
+	}
+	screenshot(t, ctx, "portal-types")
+	r := newCustomerReceiver(t)
+	run(t, ctx, "create an endpoint by ticking a type",
+		chromedp.Navigate(link),
+		chromedp.WaitVisible(chromedp.CSS(`form[action$="/endpoints"] input[name=types][value="invoice.issued"]`)),
+		chromedp.SendKeys(chromedp.CSS(`form[action$="/endpoints"] input[name=url]`), r.URL+"/invoices"),
+		chromedp.SendKeys(chromedp.CSS(`form[action$="/endpoints"] input[name=description]`), "invoices"),
+		chromedp.Click(chromedp.CSS(`form[action$="/endpoints"] input[name=types][value="invoice.issued"]`)),
+		chromedp.Click(chromedp.CSS(`form[action$="/endpoints"] button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#secret`)))
+	r.setSecret(text(t, ctx, `#secret`))
+	back := value(t, ctx, "the endpoint's link", chromedp.AttributeValue(chromedp.CSS(`section.card p a`), "href"))
+	id := back.Value[strings.LastIndex(back.Value, "/")+1:]
+	var ep struct{ Events []string }
+	if h.api("GET", "/api/v1/endpoints/"+id, consoleToken, nil, &ep); strings.Join(ep.Events, " ") != "invoice.issued" {
+		t.Fatalf("the ticked type made events %v", ep.Events)
+	}
+	run(t, ctx, "test with the type's example",
+		chromedp.Navigate(link+"endpoints/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`form.test select[name=test_type]`)),
+		setField(`form.test select[name=test_type]`, "invoice.issued"),
+		chromedp.Click(chromedp.CSS(`form.test button`)),
+		chromedp.WaitVisible(chromedp.CSS(`p.flash span.id`)))
+	event := text(t, ctx, `p.flash span.id`)
+	checkFor(t, 15*time.Second, 50*time.Millisecond, func() error {
+		d, ok := r.delivery(event)
+		if !ok {
+			return fmt.Errorf("test event %s not received", event)
+		}
+		if d.Type != "invoice.issued" || !strings.Contains(d.Body, `"total":99.5`) {
+			return fmt.Errorf("the test event arrived as %+v, want the example", d)
+		}
+		return nil
+	})
 }
 
 // setField sets the value of the form field sel finds, empty included.
