@@ -24,9 +24,10 @@ import (
 
 // Deliveries is what endpoint management needs from the delivery engine.
 type Deliveries interface {
-	// SendTest sends a signed hookjet.test event to the endpoint only,
-	// through the normal delivery path, and returns its event id.
-	SendTest(ctx context.Context, endpointID string) (eventID string, err error)
+	// SendTest sends a signed test event to the endpoint only, through
+	// the normal delivery path, and returns its event id: of typ with
+	// payload data, or a hookjet.test event when typ is empty.
+	SendTest(ctx context.Context, endpointID, typ string, data []byte) (eventID string, err error)
 	// Redeliver sends every stored event in [since, until) that the
 	// endpoint's patterns match to that endpoint again, with its original id
 	// (until zero: up to now). With dryRun it only counts them.
@@ -603,8 +604,19 @@ func (a *handler) known(ctx context.Context, w http.ResponseWriter, r *http.Requ
 
 func (a *handler) testEndpoint(w http.ResponseWriter, r *http.Request) {
 	body, ok := readBody(w, r)
-	if !ok || !decodeStrict(w, body, &struct{}{}) {
+	var req api.TestRequest
+	if !ok || !decodeStrict(w, body, &req) {
 		return
+	}
+	switch {
+	case req.Type == "" && len(req.Data) > 0:
+		writeFieldError(w, http.StatusBadRequest, "type", "type: required with data")
+		return
+	case req.Type != "":
+		if err := config.ValidateEventType(req.Type); err != nil {
+			writeFieldError(w, http.StatusBadRequest, "type", "type: "+err.Error())
+			return
+		}
 	}
 	id := r.PathValue("id")
 	ctx, cancel := timeout(r)
@@ -612,7 +624,7 @@ func (a *handler) testEndpoint(w http.ResponseWriter, r *http.Request) {
 	if !a.known(ctx, w, r, id) {
 		return
 	}
-	eventID, err := a.deliveries.SendTest(ctx, id)
+	eventID, err := a.deliveries.SendTest(ctx, id, req.Type, req.Data)
 	if err != nil {
 		a.failEndpoint(w, r, err)
 		return

@@ -49,7 +49,11 @@ func (e *engine) record(format string, args ...any) {
 	e.calls = append(e.calls, fmt.Sprintf(format, args...))
 }
 
-func (e *engine) SendTest(_ context.Context, id string) (string, error) {
+func (e *engine) SendTest(_ context.Context, id, typ string, data []byte) (string, error) {
+	if typ != "" {
+		e.record("test %s %s %s", id, typ, data)
+		return "evt_1", e.fail
+	}
 	e.record("test %s", id)
 	return "evt_1", e.fail
 }
@@ -472,11 +476,14 @@ func TestTestAndRedeliver(t *testing.T) {
 	if status, _, _ := f.do(t, http.MethodPost, "/api/v1/endpoints/crm/test", ""); status != http.StatusAccepted {
 		t.Errorf("test of a config endpoint: %d", status)
 	}
+	if status, _, _ := f.do(t, http.MethodPost, "/api/v1/endpoints/shop/test", `{"type":"order.created","data":{"amount":1200}}`); status != http.StatusAccepted {
+		t.Errorf("test with a type and an example: %d", status)
+	}
 	status, _, out = f.do(t, http.MethodPost, "/api/v1/endpoints/shop/redeliver", `{"since":"2h","until":"2025-06-01T11:30:00Z","dry_run":true}`)
 	if status != http.StatusOK || out["matched"] != 7.0 || out["queued"] != 5.0 {
 		t.Errorf("redeliver: %d %v", status, out)
 	}
-	want := "test shop;test crm;redeliver shop 2025-06-01T10:00:00Z 2025-06-01T11:30:00Z true"
+	want := "test shop;test crm;test shop order.created {\"amount\":1200};redeliver shop 2025-06-01T10:00:00Z 2025-06-01T11:30:00Z true"
 	if calls := strings.Join(f.eng.Calls(), ";"); calls != want {
 		t.Errorf("engine calls\n%s\nwant\n%s", calls, want)
 	}
@@ -487,6 +494,8 @@ func TestTestAndRedeliver(t *testing.T) {
 	}{
 		{"test unknown", "/api/v1/endpoints/nope/test", "", http.StatusNotFound, ""},
 		{"test with a body field", "/api/v1/endpoints/shop/test", `{"x":1}`, http.StatusBadRequest, "x"},
+		{"test with data and no type", "/api/v1/endpoints/shop/test", `{"data":{}}`, http.StatusBadRequest, "type"},
+		{"test with a bad type", "/api/v1/endpoints/shop/test", `{"type":"order..created"}`, http.StatusBadRequest, "type"},
 		{"redeliver unknown", "/api/v1/endpoints/nope/redeliver", `{"since":"1h"}`, http.StatusNotFound, ""},
 		{"since missing", "/api/v1/endpoints/shop/redeliver", `{}`, http.StatusBadRequest, "since"},
 		{"since bad", "/api/v1/endpoints/shop/redeliver", `{"since":"yesterday"}`, http.StatusBadRequest, "since"},
@@ -502,7 +511,7 @@ func TestTestAndRedeliver(t *testing.T) {
 			}
 		})
 	}
-	if n := len(f.eng.Calls()); n != 3 {
+	if n := len(f.eng.Calls()); n != 4 {
 		t.Errorf("refused requests reached the engine: %v", f.eng.Calls())
 	}
 	f.eng.fail = fmt.Errorf("test: %w", errors.ErrUnsupported)

@@ -1,5 +1,7 @@
 package api
 
+import "encoding/json"
+
 // The answers (and a few requests) of the admin API's routes that are not
 // one of the types above; the OpenAPI document (openapi.json) names each
 // route's.
@@ -45,8 +47,18 @@ type RedeliverResult struct {
 	Queued  int `json:"queued"`
 }
 
+// TestRequest is the optional body of POST /api/v1/endpoints/{id}/test:
+// the test event's type and payload (an example of the catalogue, say).
+// Empty, the test is a hookjet.test event.
+type TestRequest struct {
+	// Type is the test event's type; empty means hookjet.test.
+	Type string `json:"type,omitempty"`
+	// Data is its payload, any JSON value; only with Type.
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
 // TestResult is the answer of POST /api/v1/endpoints/{id}/test: the id of
-// the hookjet.test event sent.
+// the test event sent.
 type TestResult struct {
 	EventID string `json:"event_id"`
 }

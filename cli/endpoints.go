@@ -44,7 +44,7 @@ hookjet endpoints show ID
 hookjet endpoints update ID [--url URL] [--destination JSON|@file] [--events P ...] [--tenant T] [--description D] [--filter EXPR|@file] [--transform JS|@file] [--ordering none|key] [--ordering-on-dead-letter skip|hold] [--auth TYPE --auth-* V] [--proxy URL|none] [--data JSON|@file]
 hookjet endpoints rm ID
 hookjet endpoints rotate ID [--grace D]
-hookjet endpoints test ID [--wait D]
+hookjet endpoints test ID [--type T [--data JSON|@file]] [--wait D]
 hookjet endpoints redeliver ID --since T [--until T] [--dry-run]
 hookjet endpoints reset ID
 hookjet endpoints enable ID
@@ -76,7 +76,8 @@ whole; --auth none removes it. --proxy names the endpoint's egress proxy
 credentials), the proxy and the keys held, why and since when. rm
 stops deliveries and discards the waiting ones. rotate prints a new secret;
 the old one keeps signing for --grace (default 24h, at most 168h). test
-sends a hookjet.test event and waits for its outcome (exit 1 if it was
+sends a hookjet.test event, or one of --type with the payload --data
+(default {}), to that endpoint only, and waits for its outcome (exit 1 if it was
 dead-lettered or no outcome came within --wait). redeliver sends stored
 events from --since (RFC 3339 or a duration ago, such as 2h) to the endpoint
 again with their original ids. reset closes the endpoint's circuit breaker
@@ -514,9 +515,28 @@ type testOutcome struct {
 func runEndpointTest(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newEndpointFlags("test", getenv, stdout)
 	wait := f.Duration("wait", 30*time.Second, "how long to wait for the outcome")
+	typ := f.String("type", "", "the test event's type (default hookjet.test)")
+	data := f.String("data", "", "the test event's payload as JSON, or @file; only with --type (default {})")
 	id, err := f.parseWithID(args, true)
 	if err != nil {
 		return err
+	}
+	req := api.TestRequest{Type: *typ}
+	switch {
+	case *data != "" && *typ == "":
+		return usagef("endpoints test: --data needs --type")
+	case *typ != "":
+		req.Data = json.RawMessage("{}")
+		if *data != "" {
+			text, err := textOrFile(f.Name(), "data", *data)
+			if err != nil {
+				return err
+			}
+			if !json.Valid([]byte(text)) {
+				return usagef("endpoints test: --data: want JSON")
+			}
+			req.Data = json.RawMessage(text)
+		}
 	}
 	c, err := f.client()
 	if err != nil {
@@ -525,6 +545,10 @@ func runEndpointTest(ctx context.Context, args []string, getenv func(string) str
 	start := time.Now().UTC()
 	out := testOutcome{Outcome: "pending"}
 	if err := f.call(func(c *client.Client) (err error) {
+		if req.Type != "" {
+			out.EventID, err = c.TestEndpointWith(ctx, id, req)
+			return err
+		}
 		out.EventID, err = c.TestEndpoint(ctx, id)
 		return err
 	}); err != nil {

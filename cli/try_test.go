@@ -86,3 +86,35 @@ func TestEndpointsAddSendsFilterAndTransform(t *testing.T) {
 		t.Fatalf("request %s", stub.reqs[0])
 	}
 }
+
+// endpoints test --type T --data JSON sends a test event of that type and
+// payload; --data without --type is a usage error naming both.
+func TestEndpointsTestWithATypeAndPayload(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, r.Method+" "+r.URL.Path+" "+strings.TrimSpace(string(b)))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/api/v1/endpoints/shop/test" {
+			w.WriteHeader(http.StatusAccepted)
+			_, _ = io.WriteString(w, `{"event_id":"test_1"}`)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	runAgainst(t, srv, "endpoints", "test", "shop", "--type", "order.paid", "--data", `{"amount": 1200}`, "--wait", "0s")
+	mu.Lock()
+	got := strings.Join(bodies, "\n")
+	mu.Unlock()
+	if !strings.Contains(got, `POST /api/v1/endpoints/shop/test {"type":"order.paid","data":{"amount":1200}}`) {
+		t.Fatalf("requests:\n%s", got)
+	}
+	code, _, errOut := runAgainst(t, srv, "endpoints", "test", "shop", "--data", `{}`)
+	if code != 2 || !strings.Contains(errOut, "--data needs --type") {
+		t.Fatalf("--data without --type: exit %d: %s", code, errOut)
+	}
+}

@@ -140,6 +140,15 @@ func (c *Client) TestEndpoint(ctx context.Context, id string, opts ...CallOption
 	return out.EventID, err
 }
 
+// TestEndpointWith sends a signed test event of req's type and payload (an
+// example of the catalogue, say) to the endpoint only, and returns its
+// event id (POST /api/v1/endpoints/{id}/test).
+func (c *Client) TestEndpointWith(ctx context.Context, id string, req api.TestRequest, opts ...CallOption) (eventID string, err error) {
+	var out api.TestResult
+	err = c.do(ctx, &call{method: http.MethodPost, path: endpointPath(id, "/test"), in: req, out: &out, notFound: api.ErrUnknownEndpoint}, opts)
+	return out.EventID, err
+}
+
 // Redeliver sends the stored events of r's time range to the endpoint
 // again, with their original ids.
 func (c *Client) Redeliver(ctx context.Context, id string, r api.RedeliverRequest, opts ...CallOption) (api.RedeliverResult, error) {

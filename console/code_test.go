@@ -70,15 +70,29 @@ func TestPortalSetsFilterNotTransformByDefault(t *testing.T) {
 		if csrf == nil {
 			t.Fatal("no CSRF token")
 		}
-		form := url.Values{"csrf": {csrf[1]}, "filter": {"data.amount > 1"}, "transform": {"function handler(w) { return w }"}}
-		preq := httptest.NewRequest("POST", u.Path+"endpoints/crm/code", strings.NewReader(form.Encode()))
-		preq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		preq.Header.Set("Origin", "http://"+preq.Host)
-		preq.Header.Set("Sec-Fetch-Site", "same-origin")
-		rw := httptest.NewRecorder()
-		h.ServeHTTP(rw, preq)
-		if rw.Code != http.StatusSeeOther {
-			t.Fatalf("save: HTTP %d %s", rw.Code, rw.Body.String())
+		post := func(form url.Values) int {
+			form.Set("csrf", csrf[1])
+			preq := httptest.NewRequest("POST", u.Path+"endpoints/crm/edit", strings.NewReader(form.Encode()))
+			preq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			preq.Header.Set("Origin", "http://"+preq.Host)
+			preq.Header.Set("Sec-Fetch-Site", "same-origin")
+			rw := httptest.NewRecorder()
+			h.ServeHTTP(rw, preq)
+			return rw.Code
+		}
+		// With a transform: saved when allowed, refused (403, nothing
+		// saved) by default.
+		want := http.StatusForbidden
+		if allow {
+			want = http.StatusSeeOther
+		}
+		if code := post(url.Values{"filter": {"data.amount > 1"}, "transform": {"function handler(w) { return w }"}}); code != want {
+			t.Fatalf("allow_transforms %v: save with a transform: HTTP %d, want %d", allow, code, want)
+		}
+		if !allow {
+			if code := post(url.Values{"filter": {"data.amount > 1"}}); code != http.StatusSeeOther {
+				t.Fatalf("save a filter: HTTP %d, want 303", code)
+			}
 		}
 		c.Close()
 		mu.Lock()

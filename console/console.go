@@ -35,6 +35,9 @@ type Options struct {
 	// AllowTransforms is portal.allow_transforms: portal sessions may set
 	// their endpoints' transform. They may always set a filter.
 	AllowTransforms bool
+	// Destinations is portal.destinations: the destination types portal
+	// sessions may choose besides webhook. Empty: webhook only.
+	Destinations []string
 	// Log receives render and API errors; nil discards them.
 	Log *slog.Logger
 	// Now is the clock of sessions; nil is time.Now.

@@ -20,7 +20,13 @@ import (
 // reason first: paused by the platform, the breaker, the receiver's hold.
 func customerState(e endpoint) string {
 	b := e.Breaker
-	if _, ok := api.Find(e.Waiting, api.WaitDisabled); ok {
+	if w, ok := api.Find(e.Waiting, api.WaitDisabled); ok {
+		switch {
+		case strings.HasPrefix(w.Detail, "gone"):
+			return "Paused because your endpoint answered 410 Gone: nothing is sent to it until it is enabled again. Events keep waiting for it."
+		case w.Detail == "disabled by an operator": // the portal's Disable, or the platform's
+			return "This endpoint is paused: nothing is sent to it until it is enabled again. Events keep waiting for it."
+		}
 		return "Paused by the platform: nothing is sent to this endpoint until it is turned back on. Events keep waiting for it."
 	}
 	if w, ok := api.Find(e.Waiting, api.WaitBreakerOpen); ok {
@@ -86,15 +92,21 @@ func clock(t time.Time) string {
 var operatorWords = strings.NewReplacer(
 	" ("+config.TenantGuardReason+")", " (deliveries go only to public internet addresses; use one)",
 	" (security.https_only is set)", " (deliveries go only to https URLs)",
+	" (portal.destinations)", "",
 )
 
 // maxEndpointsWords is the 409 of a create past security.max_endpoints.
 var maxEndpointsWords = regexp.MustCompile(`security\.max_endpoints \(\d+\) reached`)
 
+// configEndpointWords is the 409 of a change to an endpoint of the
+// config file, which names the file.
+var configEndpointWords = regexp.MustCompile(`endpoint "[^"]*" comes from .* \(source config\): \w+ it by editing that file and reloading \(SIGHUP\)`)
+
 // customerWords is msg, an error of the admin API or of a delivery, in
-// the customer's words: never an operator config key.
+// the customer's words: never an operator config key or file.
 func customerWords(msg string) string {
 	msg = operatorWords.Replace(msg)
+	msg = configEndpointWords.ReplaceAllString(msg, "this endpoint is managed by the platform: ask it to change the endpoint")
 	return maxEndpointsWords.ReplaceAllString(msg, "the most endpoints this platform allows already exist")
 }
 

@@ -34,6 +34,20 @@ func TestCustomerStateSpeaksTheCustomersLanguage(t *testing.T) {
 	if got := customerState(disabled); !strings.HasPrefix(got, "Paused by the platform") {
 		t.Errorf("disabled and held: %q, want the pause first", got)
 	}
+	paused := endpoint{Disabled: true, Waiting: []api.Wait{{Reason: api.WaitDisabled, Detail: "disabled by an operator"}}}
+	if got := customerState(paused); !strings.HasPrefix(got, "This endpoint is paused") {
+		t.Errorf("disabled in the portal (or by the platform): %q", got)
+	}
+	gone := endpoint{Disabled: true, Waiting: []api.Wait{{Reason: api.WaitDisabled, Detail: "gone: the endpoint answered 410"}}}
+	if got := customerState(gone); !strings.Contains(got, "410 Gone") {
+		t.Errorf("disabled after a 410: %q", got)
+	}
+	if got := customerWords(`destination.type: "kafka": endpoints of a tenant may use webhook (portal.destinations)`); strings.Contains(got, "portal.") {
+		t.Errorf("a refused destination type in the customer's words: %q", got)
+	}
+	if got := customerWords(`id: endpoint "crm" comes from /etc/hookjet/hookjet.yaml (source config): delete it by editing that file and reloading (SIGHUP)`); strings.Contains(got, "/etc/") || !strings.Contains(got, "managed by the platform") {
+		t.Errorf("a config endpoint's change refused, in the customer's words: %q", got)
+	}
 	if got := customerState(endpoint{Breaker: breakerStatus{State: "closed"}}); got != "" {
 		t.Errorf("healthy: %q, want nothing", got)
 	}

@@ -3,9 +3,11 @@ package console
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,6 +91,9 @@ func (c *Console) portalRoutes() http.Handler {
 	mux.Handle("POST /portal/s/{token}/endpoints", c.customer(c.portalCreate))
 	mux.Handle("GET /portal/s/{token}/endpoints/{id}", c.customer(c.portalEndpoint))
 	mux.Handle("POST /portal/s/{token}/endpoints/{id}/{action}", c.customer(c.portalAction))
+	mux.Handle("GET /portal/s/{token}/event-types", c.customer(c.portalCatalogue))
+	mux.Handle("GET /portal/s/{token}/events", c.customer(c.portalEvents))
+	mux.Handle("GET /portal/s/{token}/events/{id}", c.customer(c.portalEventPage))
 	mux.HandleFunc("/portal/", func(w http.ResponseWriter, r *http.Request) {
 		p := c.newPage(r, "Link needed")
 		p.Area, p.Static = "portal", "/portal/static"
@@ -141,6 +146,15 @@ type portalHomeData struct {
 	Form      url.Values
 	// AllowTransforms shows the transform field (portal.allow_transforms).
 	AllowTransforms bool
+	// Destinations are the destination types offered (portal.destinations).
+	Destinations []string
+	// Types is the event-type catalogue (nil without one).
+	Types catalogue
+}
+
+// Picker is the create form's event-type field, with what was sent.
+func (d portalHomeData) Picker() typePicker {
+	return typePicker{Types: d.Types, Chosen: formEvents(d.Form)}
 }
 
 // portalHome lists the tenant's endpoints, with the form that creates one.
@@ -159,7 +173,7 @@ func (c *Console) renderPortalHome(w http.ResponseWriter, r *http.Request, p *pa
 		c.fail(w, p, err)
 		return
 	}
-	d := portalHomeData{Next: pg.Next, Form: form, AllowTransforms: c.o.AllowTransforms}
+	d := portalHomeData{Next: pg.Next, Form: form, AllowTransforms: c.o.AllowTransforms, Destinations: c.destinations(), Types: c.catalogue(r.Context())}
 	for _, e := range pg.Endpoints {
 		if e.Tenant == sess.Tenant { // the API filtered; checked again
 			d.Endpoints = append(d.Endpoints, e)
@@ -172,17 +186,13 @@ func (c *Console) renderPortalHome(w http.ResponseWriter, r *http.Request, p *pa
 // portalCreate creates an endpoint in the session's tenant and shows its
 // secret once.
 func (c *Console) portalCreate(w http.ResponseWriter, r *http.Request, p *page, sess session) {
-	body := endpointBody(r.PostForm, c.portalFields("url", "events", "description")...)
-	body["tenant"] = sess.Tenant
-	a, aerr := portalAuth(r.PostForm)
-	if aerr != nil {
-		p.Error = "Not created: " + aerr.Error()
-		c.renderPortalHome(w, r, p, sess, http.StatusBadRequest, r.PostForm)
+	body, err := c.portalCreateBody(r.PostForm)
+	if err != nil {
+		p.Error = "Not created: " + err.Error()
+		c.renderPortalHome(w, r, p, sess, formStatus(err), r.PostForm)
 		return
 	}
-	if a != nil {
-		body["auth"] = a
-	}
+	body["tenant"] = sess.Tenant
 	var ep endpoint
 	if _, err := c.api.call(r.Context(), http.MethodPost, "/api/v1/endpoints", body, &ep); err != nil {
 		p.Error = "Not created: " + customerWords(err.Error())
@@ -192,6 +202,42 @@ func (c *Console) portalCreate(w http.ResponseWriter, r *http.Request, p *page, 
 	p.Title = "Endpoint created"
 	p.Data = secretData{Endpoint: ep.ID, Secret: ep.Secret, Back: p.Base + "/endpoints/" + url.PathEscape(ep.ID)}
 	c.render(w, http.StatusCreated, "secret", p)
+}
+
+// portalCreateBody is the API body of the create form: the fields a
+// portal session may set, its event types, headers, authentication and
+// destination.
+func (c *Console) portalCreateBody(f url.Values) (map[string]any, error) {
+	if f.Has("transform") && strings.TrimSpace(f.Get("transform")) != "" && !c.o.AllowTransforms {
+		return nil, fmt.Errorf("transform: transformations are %w", errNotOffered)
+	}
+	body := endpointBody(f, c.portalFields("url", "description")...)
+	if ev := formEvents(f); len(ev) > 0 {
+		body["events"] = ev
+	}
+	a, err := portalAuth(f)
+	if err != nil {
+		return nil, err
+	}
+	if a != nil {
+		body["auth"] = a
+	}
+	h, err := formHeaders(f)
+	if err != nil {
+		return nil, err
+	}
+	if len(h) > 0 {
+		body["headers"] = h
+	}
+	dest, err := c.formDestination(f, "webhook")
+	if err != nil {
+		return nil, err
+	}
+	if dest != nil {
+		body["destination"] = dest
+		delete(body, "url")
+	}
+	return body, nil
 }
 
 // owned returns the endpoint when it belongs to the session's tenant, and
@@ -216,7 +262,7 @@ func (c *Console) owned(w http.ResponseWriter, r *http.Request, p *page, sess se
 type portalEndpointData struct {
 	E           endpoint
 	Attempts    []attempt
-	Chart       chart
+	Volume      volume // deliveries and failures per hour over 24 h
 	LogError    string
 	DeadLetters []dlqEntry
 	Event       string
@@ -225,6 +271,35 @@ type portalEndpointData struct {
 	ResponsesHidden bool
 	// AllowTransforms shows the transform field (portal.allow_transforms).
 	AllowTransforms bool
+	// Destinations are the destination types offered (portal.destinations).
+	Destinations []string
+	// TestForm is the test forms' last input; CodeResult what the last
+	// filter or transform test answered.
+	TestForm   url.Values
+	CodeResult *codeResult
+	// Types is the event-type catalogue (nil without one): the test
+	// button's choices and the edit form's boxes.
+	Types catalogue
+}
+
+// Picker is the edit form's event-type field.
+func (d portalEndpointData) Picker() typePicker {
+	return typePicker{Types: d.Types, Chosen: d.E.Events}
+}
+
+// TestTypes are the types the test button offers: the catalogue's, then
+// the endpoint's patterns that name one type (no wildcard).
+func (d portalEndpointData) TestTypes() []string {
+	var out []string
+	for _, t := range d.Types {
+		out = append(out, t.Name)
+	}
+	for _, e := range d.E.Events {
+		if !strings.ContainsAny(e, "*>") && !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // portalFields are the endpoint fields a portal session may set: fields,
@@ -244,22 +319,31 @@ func (c *Console) portalEndpoint(w http.ResponseWriter, r *http.Request, p *page
 }
 
 func (c *Console) renderPortalEndpoint(w http.ResponseWriter, r *http.Request, p *page, sess session, status int) {
+	c.renderPortalEndpointWith(w, r, p, sess, status, nil)
+}
+
+// renderPortalEndpointWith renders the endpoint page, with more set by
+// fill (a test's answer, a form's input) when it is not nil.
+func (c *Console) renderPortalEndpointWith(w http.ResponseWriter, r *http.Request, p *page, sess session, status int, fill func(*portalEndpointData)) {
 	ep, ok := c.owned(w, r, p, sess)
 	if !ok {
 		return
 	}
-	d := portalEndpointData{E: ep, Event: r.URL.Query().Get("event"), AllowTransforms: c.o.AllowTransforms}
+	d := portalEndpointData{E: ep, Event: r.URL.Query().Get("event"), AllowTransforms: c.o.AllowTransforms, Destinations: c.destinations()}
 	ctx := r.Context()
 	id := url.PathEscape(ep.ID)
 	var pg attemptPage
 	_, err := c.api.call(ctx, http.MethodGet, "/api/v1/endpoints/"+id+"/attempts?limit=100", nil, &pg)
+	if err == nil {
+		d.Volume, err = c.loadVolume(ctx, ep.ID, c.now())
+	}
 	switch {
 	case missingRoute(err):
-		d.LogError = "delivery log unavailable"
+		d.LogError = "The delivery history is not available here."
 	case err != nil:
-		d.LogError = "delivery log: " + err.Error()
+		d.LogError = "The delivery history could not be read: " + customerWords(err.Error())
 	}
-	d.Attempts, d.Chart = pg.Attempts, latencyChart(pg.Attempts)
+	d.Attempts = pg.Attempts
 	for i := range d.Attempts {
 		a := &d.Attempts[i]
 		if a.Class == "parked" { // not a request: say why it waits
@@ -287,6 +371,10 @@ func (c *Console) renderPortalEndpoint(w http.ResponseWriter, r *http.Request, p
 			d.DeadLetters[i].LastResponse = ""
 		}
 	}
+	d.Types = c.catalogue(ctx)
+	if fill != nil {
+		fill(&d)
+	}
 	p.Title = "Endpoint " + ep.ID
 	p.Data = d
 	c.render(w, status, "portal_endpoint", p)
@@ -307,21 +395,32 @@ func (c *Console) portalAction(w http.ResponseWriter, r *http.Request, p *page, 
 		var res struct {
 			EventID string `json:"event_id"`
 		}
-		if _, err = c.api.call(ctx, http.MethodPost, api+"/test", map[string]any{}, &res); err == nil {
-			http.Redirect(w, r, back+"?done=test&event="+url.QueryEscape(res.EventID), http.StatusSeeOther)
-			return
-		}
-	case "code": // the filter, and the transform when allowed
-		patch := map[string]any{}
-		for _, k := range c.portalFields() {
-			if r.PostForm.Has(k) {
-				patch[k] = strings.TrimSpace(r.PostForm.Get(k))
+		var body map[string]any
+		if body, err = c.testBody(ctx, r.PostForm); err == nil {
+			if _, err = c.api.call(ctx, http.MethodPost, api+"/test", body, &res); err == nil {
+				http.Redirect(w, r, back+"?done=test&event="+url.QueryEscape(res.EventID), http.StatusSeeOther)
+				return
 			}
 		}
-		if _, err = c.api.call(ctx, http.MethodPatch, api, patch, nil); err == nil {
+	case "edit":
+		if err = c.portalEdit(r, ep); err == nil {
 			http.Redirect(w, r, back+"?done=updated", http.StatusSeeOther)
 			return
 		}
+	case "enable", "disable":
+		if _, err = c.api.call(ctx, http.MethodPost, api+"/"+r.PathValue("action"), nil, nil); err == nil {
+			http.Redirect(w, r, back+"?done="+r.PathValue("action")+"d", http.StatusSeeOther)
+			return
+		}
+	case "delete":
+		c.portalDelete(w, r, p, sess, ep)
+		return
+	case "filter-test":
+		c.portalCodeTest(w, r, p, sess, ep, "filter")
+		return
+	case "transform-test":
+		c.portalCodeTest(w, r, p, sess, ep, "transform")
+		return
 	case "rotate":
 		var res struct {
 			Secret string `json:"secret"`
@@ -350,7 +449,7 @@ func (c *Console) portalAction(w http.ResponseWriter, r *http.Request, p *page, 
 		return
 	}
 	p.Error = customerWords(err.Error())
-	c.renderPortalEndpoint(w, r, p, sess, statusOf(err))
+	c.renderPortalEndpoint(w, r, p, sess, formStatus(err))
 }
 
 // portalAuth is the auth a tenant chose in the portal's form: basic,
@@ -367,7 +466,7 @@ func portalAuth(f url.Values) (map[string]any, error) {
 		"oauth2": {"token_url", "client_id", "client_secret", "audience"},
 	}[typ]
 	if !ok {
-		return nil, errors.New("authentication must be none, basic, bearer or OAuth2")
+		return nil, formError("authentication: must be none, basic, bearer or OAuth2")
 	}
 	a := map[string]any{"type": typ}
 	for _, k := range fields {

@@ -99,9 +99,10 @@ var funcs = template.FuncMap{
 		}
 		return string(s)
 	},
-	"list": func(s ...string) []string { return s },
-	"rows": func(link string, a []attempt) attemptsView { return attemptsView{EventLink: link, Rows: a} },
-	"dead": func(link string, d []dlqEntry) deadView { return deadView{EventLink: link, Rows: d} },
+	"list":     func(s ...string) []string { return s },
+	"destForm": func(types []string, current string) destForm { return destForm{Types: types, Current: current} },
+	"rows":     func(link string, a []attempt) attemptsView { return attemptsView{EventLink: link, Rows: a} },
+	"dead":     func(link string, d []dlqEntry) deadView { return deadView{EventLink: link, Rows: d} },
 	"deref": func(t *time.Time) time.Time {
 		if t == nil {
 			return time.Time{}

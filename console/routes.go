@@ -175,6 +175,7 @@ var flashes = map[string]string{
 	"test":        "Test event sent; its attempt appears below once it is made.",
 	"updated":     "Endpoint saved.",
 	"deleted":     "Endpoint deleted; its dead letters stay.",
+	"removed":     "Endpoint deleted: nothing more is sent to it.",
 	"replayed":    "Dead letters replayed.",
 	"discarded":   "Dead letters discarded.",
 	"redelivered": "Stored events queued for redelivery.",

@@ -102,7 +102,7 @@ func TestTemplatesParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"overview", "endpoints", "endpoint", "event", "dlq", "login", "secret", "confirm", "error", "portal_home", "portal_endpoint"} {
+	for _, name := range []string{"overview", "endpoints", "endpoint", "event", "dlq", "login", "secret", "confirm", "error", "portal_home", "portal_endpoint", "portal_delete", "portal_types", "portal_events", "portal_event"} {
 		if tm[name] == nil {
 			t.Errorf("no template %s", name)
 		}

@@ -206,7 +206,7 @@ func TestWatchAndApplyAPIEndpoints(t *testing.T) {
 func TestTestRedeliverAndReplay(t *testing.T) {
 	rc := newReceiver(t)
 	r := newRig(t, []config.Endpoint{endpointTo("a", rc, "order.*"), endpointTo("b", rc, "order.*")}, nil)
-	id, err := r.d.Operator().SendTest(ctx5(t), "a")
+	id, err := r.d.Operator().SendTest(ctx5(t), "a", "", nil)
 	if err != nil || !strings.HasPrefix(id, "test_") {
 		t.Fatalf("SendTest: %q %v", id, err)
 	}
@@ -214,7 +214,7 @@ func TestTestRedeliverAndReplay(t *testing.T) {
 	if body := rc.bodyOf("a", id); !strings.Contains(body, `"type":"hookjet.test"`) || !strings.Contains(body, `"endpoint":"a"`) {
 		t.Fatalf("test body %s", body)
 	}
-	if _, err := r.d.Operator().SendTest(ctx5(t), "nope"); !errors.Is(err, api.ErrUnknownEndpoint) {
+	if _, err := r.d.Operator().SendTest(ctx5(t), "nope", "", nil); !errors.Is(err, api.ErrUnknownEndpoint) {
 		t.Fatalf("SendTest(nope): %v", err)
 	}
 

@@ -33,6 +33,7 @@ func (s *Server) mountConsole(api http.Handler) (http.Handler, error) {
 		FrameAncestors: cfg.Portal.FrameAncestors, Log: s.log,
 		HideResponses:   func(u string) bool { return privateResponses(cfg.Security, u) },
 		AllowTransforms: cfg.Portal.AllowTransforms,
+		Destinations:    cfg.Portal.Destinations,
 	}
 	if ln != nil {
 		o.PortalAddr = ln.Addr().String()

@@ -24,10 +24,10 @@ import (
 // TestEventType is the type of the events SendTest sends.
 const TestEventType = "hookjet.test"
 
-// SendTest sends a signed hookjet.test event to endpoint id only, through
-// its normal delivery path (a task its drain delivers), and returns the
-// event id.
-func (o *Operator) SendTest(ctx context.Context, id string) (string, error) {
+// SendTest sends a signed test event to endpoint id only, through its
+// normal delivery path (a task its drain delivers), and returns the event
+// id: of typ with payload data, or, typ empty, a hookjet.test event.
+func (o *Operator) SendTest(ctx context.Context, id, typ string, data []byte) (string, error) {
 	ep := o.eps.Config(id)
 	if ep == nil {
 		return "", fmt.Errorf("%w: %q", api.ErrUnknownEndpoint, id)
@@ -38,6 +38,9 @@ func (o *Operator) SendTest(ctx context.Context, id string) (string, error) {
 	body, err := json.Marshal(map[string]string{"type": TestEventType, "endpoint": id, "sent_at": now.Format(time.RFC3339)})
 	if err != nil {
 		return "", err
+	}
+	if typ != "" {
+		ev.Type, body = typ, data
 	}
 	msg := settle.TaskMsg(id, &ev, settle.State{}, body, nil, time.Time{})
 	settle.MarkIncarnation(msg.Header, ep.CreatedAt)

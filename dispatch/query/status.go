@@ -129,7 +129,7 @@ func statusOf(f statusFacts, now time.Time) api.EndpointStatus {
 		LastDelivery: f.LastDelivery,
 	}
 	// The endpoint object's owner, effective settings and last test.
-	s.Owner, s.Settings = ep.Owner, endpoints.SettingsOf(*ep, now)
+	s.Owner, s.Settings, s.Filter, s.Transform = ep.Owner, endpoints.SettingsOf(*ep, now), ep.Filter, ep.Transform
 	if f.LastTest != nil {
 		s.LastTest = api.LastTestOf(*f.LastTest)
 	}
