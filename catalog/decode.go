@@ -251,7 +251,7 @@ func (p *parser) str() (string, bool) {
 func isHex4(s string) bool {
 	for i := range 4 {
 		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') && (c < 'A' || c > 'F') {
 			return false
 		}
 	}

@@ -142,7 +142,7 @@ func CheckName(name string) error {
 			return fmt.Errorf("%q has an empty token", name)
 		}
 		for _, r := range tok {
-			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			if (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') && r != '_' && r != '-' {
 				return fmt.Errorf("%q: letters, digits, '_' and '-' in tokens separated by '.' (no wildcards)", name)
 			}
 		}

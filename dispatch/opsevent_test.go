@@ -42,8 +42,8 @@ func TestOperationalEventsReachTheirSubscribers(t *testing.T) {
 		return e
 	}
 	flaky := ep("globex-flaky", "globex", "invoice.*")
-	flaky.Settings.Retry.MaxAttempts = 1
-	flaky.Settings.Breaker.FailureThreshold = 2
+	flaky.Retry.MaxAttempts = 1
+	flaky.Breaker.FailureThreshold = 2
 	eps := []config.Endpoint{
 		ep("ops", "", "hookjet.>"),
 		ep("everything", "", ">"),

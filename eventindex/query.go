@@ -203,7 +203,8 @@ func (p *pager) family() []byte {
 // it reports true when the page is done.
 func (p *pager) walk(b *bolt.Bucket, pre []byte, lo, hi uint64) bool {
 	c := b.Cursor()
-	k, v := c.Seek(binary.BigEndian.AppendUint64(slices.Clone(pre), hi+1))
+	var v []byte
+	k, _ := c.Seek(binary.BigEndian.AppendUint64(slices.Clone(pre), hi+1))
 	if k == nil {
 		k, v = c.Last()
 	} else {

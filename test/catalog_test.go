@@ -359,7 +359,7 @@ func TestEventTypesSharedAcrossProcesses(t *testing.T) {
 		for name, source := range map[string]string{"invoice.paid": "api", "order.created": "config"} {
 			et, err := c1.EventType(t.Context(), name)
 			if err != nil || et.Source != source {
-				return fmt.Errorf("%s on the second process: %+v %v, want source %s", name, et, err, source)
+				return fmt.Errorf("%s on the second process: %+v %w, want source %s", name, et, err, source)
 			}
 		}
 		return nil
@@ -377,7 +377,7 @@ func TestEventTypesSharedAcrossProcesses(t *testing.T) {
 	}
 	checkFor(t, 2*time.Second, 10*time.Millisecond, func() error {
 		if _, err := c0.EventType(t.Context(), "invoice.paid"); !errors.Is(err, api.ErrUnknownEventType) {
-			return fmt.Errorf("invoice.paid on the first process after the delete: %v", err)
+			return fmt.Errorf("invoice.paid on the first process after the delete: %w", err)
 		}
 		return nil
 	})

@@ -73,7 +73,7 @@ func (b *bench) eventList(ctx context.Context, n int) (*result, error) {
 			break
 		}
 		if time.Since(t0) > 30*time.Minute {
-			return r, fmt.Errorf("events1m: the index did not reach the last event in 30 minutes (%v)", err)
+			return r, fmt.Errorf("events1m: the index did not reach the last event in 30 minutes (%w)", err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
