@@ -9,6 +9,7 @@ package rabbittest
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -156,14 +157,39 @@ func (s *Server) Restart() error {
 			return fmt.Errorf("rabbittest: rabbitmq-server exited: %w\n%s", err, tail(b))
 		default:
 		}
-		c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
-		if err == nil {
-			_ = c.Close()
+		if amqpReady(s.Addr()) {
 			return nil
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	return fmt.Errorf("rabbittest: not taking connections on %s after %v", s.Addr(), StartTimeout)
+}
+
+// amqpReady reports whether the node at addr answers AMQP's protocol
+// header with its connection.start frame: an open port alone is not a
+// node that takes connections (a node still booting, or one going down,
+// may hold it).
+func amqpReady(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer func() { _ = c.Close() }()
+	if err := c.SetDeadline(time.Now().Add(2 * time.Second)); err != nil {
+		return false
+	}
+	if _, err := c.Write([]byte("AMQP\x00\x00\x09\x01")); err != nil {
+		return false
+	}
+	var frame [7]byte // type, channel, size: a method frame is type 1
+	_, err = io.ReadFull(c, frame[:])
+	return err == nil && frame[0] == 1
+}
+
+// Log is the tail of the node's output, for a test's failure message.
+func (s *Server) Log() string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "out"))
+	return string(tail(b))
 }
 
 // Kill stops the node at once (SIGKILL to its process group): the broker
