@@ -64,4 +64,6 @@
 // sequence and the identity (creation time) of the stream indexed: after
 // a restart the follower resumes after the last sealed sequence (at most
 // one generation is read again); a stream created anew wipes the index.
+// The file, its meta bucket and the generations' buckets are package
+// internal/genstore's, shared with logindex.
 package eventindex

@@ -4,15 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
-	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/hookjet/hookjet/internal/genstore"
 )
 
 // GenShift sets the size of a generation: GenSize sequences. The live
@@ -21,12 +19,6 @@ import (
 const (
 	GenShift = 15
 	GenSize  = 1 << GenShift
-)
-
-var (
-	metaBucket = []byte("meta")
-	keySealed  = []byte("sealed")
-	keyStream  = []byte("stream")
 )
 
 // Entry is one stored event as the index keeps it.
@@ -44,13 +36,10 @@ type Entry struct {
 // one (and one being sealed) in memory. Add is called by one goroutine (the
 // follower); the queries are safe for concurrent use with it.
 type Index struct {
-	db *bolt.DB
+	f *genstore.File
 
-	mu      sync.RWMutex
-	mem     []*memGen // in memory, oldest first: the one being sealed, if any, and the live one
-	sealed  uint64    // every sequence up to this one is in the db
-	applied uint64    // the last sequence added
-	wake    chan struct{}
+	mu  sync.RWMutex
+	mem []*memGen // in memory, oldest first: the one being sealed, if any, and the live one
 
 	// sealing is closed when the generation being written in the
 	// background is in the file (nil: none is); sealErr is its error.
@@ -70,40 +59,17 @@ type memGen struct {
 // open (left damaged by a power cut) is removed and created anew: the index
 // is rebuilt from the stream.
 func Open(path string) (*Index, error) {
-	opts := &bolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType}
-	db, err := bolt.Open(path, 0o600, opts)
-	if err != nil && !errors.Is(err, bolterrors.ErrTimeout) {
-		if rerr := os.Remove(path); rerr == nil {
-			db, err = bolt.Open(path, 0o600, opts)
-		}
-	}
+	f, err := genstore.Open(path, "event index", GenShift)
 	if err != nil {
-		return nil, fmt.Errorf("event index %s: %w", path, err)
+		return nil, err
 	}
-	x := &Index{db: db}
-	err = db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(metaBucket)
-		if err != nil {
-			return err
-		}
-		if v := b.Get(keySealed); len(v) == 8 {
-			x.sealed = binary.BigEndian.Uint64(v)
-		}
-		return nil
-	})
-	if err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("event index %s: %w", path, err)
-	}
-	x.applied = x.sealed
-	x.mem = []*memGen{{num: genOf(x.sealed + 1)}}
-	return x, nil
+	return &Index{f: f, mem: []*memGen{{num: f.Gen(f.Sealed() + 1)}}}, nil
 }
 
 // Close waits for a generation being written and closes the file.
 func (x *Index) Close() error {
 	_ = x.waitSeal()
-	return x.db.Close()
+	return x.f.Close()
 }
 
 // Flush waits until the generation being written in the background, if
@@ -124,70 +90,28 @@ func (x *Index) waitSeal() error {
 	return err
 }
 
-func genOf(seq uint64) uint64 { return (seq - 1) >> GenShift }
-
-// genStart and genEnd are the first and last sequences of generation g.
-func genStart(g uint64) uint64 { return g<<GenShift + 1 }
-func genEnd(g uint64) uint64   { return (g + 1) << GenShift }
-
 // Sealed is the last sequence kept in the file: a follower resumes after it.
-func (x *Index) Sealed() uint64 {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return x.sealed
-}
+func (x *Index) Sealed() uint64 { return x.f.Sealed() }
 
 // Applied is the last sequence added.
-func (x *Index) Applied() uint64 {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return x.applied
-}
+func (x *Index) Applied() uint64 { return x.f.Applied() }
 
 // Stream is the identity of the stream the index was built from ("" for a
 // new index).
-func (x *Index) Stream() string {
-	var s string
-	_ = x.db.View(func(tx *bolt.Tx) error {
-		s = string(tx.Bucket(metaBucket).Get(keyStream))
-		return nil
-	})
-	return s
-}
+func (x *Index) Stream() string { return x.f.Stream() }
+
+// Wait returns once Applied reaches seq, or ctx ends (reported as false).
+func (x *Index) Wait(ctx context.Context, seq uint64) bool { return x.f.Wait(ctx, seq) }
 
 // Reset empties the index and names the stream it indexes from now on.
 func (x *Index) Reset(stream string) error {
 	_ = x.waitSeal() // emptied below either way
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	err := x.db.Update(func(tx *bolt.Tx) error {
-		var names [][]byte
-		err := tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
-			if !bytes.Equal(name, metaBucket) {
-				names = append(names, slices.Clone(name))
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, n := range names {
-			if err := tx.DeleteBucket(n); err != nil {
-				return err
-			}
-		}
-		b := tx.Bucket(metaBucket)
-		if err := b.Put(keySealed, binary.BigEndian.AppendUint64(nil, 0)); err != nil {
-			return err
-		}
-		return b.Put(keyStream, []byte(stream))
-	})
-	if err != nil {
-		return fmt.Errorf("reset event index: %w", err)
+	if err := x.f.Reset(stream); err != nil {
+		return err
 	}
-	x.sealed, x.applied = 0, 0
 	x.mem = []*memGen{{num: 0}}
-	x.notify()
 	return nil
 }
 
@@ -197,14 +121,13 @@ func (x *Index) Skip(first uint64) error {
 	if first <= 1 {
 		return nil
 	}
-	x.mu.Lock()
-	if first-1 <= x.applied {
-		x.mu.Unlock()
+	if first-1 <= x.f.Applied() {
 		return nil
 	}
+	x.mu.RLock()
 	live := x.mem[len(x.mem)-1]
-	x.mu.Unlock()
-	if g := genOf(first); g > live.num {
+	x.mu.RUnlock()
+	if g := x.f.Gen(first); g > live.num {
 		if err := x.waitSeal(); err != nil {
 			return err
 		}
@@ -212,27 +135,23 @@ func (x *Index) Skip(first uint64) error {
 		if err := x.waitSeal(); err != nil {
 			return err
 		}
-		if err := x.setSealed(g << GenShift); err != nil {
+		if err := x.f.SetSealed(g << GenShift); err != nil {
 			return err
 		}
 	}
-	x.mu.Lock()
-	x.applied = max(x.applied, first-1)
-	x.notify()
-	x.mu.Unlock()
+	x.f.Apply(first - 1)
 	return nil
 }
 
 // Add indexes e (sequences arrive in increasing order). An entry with an
 // empty Type (a message that could not be read) only advances Applied.
 func (x *Index) Add(e Entry) error {
-	x.mu.Lock()
-	if e.Seq <= x.applied {
-		x.mu.Unlock()
+	if e.Seq <= x.f.Applied() {
 		return nil
 	}
+	x.mu.Lock()
 	live := x.mem[len(x.mem)-1]
-	if g := genOf(e.Seq); g != live.num {
+	if g := x.f.Gen(e.Seq); g != live.num {
 		x.mu.Unlock()
 		// One generation is written at a time, while the next fills: the
 		// follower waits only when a write lasts as long as a generation.
@@ -246,39 +165,9 @@ func (x *Index) Add(e Entry) error {
 	if e.Type != "" {
 		live.entries = append(live.entries, e)
 	}
-	x.applied = e.Seq
-	x.notify()
 	x.mu.Unlock()
+	x.f.Apply(e.Seq)
 	return nil
-}
-
-// notify wakes the waiters of Wait; x.mu is held.
-func (x *Index) notify() {
-	if x.wake != nil {
-		close(x.wake)
-		x.wake = nil
-	}
-}
-
-// Wait returns once Applied reaches seq, or ctx ends (reported as false).
-func (x *Index) Wait(ctx context.Context, seq uint64) bool {
-	for {
-		x.mu.Lock()
-		if x.applied >= seq {
-			x.mu.Unlock()
-			return true
-		}
-		if x.wake == nil {
-			x.wake = make(chan struct{})
-		}
-		w := x.wake
-		x.mu.Unlock()
-		select {
-		case <-w:
-		case <-ctx.Done():
-			return false
-		}
-	}
 }
 
 // startSeal starts generation next in memory and writes generation old
@@ -301,45 +190,14 @@ func (x *Index) startSeal(old *memGen, next uint64) {
 // as sealed; old then leaves the memory.
 func (x *Index) write(old *memGen, entries []Entry) error {
 	keys, vals := genKeys(entries)
-	end := genEnd(old.num)
-	err := x.db.Update(func(tx *bolt.Tx) error {
-		if len(keys) > 0 {
-			b, err := tx.CreateBucketIfNotExists(genName(old.num))
-			if err != nil {
-				return err
-			}
-			b.FillPercent = 1.0 // appended in order: full pages
-			for i, k := range keys {
-				if err := b.Put(k, vals[i]); err != nil {
-					return err
-				}
-			}
-		}
-		return tx.Bucket(metaBucket).Put(keySealed, binary.BigEndian.AppendUint64(nil, end))
-	})
-	if err != nil {
+	if err := x.f.Seal(old.num, keys, vals); err != nil {
 		// Queries keep reading it from memory; after a restart the
 		// follower reads it again from the stream.
-		return fmt.Errorf("seal event index generation %d: %w", old.num, err)
+		return err
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.sealed = max(x.sealed, end)
 	x.mem = slices.DeleteFunc(x.mem, func(g *memGen) bool { return g == old })
-	return nil
-}
-
-// setSealed records sealed.
-func (x *Index) setSealed(seq uint64) error {
-	err := x.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(metaBucket).Put(keySealed, binary.BigEndian.AppendUint64(nil, seq))
-	})
-	if err != nil {
-		return fmt.Errorf("event index: %w", err)
-	}
-	x.mu.Lock()
-	x.sealed = max(x.sealed, seq)
-	x.mu.Unlock()
 	return nil
 }
 
@@ -365,8 +223,6 @@ func genKeys(entries []Entry) ([][]byte, [][]byte) {
 	}
 	return keys, vals
 }
-
-func genName(g uint64) []byte { return binary.BigEndian.AppendUint64([]byte{'g'}, g) }
 
 func summaryKey(seq uint64) []byte { return binary.BigEndian.AppendUint64([]byte{'s'}, seq) }
 
@@ -404,26 +260,7 @@ func (x *Index) Prune(first uint64) error {
 		}
 	}
 	x.mu.Unlock()
-	err := x.db.Update(func(tx *bolt.Tx) error {
-		var old [][]byte
-		c := tx.Cursor()
-		for k, _ := c.Seek([]byte{'g'}); k != nil && k[0] == 'g' && len(k) == 9; k, _ = c.Next() {
-			if genEnd(binary.BigEndian.Uint64(k[1:])) >= first {
-				break
-			}
-			old = append(old, slices.Clone(k))
-		}
-		for _, k := range old {
-			if err := tx.DeleteBucket(k); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("prune event index: %w", err)
-	}
-	return nil
+	return x.f.Prune(first)
 }
 
 func cmpU(a, b uint64) int {
@@ -451,8 +288,6 @@ func (x *Index) Stats() Stats {
 		s.InMemory += len(g.entries)
 	}
 	x.mu.RUnlock()
-	_ = x.db.View(func(tx *bolt.Tx) error {
-		return eachGen(tx, false, func(uint64, *bolt.Bucket) bool { s.Generations++; return true })
-	})
+	_ = x.f.EachGen(false, func(uint64, *bolt.Bucket) bool { s.Generations++; return true })
 	return s
 }

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 var t0 = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
@@ -36,13 +34,7 @@ func openIndex(t *testing.T, path string) *Index {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		err := x.db.View(func(tx *bolt.Tx) error {
-			for err := range tx.Check() {
-				return err
-			}
-			return nil
-		})
-		if err != nil {
+		if err := x.f.Check(); err != nil {
 			t.Errorf("index file check: %v", err)
 		}
 		_ = x.Close()

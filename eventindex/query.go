@@ -10,6 +10,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/hookjet/hookjet/internal/genstore"
 )
 
 // Bounds of one page's work.
@@ -82,16 +84,14 @@ func (x *Index) Page(q Query) ([]Entry, uint64, error) {
 	}
 	p.inMemory = false
 	below := mem[0].num // generations from it on were answered from memory
-	err := x.db.View(func(tx *bolt.Tx) error {
-		return eachGen(tx, true, func(g uint64, b *bolt.Bucket) bool {
-			if g >= below || genStart(g) > hi {
-				return true
-			}
-			if genEnd(g) < lo {
-				return false
-			}
-			return !p.inBucket(b, max(lo, genStart(g)), min(hi, genEnd(g)))
-		})
+	err := x.f.EachGen(true, func(g uint64, b *bolt.Bucket) bool {
+		if g >= below || x.f.Start(g) > hi {
+			return true
+		}
+		if x.f.End(g) < lo {
+			return false
+		}
+		return !p.inBucket(b, max(lo, x.f.Start(g)), min(hi, x.f.End(g)))
 	})
 	if err != nil {
 		return nil, 0, err
@@ -203,13 +203,7 @@ func (p *pager) family() []byte {
 // it reports true when the page is done.
 func (p *pager) walk(b *bolt.Bucket, pre []byte, lo, hi uint64) bool {
 	c := b.Cursor()
-	var v []byte
-	k, _ := c.Seek(binary.BigEndian.AppendUint64(slices.Clone(pre), hi+1))
-	if k == nil {
-		k, v = c.Last()
-	} else {
-		k, v = c.Prev()
-	}
+	k, v := genstore.Before(c, binary.BigEndian.AppendUint64(slices.Clone(pre), hi+1))
 	summaries := len(pre) == 1 && pre[0] == 's'
 	for ; k != nil && bytes.HasPrefix(k, pre) && len(k) == len(pre)+8; k, v = c.Prev() {
 		s := binary.BigEndian.Uint64(k[len(pre):])
@@ -303,57 +297,19 @@ func (x *Index) Lookup(id string) (Entry, bool, error) {
 	var found Entry
 	var ok bool
 	pre := indexPrefix('i', id)
-	err := x.db.View(func(tx *bolt.Tx) error {
-		return eachGen(tx, true, func(g uint64, b *bolt.Bucket) bool {
-			if g >= mem[0].num {
-				return true
-			}
-			c := b.Cursor()
-			var last []byte
-			for k, _ := c.Seek(pre); k != nil && bytes.HasPrefix(k, pre) && len(k) == len(pre)+8; k, _ = c.Next() {
-				last = k
-			}
-			if last != nil {
-				found, ok = summaryAt(b, binary.BigEndian.Uint64(last[len(pre):]))
-			}
-			return !ok
-		})
+	err := x.f.EachGen(true, func(g uint64, b *bolt.Bucket) bool {
+		if g >= mem[0].num {
+			return true
+		}
+		c := b.Cursor()
+		var last []byte
+		for k, _ := c.Seek(pre); k != nil && bytes.HasPrefix(k, pre) && len(k) == len(pre)+8; k, _ = c.Next() {
+			last = k
+		}
+		if last != nil {
+			found, ok = summaryAt(b, binary.BigEndian.Uint64(last[len(pre):]))
+		}
+		return !ok
 	})
 	return found, ok, err
-}
-
-// eachGen calls fn for every sealed generation's bucket, oldest first (or
-// newest first with reverse), until fn returns false.
-func eachGen(tx *bolt.Tx, reverse bool, fn func(g uint64, b *bolt.Bucket) bool) error {
-	c := tx.Cursor()
-	var k []byte
-	if reverse {
-		k, _ = c.Seek([]byte{'h'})
-		if k == nil {
-			k, _ = c.Last()
-		} else {
-			k, _ = c.Prev()
-		}
-	} else {
-		k, _ = c.Seek([]byte{'g'})
-	}
-	for ; len(k) == 9 && k[0] == 'g'; k = step(c, reverse) {
-		b := tx.Bucket(k)
-		if b == nil {
-			continue
-		}
-		if !fn(binary.BigEndian.Uint64(k[1:]), b) {
-			return nil
-		}
-	}
-	return nil
-}
-
-func step(c *bolt.Cursor, reverse bool) []byte {
-	if reverse {
-		k, _ := c.Prev()
-		return k
-	}
-	k, _ := c.Next()
-	return k
 }

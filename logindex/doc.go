@@ -45,7 +45,9 @@
 // created anew (another identity, or fewer messages than indexed) wipes the
 // index. Generations entirely below the stream's first sequence (records
 // dropped by log.max_age or log.max_bytes) are deleted bucket by bucket
-// ([Index.Prune]).
+// ([Index.Prune]). The file, its meta bucket and the generations' buckets
+// are package internal/genstore's, shared with eventindex; the keys within
+// a generation are this package's.
 //
 // An event's lookup is one seek per generation (about 230 at 30 million
 // records) plus the live maps; an endpoint's page walks generations newest

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/hookjet/hookjet/internal/genstore"
 )
 
 // EventSeqs returns the sequences indexed for event id, ascending. A hash
@@ -18,14 +20,12 @@ func (x *Index) EventSeqs(id string) ([]uint64, error) {
 	x.mu.RUnlock()
 	prefix := binary.BigEndian.AppendUint64([]byte{'e'}, h)
 	var out []uint64
-	err := x.db.View(func(tx *bolt.Tx) error {
-		return eachGen(tx, false, func(_ uint64, b *bolt.Bucket) bool {
-			c := b.Cursor()
-			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-				out = append(out, binary.BigEndian.Uint64(k[len(prefix):]))
-			}
-			return true
-		})
+	err := x.f.EachGen(false, func(_ uint64, b *bolt.Bucket) bool {
+		c := b.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			out = append(out, binary.BigEndian.Uint64(k[len(prefix):]))
+		}
+		return true
 	})
 	if err != nil {
 		return nil, err
@@ -33,42 +33,6 @@ func (x *Index) EventSeqs(id string) ([]uint64, error) {
 	out = append(out, live...)
 	slices.Sort(out)
 	return slices.Compact(out), nil
-}
-
-// eachGen calls fn for every sealed generation's bucket, oldest first (or
-// newest first with reverse), until fn returns false.
-func eachGen(tx *bolt.Tx, reverse bool, fn func(g uint64, b *bolt.Bucket) bool) error {
-	c := tx.Cursor()
-	var k []byte
-	if reverse {
-		k, _ = c.Seek([]byte{'h'})
-		if k == nil {
-			k, _ = c.Last()
-		} else {
-			k, _ = c.Prev()
-		}
-	} else {
-		k, _ = c.Seek([]byte{'g'})
-	}
-	for ; len(k) == 9 && k[0] == 'g'; k = step(c, reverse) {
-		b := tx.Bucket(k)
-		if b == nil {
-			continue
-		}
-		if !fn(binary.BigEndian.Uint64(k[1:]), b) {
-			return nil
-		}
-	}
-	return nil
-}
-
-func step(c *bolt.Cursor, reverse bool) []byte {
-	if reverse {
-		k, _ := c.Prev()
-		return k
-	}
-	k, _ := c.Next()
-	return k
 }
 
 // EndpointSeqs returns up to limit sequences of endpoint's records within
@@ -93,17 +57,15 @@ func (x *Index) EndpointSeqs(endpoint string, lo, hi uint64, limit int) ([]uint6
 		return out, nil
 	}
 	prefix := endpointPrefix(endpoint)
-	err := x.db.View(func(tx *bolt.Tx) error {
-		return eachGen(tx, true, func(g uint64, b *bolt.Bucket) bool {
-			if g >= liveNum || g<<GenShift+1 > hi {
-				return true // the live generation's (answered above), or above hi
-			}
-			if genEnd(g) < lo {
-				return false
-			}
-			out = endpointIn(b, prefix, lo, hi, limit, out)
-			return len(out) < limit
-		})
+	err := x.f.EachGen(true, func(g uint64, b *bolt.Bucket) bool {
+		if g >= liveNum || x.f.Start(g) > hi {
+			return true // the live generation's (answered above), or above hi
+		}
+		if x.f.End(g) < lo {
+			return false
+		}
+		out = endpointIn(b, prefix, lo, hi, limit, out)
+		return len(out) < limit
 	})
 	return out, err
 }
@@ -112,12 +74,7 @@ func (x *Index) EndpointSeqs(endpoint string, lo, hi uint64, limit int) ([]uint6
 // prefix in b, until out holds limit.
 func endpointIn(b *bolt.Bucket, prefix []byte, lo, hi uint64, limit int, out []uint64) []uint64 {
 	c := b.Cursor()
-	k, _ := c.Seek(binary.BigEndian.AppendUint64(slices.Clone(prefix), hi+1))
-	if k == nil {
-		k, _ = c.Last()
-	} else {
-		k, _ = c.Prev()
-	}
+	k, _ := genstore.Before(c, binary.BigEndian.AppendUint64(slices.Clone(prefix), hi+1))
 	for ; k != nil && bytes.HasPrefix(k, prefix) && len(out) < limit; k, _ = c.Prev() {
 		s := binary.BigEndian.Uint64(k[len(prefix):])
 		if s < lo {
