@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -37,8 +36,7 @@ func TestPortalSetsFilterNotTransformByDefault(t *testing.T) {
 		}
 		h := c.AdminHandler()
 		u := portalLink(t, h, `{"tenant":"acme"}`)
-		pw := httptest.NewRecorder()
-		h.ServeHTTP(pw, httptest.NewRequest("GET", u.Path+"endpoints/crm", nil))
+		pw := serve(h, u.Path+"endpoints/crm", nil)
 		page := pw.Body.String()
 		if pw.Code != http.StatusOK || !strings.Contains(page, `name="filter"`) {
 			t.Fatalf("endpoint page: HTTP %d without a filter field", pw.Code)
@@ -52,13 +50,7 @@ func TestPortalSetsFilterNotTransformByDefault(t *testing.T) {
 		}
 		post := func(form url.Values) int {
 			form.Set("csrf", csrf[1])
-			preq := httptest.NewRequest("POST", u.Path+"endpoints/crm/edit", strings.NewReader(form.Encode()))
-			preq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			preq.Header.Set("Origin", "http://"+preq.Host)
-			preq.Header.Set("Sec-Fetch-Site", "same-origin")
-			rw := httptest.NewRecorder()
-			h.ServeHTTP(rw, preq)
-			return rw.Code
+			return serve(h, u.Path+"endpoints/crm/edit", form).Code
 		}
 		// With a transform: saved when allowed, refused (403, nothing
 		// saved) by default.

@@ -3,7 +3,6 @@ package console
 import (
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -43,8 +42,7 @@ func TestPortalEventIsTheTenantsOnly(t *testing.T) {
 	h := c.AdminHandler()
 	u := portalLink(t, h, `{"tenant":"acme"}`)
 	get := func(path string) (int, string) {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest("GET", u.Path+path, nil))
+		w := serve(h, u.Path+path, nil)
 		return w.Code, w.Body.String()
 	}
 	code, page := get("events/evt_a")

@@ -39,3 +39,18 @@ func portalLink(t *testing.T, h http.Handler, body string) *url.URL {
 	}
 	return u
 }
+
+// serve sends h a GET of path (form nil), or a POST of form from a page of
+// this origin, and returns the answer.
+func serve(h http.Handler, path string, form url.Values) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("GET", path, nil)
+	if form != nil {
+		req = httptest.NewRequest("POST", path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", "http://"+req.Host)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w
+}

@@ -132,8 +132,7 @@ func TestPortalSpeaksTheCustomersWords(t *testing.T) {
 	h := c.AdminHandler()
 	u := portalLink(t, h, `{"tenant":"acme","ttl":"2h"}`)
 	get := func(path string) (int, string) {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		w := serve(h, path, nil)
 		return w.Code, w.Body.String()
 	}
 	code, home := get(u.Path)
@@ -152,12 +151,7 @@ func TestPortalSpeaksTheCustomersWords(t *testing.T) {
 		t.Fatalf("portal endpoint page: HTTP %d", code)
 	}
 	form := url.Values{"csrf": {csrf[1]}, "url": {"http://127.0.0.1:9/h"}, "events": {"order.*"}}
-	preq := httptest.NewRequest("POST", u.Path+"endpoints", strings.NewReader(form.Encode()))
-	preq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	preq.Header.Set("Origin", "http://"+preq.Host)
-	preq.Header.Set("Sec-Fetch-Site", "same-origin")
-	pw := httptest.NewRecorder()
-	h.ServeHTTP(pw, preq)
+	pw := serve(h, u.Path+"endpoints", form)
 	if pw.Code != http.StatusBadRequest || !strings.Contains(pw.Body.String(), "loopback") {
 		t.Errorf("portal create of a loopback URL: HTTP %d, want 400 saying why", pw.Code)
 	}
