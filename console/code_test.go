@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -19,18 +18,9 @@ func TestPortalSetsFilterNotTransformByDefault(t *testing.T) {
 		var mu sync.Mutex
 		var patches []map[string]any
 		mux := http.NewServeMux()
-		mux.HandleFunc("GET /api/v1/endpoints/crm", func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = io.WriteString(w, `{"id":"crm","url":"https://crm.example.com/h","tenant":"acme","filter":"type == \"a\"","breaker":{"state":"closed"}}`)
-		})
-		mux.HandleFunc("GET /api/v1/endpoints/crm/attempts", func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = io.WriteString(w, `{"attempts":[],"next":""}`)
-		})
-		mux.HandleFunc("GET /api/v1/dlq", func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = io.WriteString(w, `{"entries":[]}`)
-		})
+		mux.Handle("GET /api/v1/endpoints/crm", answer(`{"id":"crm","url":"https://crm.example.com/h","tenant":"acme","filter":"type == \"a\"","breaker":{"state":"closed"}}`))
+		mux.Handle("GET /api/v1/endpoints/crm/attempts", answer(`{"attempts":[],"next":""}`))
+		mux.Handle("GET /api/v1/dlq", answer(`{"entries":[]}`))
 		mux.HandleFunc("PATCH /api/v1/endpoints/crm", func(w http.ResponseWriter, r *http.Request) {
 			var m map[string]any
 			_ = json.NewDecoder(r.Body).Decode(&m)
@@ -45,20 +35,8 @@ func TestPortalSetsFilterNotTransformByDefault(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := c.AdminHandler()
-		req := httptest.NewRequest("POST", "/api/v1/portal/sessions", strings.NewReader(`{"tenant":"acme"}`))
-		req.Header.Set("Authorization", "Bearer admintoken")
-		req.Header.Set("Content-Type", "application/json")
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, req)
-		var sess struct {
-			URL string `json:"url"`
-		}
-		if err := json.Unmarshal(w.Body.Bytes(), &sess); err != nil || w.Code != http.StatusCreated {
-			t.Fatalf("session: HTTP %d %s", w.Code, w.Body.String())
-		}
-		u, _ := url.Parse(sess.URL)
-		pw := httptest.NewRecorder()
-		h.ServeHTTP(pw, httptest.NewRequest("GET", u.Path+"endpoints/crm", nil))
+		u := portalLink(t, h, `{"tenant":"acme"}`)
+		pw := serve(h, u.Path+"endpoints/crm", nil)
 		page := pw.Body.String()
 		if pw.Code != http.StatusOK || !strings.Contains(page, `name="filter"`) {
 			t.Fatalf("endpoint page: HTTP %d without a filter field", pw.Code)
@@ -72,13 +50,7 @@ func TestPortalSetsFilterNotTransformByDefault(t *testing.T) {
 		}
 		post := func(form url.Values) int {
 			form.Set("csrf", csrf[1])
-			preq := httptest.NewRequest("POST", u.Path+"endpoints/crm/edit", strings.NewReader(form.Encode()))
-			preq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			preq.Header.Set("Origin", "http://"+preq.Host)
-			preq.Header.Set("Sec-Fetch-Site", "same-origin")
-			rw := httptest.NewRecorder()
-			h.ServeHTTP(rw, preq)
-			return rw.Code
+			return serve(h, u.Path+"endpoints/crm/edit", form).Code
 		}
 		// With a transform: saved when allowed, refused (403, nothing
 		// saved) by default.

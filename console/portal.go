@@ -273,13 +273,19 @@ type portalEndpointData struct {
 	AllowTransforms bool
 	// Destinations are the destination types offered (portal.destinations).
 	Destinations []string
-	// TestForm is the test forms' last input; CodeResult what the last
-	// filter or transform test answered.
-	TestForm   url.Values
-	CodeResult *codeResult
+	// Test is the filter or transform test just run, or refused.
+	Test *codeTest
 	// Types is the event-type catalogue (nil without one): the test
 	// button's choices and the edit form's boxes.
 	Types catalogue
+}
+
+// TestForm is the test forms' last input; nil before a test.
+func (d portalEndpointData) TestForm() url.Values {
+	if d.Test == nil {
+		return nil
+	}
+	return d.Test.Form
 }
 
 // Picker is the edit form's event-type field.

@@ -1,13 +1,11 @@
 package console
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // The portal's catalogue and events: the event types a customer may
@@ -23,17 +21,8 @@ func (c *Console) portalCatalogue(w http.ResponseWriter, r *http.Request, p *pag
 	c.render(w, http.StatusOK, "portal_types", p)
 }
 
-// portalEventSummary is one event of the tenant's list.
-type portalEventSummary struct {
-	ID          string    `json:"id"`
-	Type        string    `json:"type"`
-	Tenant      string    `json:"tenant"`
-	PublishedAt time.Time `json:"published_at"`
-	Size        int       `json:"size"`
-}
-
 type portalEventsData struct {
-	Events []portalEventSummary
+	Events []eventSummary
 	Next   string
 	Type   string
 	Types  catalogue
@@ -51,8 +40,8 @@ func (c *Console) portalEvents(w http.ResponseWriter, r *http.Request, p *page, 
 		v.Set("cursor", s)
 	}
 	var pg struct {
-		Events []portalEventSummary `json:"events"`
-		Next   string               `json:"next"`
+		Events []eventSummary `json:"events"`
+		Next   string         `json:"next"`
 	}
 	p.Title = "Your events"
 	if _, err := c.api.call(r.Context(), http.MethodGet, "/api/v1/events?"+v.Encode(), nil, &pg); err != nil {
@@ -75,34 +64,9 @@ func (c *Console) portalEvents(w http.ResponseWriter, r *http.Request, p *page, 
 	c.render(w, http.StatusOK, "portal_events", p)
 }
 
-// portalEvent is an event of the API's view, with the fields the portal
-// shows.
-type portalEvent struct {
-	ID            string          `json:"id"`
-	Type          string          `json:"type"`
-	PublishedAt   *time.Time      `json:"published_at"`
-	Size          *int            `json:"size"`
-	Tenant        string          `json:"tenant"`
-	Key           string          `json:"key"`
-	Data          json.RawMessage `json:"data"`
-	DataBase64    string          `json:"data_base64"`
-	DataTruncated bool            `json:"data_truncated"`
-	DataHidden    bool            `json:"data_hidden"`
-	Deliveries    []struct {
-		Endpoint string    `json:"endpoint"`
-		Number   int       `json:"number"`
-		Trigger  string    `json:"trigger"`
-		State    string    `json:"state"`
-		Reason   string    `json:"reason"`
-		Attempts []attempt `json:"attempts"`
-		Request  *struct {
-			Destination string            `json:"destination"`
-			Method      string            `json:"method"`
-			URL         string            `json:"url"`
-			Headers     map[string]string `json:"headers"`
-		} `json:"request"`
-	} `json:"deliveries"`
-}
+// portalEvent is an event as the portal shows it: the deliveries are
+// only those to the tenant's own endpoints.
+type portalEvent struct{ event }
 
 // Payload is the payload as the page shows it: JSON indented, else
 // base64.

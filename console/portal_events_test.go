@@ -1,11 +1,8 @@
 package console
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 )
@@ -15,12 +12,6 @@ import (
 // the operator's audit (no tenant); globex's evt_g to globex's own.
 func eventsAPI() http.Handler {
 	mux := http.NewServeMux()
-	answer := func(body string) http.HandlerFunc {
-		return func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = io.WriteString(w, body)
-		}
-	}
 	mux.Handle("GET /api/v1/events/evt_a", answer(`{"id":"evt_a","type":"order.created","tenant":"acme","data":{"amount":1200,"note":"<b>x</b>"},
 		"deliveries":[{"endpoint":"crm","number":1,"trigger":"delivery","state":"delivered","attempts":[{"event_id":"evt_a","endpoint":"crm","attempt":1,"class":"success","status":200}]},
 		{"endpoint":"audit","number":1,"trigger":"delivery","state":"delivered","attempts":[{"event_id":"evt_a","endpoint":"audit","attempt":1,"class":"success","status":200,"response":"audit-internal"}]}]}`))
@@ -49,21 +40,9 @@ func TestPortalEventIsTheTenantsOnly(t *testing.T) {
 	}
 	defer c.Close()
 	h := c.AdminHandler()
-	req := httptest.NewRequest("POST", "/api/v1/portal/sessions", strings.NewReader(`{"tenant":"acme"}`))
-	req.Header.Set("Authorization", "Bearer admintoken")
-	req.Header.Set("Content-Type", "application/json")
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, req)
-	var sess struct {
-		URL string `json:"url"`
-	}
-	if err := json.Unmarshal(w.Body.Bytes(), &sess); err != nil {
-		t.Fatal(err)
-	}
-	u, _ := url.Parse(sess.URL)
+	u := portalLink(t, h, `{"tenant":"acme"}`)
 	get := func(path string) (int, string) {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest("GET", u.Path+path, nil))
+		w := serve(h, u.Path+path, nil)
 		return w.Code, w.Body.String()
 	}
 	code, page := get("events/evt_a")

@@ -104,12 +104,6 @@ func TestPortalSessionErrorsHaveOneShape(t *testing.T) {
 func portalAPI() http.Handler {
 	const refused = "refused: 127.0.0.1 is a loopback address (" + config.TenantGuardReason + ")"
 	mux := http.NewServeMux()
-	answer := func(body string) http.HandlerFunc {
-		return func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = io.WriteString(w, body)
-		}
-	}
 	mux.Handle("GET /api/v1/endpoints", answer(`{"endpoints":[{"id":"crm","url":"http://127.0.0.1:9/h","tenant":"acme","breaker":{"state":"closed"}}],"next":""}`))
 	mux.Handle("GET /api/v1/endpoints/crm", answer(`{"id":"crm","url":"http://127.0.0.1:9/h","tenant":"acme","breaker":{"state":"closed"}}`))
 	mux.Handle("GET /api/v1/endpoints/crm/attempts", answer(`{"attempts":[{"event_id":"evt_1","endpoint":"crm","attempt":1,"trigger":"delivery","started_at":"2026-01-02T03:04:05Z","class":"rejected","error":"`+refused+`"},
@@ -136,24 +130,9 @@ func TestPortalSpeaksTheCustomersWords(t *testing.T) {
 	}
 	defer c.Close()
 	h := c.AdminHandler()
-	req := httptest.NewRequest("POST", "/api/v1/portal/sessions", strings.NewReader(`{"tenant":"acme","ttl":"2h"}`))
-	req.Header.Set("Authorization", "Bearer admintoken")
-	req.Header.Set("Content-Type", "application/json")
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, req)
-	var sess struct {
-		URL string `json:"url"`
-	}
-	if err := json.Unmarshal(w.Body.Bytes(), &sess); err != nil || w.Code != http.StatusCreated {
-		t.Fatalf("session: HTTP %d %s", w.Code, w.Body.String())
-	}
-	u, err := url.Parse(sess.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := portalLink(t, h, `{"tenant":"acme","ttl":"2h"}`)
 	get := func(path string) (int, string) {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		w := serve(h, path, nil)
 		return w.Code, w.Body.String()
 	}
 	code, home := get(u.Path)
@@ -172,12 +151,7 @@ func TestPortalSpeaksTheCustomersWords(t *testing.T) {
 		t.Fatalf("portal endpoint page: HTTP %d", code)
 	}
 	form := url.Values{"csrf": {csrf[1]}, "url": {"http://127.0.0.1:9/h"}, "events": {"order.*"}}
-	preq := httptest.NewRequest("POST", u.Path+"endpoints", strings.NewReader(form.Encode()))
-	preq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	preq.Header.Set("Origin", "http://"+preq.Host)
-	preq.Header.Set("Sec-Fetch-Site", "same-origin")
-	pw := httptest.NewRecorder()
-	h.ServeHTTP(pw, preq)
+	pw := serve(h, u.Path+"endpoints", form)
 	if pw.Code != http.StatusBadRequest || !strings.Contains(pw.Body.String(), "loopback") {
 		t.Errorf("portal create of a loopback URL: HTTP %d, want 400 saying why", pw.Code)
 	}

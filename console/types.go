@@ -221,11 +221,15 @@ type attemptPage struct {
 	Next     string    `json:"next"`
 }
 
+// event is an event of GET /api/v1/events/{id}, the console's and the
+// portal's (portalEvent) view of it.
 type event struct {
-	ID            string          `json:"id"`
-	Type          string          `json:"type"`
-	PublishedAt   *time.Time      `json:"published_at"`
-	Size          int             `json:"size"`
+	ID          string     `json:"id"`
+	Type        string     `json:"type"`
+	PublishedAt *time.Time `json:"published_at"`
+	// Size is the payload's size in bytes; nil when the event log no
+	// longer holds the event.
+	Size          *int            `json:"size"`
 	Seq           uint64          `json:"seq"`
 	Tenant        string          `json:"tenant"`
 	Key           string          `json:"key"`
@@ -250,6 +254,14 @@ type event struct {
 		} `json:"request"`
 		Attempts []attempt `json:"attempts"`
 	} `json:"deliveries"`
+}
+
+// Bytes is the payload's size in bytes, 0 when it is not known.
+func (e event) Bytes() int {
+	if e.Size == nil {
+		return 0
+	}
+	return *e.Size
 }
 
 // Payload is the event's payload as the page shows it: JSON indented, text
