@@ -49,6 +49,15 @@ func (t *Type) Validate(payload []byte) []Problem {
 	if t.schema == nil {
 		return nil
 	}
+	if t.fast != nil && fastValid(t.fast, payload) {
+		return nil
+	}
+	return t.full(payload)
+}
+
+// full is Validate without the fast path: the payload decoded and walked
+// by the schema library, which says every problem.
+func (t *Type) full(payload []byte) []Problem {
 	v, err := decode(payload)
 	if err != nil {
 		return []Problem{{Reason: "not JSON: " + err.Error()}}
