@@ -201,16 +201,30 @@ func enumValues(vals []any) ([]any, bool) {
 	return out, true
 }
 
-// maxHops bounds the schemas ($ref, allOf, anyOf) one value is checked
-// against in a chain, so that a schema referring to itself ends (the
-// library refuses such a cycle).
-const maxHops = 64
+// hop is a schema one value is being checked against, and the one whose
+// $ref, allOf or anyOf led to it (nil: the value's first).
+type hop struct {
+	f  *fastSchema
+	up *hop
+}
+
+// cycle reports whether f is already in the chain: a schema that, through
+// $ref, allOf or anyOf, applies itself to the same value, which the library
+// refuses (kind.RefCycle) and the fast path leaves to it.
+func (h *hop) cycle(f *fastSchema) bool {
+	for ; h != nil; h = h.up {
+		if h.f == f {
+			return true
+		}
+	}
+	return false
+}
 
 // fastValid reports whether payload is certainly valid against f: a JSON
 // document, nested at most maxDepth, that satisfies every keyword.
 func fastValid(f *fastSchema, payload []byte) bool {
 	c := checker{p: parser{b: string(payload)}}
-	if !c.check(f, 0, 0) {
+	if !c.check(f, 0, nil) {
 		return false
 	}
 	c.p.space()
@@ -223,8 +237,8 @@ type checker struct {
 }
 
 // check reads the value at p.i and reports whether it satisfies f (nil:
-// any value).
-func (c *checker) check(f *fastSchema, depth, hops int) bool {
+// any value); up is the chain of schemas that led to f on the same value.
+func (c *checker) check(f *fastSchema, depth int, up *hop) bool {
 	p := &c.p
 	p.space()
 	if p.i >= len(p.b) {
@@ -260,13 +274,14 @@ func (c *checker) check(f *fastSchema, depth, hops int) bool {
 	if f.ref == nil && f.allOf == nil && f.anyOf == nil {
 		return true
 	}
-	if hops >= maxHops {
-		return false
-	}
+	here := hop{f, up}
 	end := p.i
 	again := func(g *fastSchema) bool {
+		if here.cycle(g) {
+			return false
+		}
 		p.i = start
-		return c.check(g, depth, hops+1) && p.i == end
+		return c.check(g, depth, &here) && p.i == end
 	}
 	if f.ref != nil && !again(f.ref) {
 		return false
@@ -408,12 +423,12 @@ func (c *checker) object(f *fastSchema, depth int) bool {
 		p.i++
 		seen |= f.required[k]
 		if g, ok := f.props[k]; ok {
-			if !c.check(g, depth, 0) {
+			if !c.check(g, depth, nil) {
 				return false
 			}
 		} else if f.noAdd {
 			return false
-		} else if !c.check(f.additional, depth, 0) {
+		} else if !c.check(f.additional, depth, nil) {
 			return false
 		}
 		p.space()
@@ -450,7 +465,7 @@ func (c *checker) array(f *fastSchema, depth int) bool {
 		if n < len(f.prefix) {
 			g = f.prefix[n]
 		}
-		if !c.check(g, depth, 0) {
+		if !c.check(g, depth, nil) {
 			return false
 		}
 		n++

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // fastSchemas are schemas the fast path judges, one or more keywords
@@ -37,6 +40,8 @@ var fastSchemas = []string{
 	`{"allOf": [{"type": "number"}, {"minimum": 2}], "anyOf": [{"maximum": 3}, {"multipleOf": 5}]}`,
 	`{"anyOf": [{"type": "string"}, {"type": "object", "required": ["k"]}]}`,
 	`{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": {"a": {"type": "integer", "exclusiveMinimum": 0}}, "required": ["a"]}`,
+	`{"$schema": "http://json-schema.org/draft-04/schema#", "properties": {"a": {"minimum": 1, "exclusiveMinimum": true}}}`,
+	`{"anyOf": [{"$ref": "#"}, {"type": "integer"}]}`,
 }
 
 // orderSchema is the benchmark's order.
@@ -200,6 +205,53 @@ func TestCmpLit(t *testing.T) {
 		}
 		if got := cmpLit(tt.lit, r); got != tt.want {
 			t.Errorf("cmpLit(%s, %s) = %d, want %d", tt.lit, tt.bound, got, tt.want)
+		}
+	}
+}
+
+// TestFastPathRefCycle checks that a schema applying itself to the same
+// value through $ref ends, refused as the library refuses it, however
+// many ways the cycle branches.
+func TestFastPathRefCycle(t *testing.T) {
+	for _, s := range []string{
+		`{"$ref": "#"}`,
+		`{"anyOf": [{"$ref": "#"}, {"$ref": "#"}, {"$ref": "#"}]}`,
+		`{"$defs": {"a": {"allOf": [{"$ref": "#/$defs/b"}, {"$ref": "#/$defs/b"}]}, "b": {"anyOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"}`,
+	} {
+		typ, err := Compile(Definition{Name: "t", Schema: json.RawMessage(s)})
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		if typ.fast == nil {
+			t.Fatalf("%s: no fast path", s)
+		}
+		if fastValid(typ.fast, []byte(`{"a":1}`)) {
+			t.Errorf("%s: fast path passed", s)
+		}
+		if ps := typ.Validate([]byte(`{"a":1}`)); len(ps) == 0 {
+			t.Errorf("%s: valid", s)
+		}
+	}
+}
+
+// TestFastPathKnowsEveryKeyword fails when the schema library's Schema
+// gains a field (a new version of it): fastSupported must then refuse or
+// judge the keyword before the fast path can be trusted again.
+func TestFastPathKnowsEveryKeyword(t *testing.T) {
+	known := map[string]bool{}
+	for _, f := range strings.Fields(`DraftVersion Location Bool ID Ref Anchor RecursiveRef RecursiveAnchor
+		DynamicRef DynamicAnchor Types Enum Const Not AllOf AnyOf OneOf If Then Else Format
+		MaxProperties MinProperties Required PropertyNames Properties PatternProperties
+		AdditionalProperties Dependencies DependentRequired DependentSchemas UnevaluatedProperties
+		MinItems MaxItems UniqueItems Contains MinContains MaxContains Items AdditionalItems
+		PrefixItems Items2020 UnevaluatedItems MinLength MaxLength Pattern ContentEncoding
+		ContentMediaType ContentSchema Maximum Minimum ExclusiveMaximum ExclusiveMinimum MultipleOf
+		Extensions Title Description Default Comment ReadOnly WriteOnly Examples Deprecated`) {
+		known[f] = true
+	}
+	for f := range reflect.TypeFor[jsonschema.Schema]().Fields() {
+		if f.IsExported() && !known[f.Name] {
+			t.Errorf("jsonschema.Schema.%s: unknown to the fast path (fast.go)", f.Name)
 		}
 	}
 }
