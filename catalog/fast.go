@@ -383,10 +383,7 @@ func (c *checker) number(f *fastSchema) bool {
 			return false
 		}
 	}
-	if s.Minimum != nil && cmpLit(lit, s.Minimum) < 0 ||
-		s.Maximum != nil && cmpLit(lit, s.Maximum) > 0 ||
-		s.ExclusiveMinimum != nil && cmpLit(lit, s.ExclusiveMinimum) <= 0 ||
-		s.ExclusiveMaximum != nil && cmpLit(lit, s.ExclusiveMaximum) >= 0 {
+	if !inBounds(lit, s) {
 		return false
 	}
 	if s.MultipleOf != nil {
@@ -543,7 +540,28 @@ func isIntegerLit(lit string) bool {
 	return true
 }
 
-// cmpLit compares the number lit with r exactly: -1, 0 or +1. A literal
+// inBounds reports whether the number lit satisfies s's minimum, maximum,
+// exclusiveMinimum and exclusiveMaximum; false also when lit is beyond
+// big.Rat (an exponent of billions), which the library cannot compare.
+func inBounds(lit string, s *jsonschema.Schema) bool {
+	ok := func(bound *big.Rat, want func(int) bool) bool {
+		if bound == nil {
+			return true
+		}
+		c := cmpLit(lit, bound)
+		return c != unordered && want(c)
+	}
+	return ok(s.Minimum, func(c int) bool { return c >= 0 }) &&
+		ok(s.Maximum, func(c int) bool { return c <= 0 }) &&
+		ok(s.ExclusiveMinimum, func(c int) bool { return c > 0 }) &&
+		ok(s.ExclusiveMaximum, func(c int) bool { return c < 0 })
+}
+
+// unordered is cmpLit's answer for a literal big.Rat cannot hold.
+const unordered = 2
+
+// cmpLit compares the number lit with r exactly: -1, 0 or +1 ([unordered]
+// when big.Rat cannot hold lit). A literal
 // without an exponent and of at most 15 integer digits against an integer
 // bound below 2^53 is compared without allocating.
 func cmpLit(lit string, r *big.Rat) int {
@@ -560,7 +578,7 @@ func cmpLit(lit string, r *big.Rat) int {
 	}
 	n, ok := new(big.Rat).SetString(lit)
 	if !ok {
-		return -2 // never: lit is a JSON number
+		return unordered
 	}
 	return n.Cmp(r)
 }
