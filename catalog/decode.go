@@ -97,6 +97,15 @@ func (p *parser) digits() int {
 
 // number reads -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?.
 func (p *parser) number() (any, bool) {
+	lit, ok := p.numberLit()
+	if !ok {
+		return nil, false
+	}
+	return json.Number(lit), true
+}
+
+// numberLit reads a number and returns its text.
+func (p *parser) numberLit() (string, bool) {
 	start := p.i
 	if p.b[p.i] == '-' {
 		p.i++
@@ -105,12 +114,12 @@ func (p *parser) number() (any, bool) {
 	case p.i < len(p.b) && p.b[p.i] == '0':
 		p.i++
 	case p.digits() == 0:
-		return nil, false
+		return "", false
 	}
 	if p.i < len(p.b) && p.b[p.i] == '.' {
 		p.i++
 		if p.digits() == 0 {
-			return nil, false
+			return "", false
 		}
 	}
 	if p.i < len(p.b) && (p.b[p.i] == 'e' || p.b[p.i] == 'E') {
@@ -119,10 +128,10 @@ func (p *parser) number() (any, bool) {
 			p.i++
 		}
 		if p.digits() == 0 {
-			return nil, false
+			return "", false
 		}
 	}
-	return json.Number(p.b[start:p.i]), true
+	return p.b[start:p.i], true
 }
 
 func (p *parser) object(depth int) (any, bool) {
@@ -203,42 +212,53 @@ func (p *parser) array(depth int) (any, bool) {
 // invalid UTF-8).
 func (p *parser) str() (string, bool) {
 	start := p.i
+	plain, ok := p.scanStr()
+	if !ok {
+		return "", false
+	}
+	if plain {
+		return p.b[start+1 : p.i-1], true
+	}
+	var s string
+	if json.Unmarshal([]byte(p.b[start:p.i]), &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// scanStr moves past a string at p.i (its opening quote) without decoding
+// it; plain reports that it has neither escapes nor bytes that are not
+// ASCII (its text is its value).
+func (p *parser) scanStr() (plain, ok bool) {
 	p.i++
-	plain := true
+	plain = true
 	for {
 		if p.i >= len(p.b) {
-			return "", false
+			return false, false
 		}
 		c := p.b[p.i]
 		switch {
 		case c == '"':
 			p.i++
-			if plain {
-				return p.b[start+1 : p.i-1], true
-			}
-			var s string
-			if json.Unmarshal([]byte(p.b[start:p.i]), &s) != nil {
-				return "", false
-			}
-			return s, true
+			return plain, true
 		case c == '\\':
 			plain = false
 			if p.i+1 >= len(p.b) {
-				return "", false
+				return false, false
 			}
 			switch p.b[p.i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				p.i += 2
 			case 'u':
 				if len(p.b)-p.i < 6 || !isHex4(p.b[p.i+2:p.i+6]) {
-					return "", false
+					return false, false
 				}
 				p.i += 6
 			default:
-				return "", false
+				return false, false
 			}
 		case c < 0x20:
-			return "", false
+			return false, false
 		default:
 			if c >= utf8.RuneSelf {
 				plain = false

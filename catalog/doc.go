@@ -7,7 +7,9 @@
 // field schema and why) or whose examples fail their own schema (naming
 // examples[i]). [Type.Validate] returns every problem of a payload, each
 // naming a JSON pointer into it and why ("/amount: want number, got
-// string").
+// string"). A schema of the common keywords also gets a fast path
+// (fast.go) that passes a valid payload straight from its bytes; any other
+// payload goes to the library, so the problems are the library's.
 //
 // A [Catalog] is an immutable snapshot of the types in force with the
 // validation [Mode] and strictness; [Live] holds the current one for

@@ -37,6 +37,7 @@ type Definition struct {
 type Type struct {
 	def    Definition
 	schema *jsonschema.Schema // nil: no schema
+	fast   *fastSchema        // nil: no fast path (see fast.go)
 }
 
 // Definition returns the type's definition. Its byte slices are shared:
@@ -64,6 +65,7 @@ func Compile(d Definition) (*Type, error) {
 			return nil, &FieldError{Field: "schema", Err: err}
 		}
 		t.schema = sch
+		t.fast = compileFast(sch)
 	} else {
 		t.def.Schema = nil
 	}

@@ -1,8 +1,12 @@
 package catalog
 
 import (
+	"encoding/json"
 	"errors"
+	"maps"
+	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -49,11 +53,23 @@ func (t *Type) Validate(payload []byte) []Problem {
 	if t.schema == nil {
 		return nil
 	}
+	if t.fast != nil && fastValid(t.fast, payload) {
+		return nil
+	}
+	return t.full(payload)
+}
+
+// full is Validate without the fast path: the payload decoded and walked
+// by the schema library, which says every problem.
+func (t *Type) full(payload []byte) []Problem {
 	v, err := decode(payload)
 	if err != nil {
 		return []Problem{{Reason: "not JSON: " + err.Error()}}
 	}
-	err = t.schema.Validate(v)
+	huge, err := t.validate(v)
+	if huge != nil {
+		return huge
+	}
 	if err == nil {
 		return nil
 	}
@@ -64,6 +80,44 @@ func (t *Type) Validate(payload []byte) []Problem {
 	ps := problems(ve, nil)
 	slices.SortStableFunc(ps, func(a, b Problem) int { return strings.Compare(a.Pointer, b.Pointer) })
 	return slices.Compact(ps)
+}
+
+// validate is the library's Validate, which dereferences a nil big.Rat
+// (panics) when it compares a number big.Rat cannot hold
+// (1e9999999999999999999) with a bound: such numbers are then the
+// problems (every one in the payload: which of them the library was
+// comparing is not known). Any other panic goes on.
+func (t *Type) validate(v any) (huge []Problem, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			huge = hugeNumbers(v, "", nil)
+			if len(huge) == 0 {
+				panic(r)
+			}
+		}
+	}()
+	return nil, t.schema.Validate(v)
+}
+
+// hugeNumbers appends to dst a problem for each number in v, at pointer
+// ptr, that big.Rat cannot hold.
+func hugeNumbers(v any, ptr string, dst []Problem) []Problem {
+	switch v := v.(type) {
+	case map[string]any:
+		keys := slices.Sorted(maps.Keys(v))
+		for _, k := range keys {
+			dst = hugeNumbers(v[k], ptr+"/"+escape(k), dst)
+		}
+	case []any:
+		for i, x := range v {
+			dst = hugeNumbers(x, ptr+"/"+strconv.Itoa(i), dst)
+		}
+	case json.Number:
+		if _, ok := new(big.Rat).SetString(string(v)); !ok {
+			dst = append(dst, Problem{ptr, "is a number too large to compare (" + string(v) + ")"})
+		}
+	}
+	return dst
 }
 
 // printer says the library's messages in English.
