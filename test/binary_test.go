@@ -118,11 +118,20 @@ func startBinary(t *testing.T, configPath, adminAddr string, env ...string) *pro
 	return startBinaryWithin(t, 30*time.Second, configPath, adminAddr, env...)
 }
 
+// smallStreams keep a test binary's stream reservations small: JetStream
+// reserves every stream's max_bytes against the disk when it creates the
+// stream, and the defaults (35 GiB in all) refuse to start where less than
+// about 47 GB is free. A test's own env, after these, overrides them.
+var smallStreams = []string{
+	"HOOKJET_STREAMS_MAX_BYTES=268435456", "HOOKJET_STREAMS_TASKS_MAX_BYTES=268435456",
+	"HOOKJET_STREAMS_DLQ_MAX_BYTES=67108864", "HOOKJET_LOG_MAX_BYTES=67108864",
+}
+
 // startBinaryWithin is startBinary waiting up to ready for /readyz.
 func startBinaryWithin(t *testing.T, ready time.Duration, configPath, adminAddr string, env ...string) *process {
 	t.Helper()
 	cmd := exec.Command(hookjetBinary(t), "serve", "--config", configPath)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), smallStreams...), env...)
 	p := &process{cmd: cmd, out: &testkit.LockedBuffer{}, done: make(chan error, 1), exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {

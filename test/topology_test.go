@@ -29,8 +29,10 @@ func consumerCount(t *testing.T, js natsjs.JetStream, stream string) int {
 	return info.State.Consumers
 }
 
-// 10,000 endpoints start and deliver with one consumer on HOOKJET_EVENTS:
-// the number of endpoints does not decide the number of consumers.
+// 10,000 endpoints start and deliver with two consumers on HOOKJET_EVENTS,
+// the fan-out and this process's event index (an ordered consumer, one per
+// process): the number of endpoints does not decide the number of
+// consumers.
 func TestTenThousandEndpoints(t *testing.T) {
 	r := newReceiver(t, []string{secretA, secretB}, nil)
 	cfg := testConfig(t, t.TempDir(), "")
@@ -54,8 +56,8 @@ func TestTenThousandEndpoints(t *testing.T) {
 	for _, i := range []int{0, 4242, 9999} {
 		r.waitFor(t, fmt.Sprintf("evt_%d", i))
 	}
-	if n := consumerCount(t, h.js, hjs.EventsStream); n != 1 {
-		t.Fatalf("HOOKJET_EVENTS has %d consumers, want 1 (the fan-out)", n)
+	if n := consumerCount(t, h.js, hjs.EventsStream); n != 2 {
+		t.Fatalf("HOOKJET_EVENTS has %d consumers, want 2 (the fan-out and the event index's)", n)
 	}
 }
 
