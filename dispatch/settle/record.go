@@ -63,13 +63,10 @@ func trigger(dl *Delivery, attempts int) string {
 	return attempt.TriggerDelivery
 }
 
-// Attempt logs the outcome of one attempt of dl (dl.State.Attempts
-// already counts it).
-func (r *Records) Attempt(dl *Delivery, res *destination.Result) {
-	if r.out == nil {
-		return
-	}
-	rec := attempt.Record{
+// record is what every record of dl says: the event, the endpoint (its
+// tenant and incarnation), the attempt and what triggered it.
+func (r *Records) record(dl *Delivery) attempt.Record {
+	return attempt.Record{
 		EventID:           dl.Event.ID,
 		EventType:         dl.Event.Type,
 		Endpoint:          dl.Endpoint.ID,
@@ -78,11 +75,18 @@ func (r *Records) Attempt(dl *Delivery, res *destination.Result) {
 		Attempt:           dl.State.Attempts,
 		Trigger:           trigger(dl, dl.State.Attempts),
 		Delivery:          dl.Event.Key,
-		StartedAt:         res.Sent.UTC(),
-		DurationMS:        Millis(res.Latency),
-		Status:            res.Status,
-		Class:             res.Class.String(),
 	}
+}
+
+// Attempt logs the outcome of one attempt of dl (dl.State.Attempts
+// already counts it).
+func (r *Records) Attempt(dl *Delivery, res *destination.Result) {
+	if r.out == nil {
+		return
+	}
+	rec := r.record(dl)
+	rec.StartedAt, rec.DurationMS = res.Sent.UTC(), Millis(res.Latency)
+	rec.Status, rec.Class = res.Status, res.Class.String()
 	rec.Response = string(res.Response) // a broker's answer (stream and sequence, partition and offset) on success too
 	if res.Class != destination.Success {
 		rec.Error = res.Reason
@@ -107,20 +111,8 @@ func (r *Records) End(dl *Delivery, class, reason string) {
 	if class == attempt.ClassDeadLetter && reason == "expired" {
 		class = attempt.ClassExpired
 	}
-	rec := attempt.Record{
-		EventID:           dl.Event.ID,
-		EventType:         dl.Event.Type,
-		Endpoint:          dl.Endpoint.ID,
-		Tenant:            dl.tenant(r.eps),
-		EndpointCreatedAt: createdAtOf(dl.incarnation(r.eps)),
-		Attempt:           dl.State.Attempts,
-		Trigger:           trigger(dl, dl.State.Attempts),
-		Delivery:          dl.Event.Key,
-		StartedAt:         r.now().UTC(),
-		Status:            dl.State.Status,
-		Class:             class,
-		Reason:            reason,
-	}
+	rec := r.record(dl)
+	rec.StartedAt, rec.Status, rec.Class, rec.Reason = r.now().UTC(), dl.State.Status, class, reason
 	if class != attempt.ClassParked {
 		rec.Error = dl.State.Error
 	}
