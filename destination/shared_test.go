@@ -132,6 +132,17 @@ func TestExpandAndHeaders(t *testing.T) {
 	if got := destination.Expand("hooks.{tenant}.{type}", &r); got != "hooks.acme.order.created" {
 		t.Error(got)
 	}
+	for template, want := range map[string]string{
+		"{type}":                 "order.created",
+		"{{type}}":               "{order.created}",
+		"a{b{tenant}{":           "a{bacme{",
+		"{typ}.{type}{tenant}x{": "{typ}.order.createdacmex{",
+		"plain":                  "plain",
+	} {
+		if got := destination.Expand(template, &r); got != want {
+			t.Errorf("Expand(%q) = %q, want %q", template, got, want)
+		}
+	}
 	h := destination.MessageHeaders(nil, &r, time.Unix(1700000000, 0))
 	want := []destination.Header{{"webhook-id", "evt_1"}, {"webhook-timestamp", "1700000000"}, {"Hookjet-Event-Type", "order.created"}, {"Hookjet-Tenant", "acme"}, {"Hookjet-Ordering-Key", "k"}}
 	if len(h) != len(want) {

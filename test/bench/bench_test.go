@@ -337,9 +337,17 @@ func TestDestinationTargets(t *testing.T) {
 		"kafka":          {Name: "kafka", PerSecond: 100, Complete: true},
 		"dest-webhook":   {Name: "dest-webhook", PerSecond: 900, Complete: true},
 		"dest-idle10000": {Name: "dest-idle10000", Complete: true, DestConnsIdle: 0, DestConnsBusy: 2},
+		"nats-relay":     {Name: "nats-relay", PerSecond: 1000, Complete: true},
+		"kafka-relay":    {Name: "kafka-relay", PerSecond: 1000, Complete: false}, // an incomplete floor is no floor
 	}
 	ts := destinationTargets(func(name string) *result { return rs[name] })
-	want := []string{"PASS", "N/A", "INFO", "MISS"}
+	want := []string{"PASS", "N/A", "INFO", "N/A", "N/A", "INFO", "MISS"}
+	if len(ts) != len(want) {
+		t.Fatalf("%d targets, want %d", len(ts), len(want))
+	}
+	if ts[2].Value != 80 || !strings.Contains(ts[2].Detail, "the relay itself is 100% of the client publishing directly") {
+		t.Errorf("relay target: %v %s", ts[2].Value, ts[2].Detail)
+	}
 	for i, tt := range ts {
 		if tt.Status != want[i] {
 			t.Errorf("%s: %s, want %s (%s)", tt.Name, tt.Status, want[i], tt.Detail)

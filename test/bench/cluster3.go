@@ -201,7 +201,7 @@ func startClusterFloor(ctx context.Context, x *tally, url string, logOut io.Writ
 		return nil, err
 	}
 	dial := func(name string) (*nats.Conn, error) { return nats.Connect(url, nats.Name(name)) }
-	if err := h.consumeFloor(ctx, x, 3, dial); err != nil {
+	if err := h.consumeFloor(ctx, x.floorHandler, 3, dial); err != nil {
 		h.stop()
 		return nil, err
 	}

@@ -153,12 +153,22 @@
 // nats-server with a stream), RabbitMQ (a throw-away rabbitmq-server node;
 // left out with a note when it is not installed) and Kafka (franz-go's
 // kfake): the client library publishing 20,000 signed events (3,000 with
-// -quick) directly, each waiting for the broker's ack (<type>-direct), then
-// hookjet delivering as many to 10 endpoints of that type on that broker
-// (<type>); dest-webhook is hookjet delivering them to 10 webhook endpoints,
-// the reference beside them; dest-idle10000 holds 10,000 idle NATS
-// endpoints on one server, for memory and the connections the server sees
-// (none while idle, one once 100 of them delivered).
+// -quick) directly, each waiting for the broker's ack (<type>-direct); a
+// JetStream-only relay storing as many in a stream and publishing each to
+// the broker before acking it (<type>-relay: what any system that stores an
+// event before it acknowledges and then forwards it pays, with no ledger,
+// log or matching); then hookjet delivering as many to 10 endpoints of that
+// type on that broker (<type>), counted by the broker (the stream's or the
+// queue's messages; Kafka by hookjet's metrics). The target is emptied
+// before each run, and hookjet and the relay run with nats.sync 2m: the
+// broker runs compare delivery paths, the embedded server's fsync per
+// message is the sync scenarios' subject. dest-webhook is hookjet
+// delivering them to 10 webhook endpoints, the reference beside them;
+// dest-idle10000 holds 10,000 idle NATS endpoints on one server, for memory,
+// idle CPU once the file's endpoints are stored for other processes, and
+// the connections the server sees (none while idle, one once 100 of them
+// delivered). -profile nats|rabbitmq|kafka|dest-idle10000 profiles those
+// runs' windows.
 //
 // Every figure is printed beside the baselines of the same run: the raw
 // ceiling, and the floor.

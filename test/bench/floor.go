@@ -34,6 +34,12 @@ const (
 // sync is the server's policy as nats.sync spells it: "" or "always"
 // (SyncAlways, hookjet's default) or a lazy interval such as "2m".
 func startFloor(ctx context.Context, x *tally, tcp bool, logOut io.Writer, sync string) (*instance, error) {
+	return startFloorWith(ctx, x.floorHandler, tcp, logOut, sync)
+}
+
+// startFloorWith is startFloor with the consumer's handler: handle gets
+// each event and acks it (the instance's logs note what failed).
+func startFloorWith(ctx context.Context, handle func(*instance, natsjs.Msg), tcp bool, logOut io.Writer, sync string) (*instance, error) {
 	dir, err := os.MkdirTemp("", "hookjet-floor-")
 	if err != nil {
 		return nil, err
@@ -68,7 +74,7 @@ func startFloor(ctx context.Context, x *tally, tcp bool, logOut io.Writer, sync 
 	dial := func(name string) (*nats.Conn, error) {
 		return nats.Connect(h.ns.ClientURL(), nats.InProcessServer(h.ns), nats.Name(name))
 	}
-	if err := h.consumeFloor(ctx, x, 1, dial); err != nil {
+	if err := h.consumeFloor(ctx, handle, 1, dial); err != nil {
 		return nil, err
 	}
 	h.startup = time.Since(start)
@@ -78,7 +84,7 @@ func startFloor(ctx context.Context, x *tally, tcp bool, logOut io.Writer, sync 
 
 // consumeFloor creates the floor's stream (with replicas) and consumer and
 // starts consuming on a connection of its own, opened by dial.
-func (h *instance) consumeFloor(ctx context.Context, x *tally, replicas int, dial func(name string) (*nats.Conn, error)) error {
+func (h *instance) consumeFloor(ctx context.Context, handle func(*instance, natsjs.Msg), replicas int, dial func(name string) (*nats.Conn, error)) error {
 	st := config.Default().Streams
 	js := h.js
 	if _, err := js.CreateStream(ctx, natsjs.StreamConfig{
@@ -109,18 +115,7 @@ func (h *instance) consumeFloor(ctx context.Context, x *tally, replicas int, dia
 		nc.Close()
 		return err
 	}
-	e := len(x.behave)
-	cc, err := cons.Consume(func(m natsjs.Msg) {
-		body := m.Data()
-		if n, _, ok := parsePayload(body); ok {
-			x.record(n%e, body, nil, nil)
-		} else {
-			x.bad.Add(1)
-		}
-		if err := m.Ack(); err != nil {
-			h.logs.note("floor ack: " + err.Error())
-		}
-	}, natsjs.PullMaxMessages(1000))
+	cc, err := cons.Consume(func(m natsjs.Msg) { handle(h, m) }, natsjs.PullMaxMessages(1000))
 	if err != nil {
 		nc.Close()
 		return fmt.Errorf("floor consume: %w", err)
@@ -131,4 +126,17 @@ func (h *instance) consumeFloor(ctx context.Context, x *tally, replicas int, dia
 		nc.Close()
 	}
 	return nil
+}
+
+// floorHandler records each event in x and acks it.
+func (x *tally) floorHandler(h *instance, m natsjs.Msg) {
+	body := m.Data()
+	if n, _, ok := parsePayload(body); ok {
+		x.record(n%len(x.behave), body, nil, nil)
+	} else {
+		x.bad.Add(1)
+	}
+	if err := m.Ack(); err != nil {
+		h.logs.note("floor ack: " + err.Error())
+	}
 }

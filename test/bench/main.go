@@ -22,6 +22,10 @@ import (
 	"github.com/hookjet/hookjet/server"
 )
 
+// profiledRuns are the runs inside a scenario -profile also takes: the
+// floor's run at 116 events/s and the destinations scenario's broker runs.
+var profiledRuns = []string{"floor116", "nats", "rabbitmq", "kafka", "dest-idle10000"}
+
 // scenarioNames in the order they run.
 var scenarioNames = []string{
 	"raw", "healthy10", "healthy10fast", "slow10", "dead10", "floor", "floorfast", "endpoints1000", "endpoints10000", "dead1000",
@@ -108,7 +112,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	quick := fs.Bool("quick", false, "smaller counts and shorter runs, for a smoke test")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of one scenario's measured window to `FILE`")
 	memprofile := fs.String("memprofile", "", "write a heap profile at the end of the profiled scenario's measured window to `FILE`")
-	profile := fs.String("profile", "healthy10", "the `scenario` -cpuprofile and -memprofile profile (floor116: the floor's run at 116 events/s)")
+	profile := fs.String("profile", "healthy10", "the `scenario` -cpuprofile and -memprofile profile (also floor116: the floor's run at 116 events/s; nats, rabbitmq, kafka: the destinations scenario's runs through hookjet; dest-idle10000: its idle window)")
 	repeat := fs.Int("repeat", 2, "run the compared throughput scenarios (raw, healthy10, slow10, dead10) `N` times, interleaved; the fastest run of each counts; 1 with -quick")
 	rerunBusy := fs.Int("rerun-busy", 2, "up to `N` extra runs of each compared throughput scenario whose every run was disturbed by other processes; 0 with -quick")
 	eventsStored := fs.Int("events-stored", 1_000_000, "events1m: events to store and list, `N`")
@@ -125,8 +129,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if !slices.Contains(scenarioNames, *profile) && *profile != "floor116" {
-		return fmt.Errorf("-profile %q: not a scenario (have %s, floor116)", *profile, strings.Join(scenarioNames, ", "))
+	if !slices.Contains(scenarioNames, *profile) && !slices.Contains(profiledRuns, *profile) {
+		return fmt.Errorf("-profile %q: not a scenario (have %s, %s)", *profile, strings.Join(scenarioNames, ", "), strings.Join(profiledRuns, ", "))
 	}
 	p := fullParams()
 	if *quick {
