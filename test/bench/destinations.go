@@ -432,7 +432,7 @@ func (b *bench) viaHookjet(ctx context.Context, br *brokerRun) (*result, error) 
 	if err := br.reset(ctx); err != nil {
 		return nil, fmt.Errorf("%s: empty the target: %w", r.Name, err)
 	}
-	spec := hookjetSpec{maxInFlight: b.p.maxInFlight, concurrency: b.p.concurrency, sync: destSync}
+	spec := hookjetSpec{maxInFlight: b.p.maxInFlight, concurrency: b.p.concurrency, sync: destSync, logOff: b.destLogOff}
 	for i := range 10 {
 		spec.endpoints = append(spec.endpoints, endpointSpec{event: eventType(i), extra: "    destination: " + br.destination + "\n"})
 	}

@@ -118,6 +118,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	eventsStored := fs.Int("events-stored", 1_000_000, "events1m: events to store and list, `N`")
 	historyRecords := fs.Int("history-records", 10_000_000, "history10m: delivery-log records and remembered ids to store, `N` of each")
 	gapDump := fs.String("gapdump", "", "burst scenarios: when a stretch without a delivery while events are owed passes 0.7 s, write a goroutine dump and the fan-out consumer's state into `DIR`")
+	destLogOff := fs.Bool("destinations-log-off", false, "destinations: run hookjet's broker runs with the delivery log off (log.enabled: false), to see what it costs")
 	logFile := fs.String("log", "", "write hookjet's warnings and errors to `FILE` (default: counted, then discarded)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -180,7 +181,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Scope: "one process: hookjet, its embedded NATS server, the publisher and the receiver; " +
 			"CPU is getrusage(RUSAGE_SELF) user+system over each measured window, peak RSS is VmHWM reset before each scenario",
 	}
-	b := &bench{p: p, key: key, logOut: logOut, cpuprofile: *cpuprofile, memprofile: *memprofile, profile: *profile, progress: stderr, gapDump: *gapDump}
+	b := &bench{p: p, key: key, logOut: logOut, cpuprofile: *cpuprofile, memprofile: *memprofile, profile: *profile, progress: stderr, gapDump: *gapDump, destLogOff: *destLogOff}
 	runErr := b.runAll(rep, b.scenarios(ctx), schedule(want, *repeat), want, *rerunBusy)
 	if b.hookjetBin != "" { // built by startup100k
 		_ = os.RemoveAll(filepath.Dir(b.hookjetBin))

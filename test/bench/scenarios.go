@@ -199,6 +199,7 @@ type bench struct {
 	progress   io.Writer
 	hookjetBin string // the built binary startup100k runs; empty until built
 	gapDump    string // directory for the burst scenarios' dumps during a gap (burst.go); "": none
+	destLogOff bool   // the destinations scenario's hookjet runs with the delivery log off
 }
 
 func (b *bench) say(format string, args ...any) {
