@@ -128,6 +128,11 @@ type Dispatcher struct {
 	mu sync.RWMutex // guards eps; never held while waiting
 	// eps is the runtime state of every endpoint in the table.
 	eps map[string]*endpoint
+	// ordered counts the endpoints in eps that order by key (table.go), so
+	// that asking whether any does costs nothing per endpoint.
+	ordered atomic.Int64
+	// backlogged holds the endpoints with tasks waiting (query_source.go).
+	backlogged settle.Backlogged
 }
 
 // endpoint is one endpoint's runtime state. Its settings are an immutable

@@ -31,14 +31,7 @@ func (d *Dispatcher) laneViews(ctx context.Context, ids []string) map[string]lan
 // endpoint) orders by key.
 func (d *Dispatcher) anyOrdered(ids []string) bool {
 	if ids == nil {
-		d.mu.RLock()
-		defer d.mu.RUnlock()
-		for _, e := range d.eps {
-			if e.set.Load().ep.Ordered() {
-				return true
-			}
-		}
-		return false
+		return d.ordered.Load() > 0
 	}
 	for _, id := range ids {
 		if e := d.endpoint(id); e != nil && e.set.Load().ep.Ordered() {

@@ -85,3 +85,38 @@ func TestHeldKeysCountAsPendingAndWaiting(t *testing.T) {
 		return true
 	})
 }
+
+// Whether any endpoint orders by key is a count kept as endpoints come,
+// change and go, not a walk over every endpoint (the summary asks it every
+// few seconds, at 100,000 endpoints).
+func TestAnyOrderedFollowsTheTable(t *testing.T) {
+	rcv := newReceiver(t)
+	plain := endpointTo("plain", rcv, "order.created")
+	r := newRig(t, []config.Endpoint{plain}, nil)
+	apply := func(eps ...config.Endpoint) {
+		t.Helper()
+		next := *r.cfg
+		next.Endpoints = eps
+		if err := r.d.src.Apply(ctx5(t), &next); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.d.anyOrdered(nil) {
+		t.Fatal("one plain endpoint: an ordered one reported")
+	}
+	ord := orderedTo("ord", rcv, "hold")
+	apply(plain, ord)
+	if !r.d.anyOrdered(nil) || r.d.ordered.Load() != 1 {
+		t.Fatalf("an ordered endpoint added: anyOrdered %v, count %d", r.d.anyOrdered(nil), r.d.ordered.Load())
+	}
+	ordToo := plain
+	ordToo.Ordering = config.OrderingKey
+	apply(ordToo, ord) // plain now orders too
+	if r.d.ordered.Load() != 2 {
+		t.Fatalf("two ordered endpoints: count %d", r.d.ordered.Load())
+	}
+	apply(plain) // ord removed, plain back to unordered
+	if r.d.anyOrdered(nil) || r.d.ordered.Load() != 0 {
+		t.Fatalf("no ordered endpoint left: anyOrdered %v, count %d", r.d.anyOrdered(nil), r.d.ordered.Load())
+	}
+}

@@ -81,12 +81,10 @@ func (q querySource) Owner(id string) (query.Owner, bool) {
 	return query.Owner{Incarnation: settle.Incarnation(ep.CreatedAt), Tenant: ep.Tenant}, true
 }
 
+// Backlogs visits the endpoints with waiting tasks only (settle.Backlogged):
+// the others have nothing to add.
 func (q querySource) Backlogs(fn func(id string, tasks int64)) {
-	q.d.mu.RLock()
-	defer q.d.mu.RUnlock()
-	for id, e := range q.d.eps {
-		fn(id, e.Backlog.Load()) // package settle, bounds.go
-	}
+	q.d.backlogged.Each(func(e *settle.Endpoint, n int64) { fn(e.ID, n) })
 }
 
 func (q querySource) FirstRetry(id string) time.Time { return q.d.drains.FirstRetry(id) }

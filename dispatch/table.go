@@ -34,8 +34,12 @@ func (r tableRuntime) Install(ep *config.Endpoint) error {
 	if err != nil {
 		return err
 	}
+	if s.ep.Ordered() {
+		d.ordered.Add(1)
+	}
 	if e == nil {
 		e = newEndpoint(ep.ID)
+		e.Waiting = &d.backlogged
 		e.slots.share = d.share
 		e.set.Store(s)
 		e.slots.setLimit(ep.MaxInFlight)
@@ -47,7 +51,9 @@ func (r tableRuntime) Install(ep *config.Endpoint) error {
 			d.o.Metrics.zero(l)
 		}
 	} else {
-		e.set.Store(s)
+		if e.set.Swap(s).ep.Ordered() {
+			d.ordered.Add(-1)
+		}
 		e.slots.setLimit(ep.MaxInFlight)
 	}
 	if l := d.series.Label(ep.ID); l != settle.OtherSeries {
@@ -67,6 +73,9 @@ func (r tableRuntime) Uninstall(id string, deleted bool) {
 	d.mu.Unlock()
 	if e == nil {
 		return
+	}
+	if e.set.Load().ep.Ordered() {
+		d.ordered.Add(-1)
 	}
 	if deleted {
 		e.Deleted.Store(true)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -121,6 +122,9 @@ func (t *Stage) reserve(dl *Delivery, busy bool) bool {
 		return t.Overflow(dl, fmt.Sprintf("HOOKJET_TASKS reached streams.tasks_max_bytes (%d bytes)", sp.max))
 	}
 	n := e.Backlog.Add(1)
+	if n == 1 {
+		e.Waiting.join(e)
+	}
 	b := e.BacklogBytes.Add(size)
 	switch {
 	case limit > 0 && n > int64(limit):
@@ -187,7 +191,9 @@ func (e *Endpoint) Requeued(size int64, busy bool) {
 		e.Busy.Add(1)
 		return
 	}
-	e.Backlog.Add(1)
+	if e.Backlog.Add(1) == 1 {
+		e.Waiting.join(e)
+	}
 	e.BacklogBytes.Add(size)
 }
 
@@ -195,7 +201,45 @@ func (e *Endpoint) Requeued(size int64, busy bool) {
 // stored before a restart or by another process count toward max_backlog
 // too; the busy ones this process knows of do not.
 func (e *Endpoint) Found(n uint64) {
-	if cur, n := e.Backlog.Load(), int64(n)-e.Busy.Load(); n > cur {
-		e.Backlog.CompareAndSwap(cur, n)
+	if cur, n := e.Backlog.Load(), int64(n)-e.Busy.Load(); n > cur && e.Backlog.CompareAndSwap(cur, n) {
+		e.Waiting.join(e)
 	}
+}
+
+// Backlogged is the set of endpoints whose Backlog may be above zero: a
+// look at every endpoint's backlog (the gauges, every few seconds) then
+// costs per endpoint with waiting deliveries, not per endpoint in force.
+// An endpoint joins when its Backlog rises from zero and leaves when a
+// look finds it at zero. The zero value is an empty set.
+type Backlogged struct{ m sync.Map } // id -> *Endpoint
+
+// join adds e; a nil set keeps nothing.
+func (b *Backlogged) join(e *Endpoint) {
+	if b != nil {
+		b.m.Store(e.ID, e)
+	}
+}
+
+// Each calls fn with each endpoint of the set in force whose Backlog is
+// above zero, and drops those at zero and those removed. An endpoint whose
+// Backlog rises while it is dropped is added back, by this look or by the
+// rise.
+func (b *Backlogged) Each(fn func(e *Endpoint, n int64)) {
+	b.m.Range(func(id, v any) bool {
+		e := v.(*Endpoint)
+		if e.Removed.Load() {
+			b.m.CompareAndDelete(id, e)
+			return true
+		}
+		if n := e.Backlog.Load(); n > 0 {
+			fn(e, n)
+			return true
+		}
+		b.m.CompareAndDelete(id, e)
+		if n := e.Backlog.Load(); n > 0 {
+			b.m.Store(id, e)
+			fn(e, n)
+		}
+		return true
+	})
 }

@@ -31,6 +31,9 @@ type Endpoint struct {
 	// Busy counts the busy tasks (see BusyCause) it stored and not yet
 	// consumed: none counts toward max_backlog.
 	Busy atomic.Int64
+	// Waiting is the set the endpoint joins when its Backlog rises above
+	// zero; nil: none.
+	Waiting *Backlogged
 }
 
 // Delivery is one event on its way to one endpoint, as settlement sees it.

@@ -519,10 +519,12 @@ func (b *bench) idleBrokerEndpoints(ctx context.Context) (*result, error) {
 	r.StartupSeconds = round(h.startup.Seconds(), 3)
 	// The first start stores the file's endpoints for other processes in
 	// the background (dispatch/sources.ShareConfigEndpoints): idle begins
-	// once they are stored.
+	// once they are stored and the store's garbage was handed back.
 	if err := waitConfigShared(ctx, h.js, destIdleEndpoints, 60*time.Second); err != nil {
 		r.Notes = append(r.Notes, err.Error())
 	}
+	// The store's garbage handed back (scenarios.go).
+	time.Sleep(bulkSettle)
 	stopProfile, err := b.startProfile(r.Name) // -profile dest-idle10000: the idle window
 	if err != nil {
 		return nil, err

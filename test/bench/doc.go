@@ -173,6 +173,11 @@
 // Every figure is printed beside the baselines of the same run: the raw
 // ceiling, and the floor.
 //
+// Every hookjet a run starts reserves smaller streams than the defaults
+// (benchLimits: streams.max_bytes 4 GiB, tasks 2 GiB, dead letters 256 MiB,
+// log 2 GiB; logfull sets its own), so that the run fits a machine with
+// less than 50 GB of disk free; every scenario's events still fit.
+//
 // -quick runs smaller counts and shorter durations for a smoke test;
 // -cpuprofile FILE writes a CPU profile of the idle and measured windows of the
 // scenario named by -profile (default healthy10), -memprofile FILE a heap

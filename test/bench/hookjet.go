@@ -101,6 +101,30 @@ func configYAML(dir string, natsPort int, s hookjetSpec) string {
 	return b.String()
 }
 
+// benchLimits keep a run's stream reservations well under the defaults
+// (35 GiB in all, sized for production): JetStream reserves every stream's
+// max_bytes against the disk when it creates it, and a machine with less
+// than about 50 GB free refused the later scenarios' streams. They still
+// hold every scenario's events (events1m stores about 1 GiB).
+var benchLimits = map[string]string{
+	"HOOKJET_STREAMS_MAX_BYTES":       "4294967296",
+	"HOOKJET_STREAMS_TASKS_MAX_BYTES": "2147483648",
+	"HOOKJET_STREAMS_DLQ_MAX_BYTES":   "268435456",
+	"HOOKJET_LOG_MAX_BYTES":           "2147483648",
+}
+
+// benchEnv is the environment a run's config is parsed with: benchLimits,
+// less the stream limits of a run that sets its own (logfull).
+func benchEnv(spec hookjetSpec) func(string) string {
+	ownStreams := strings.Contains(spec.top, "streams:")
+	return func(key string) string {
+		if ownStreams && strings.HasPrefix(key, "HOOKJET_STREAMS_") {
+			return ""
+		}
+		return benchLimits[key]
+	}
+}
+
 // startHookjet starts hookjet for spec in a fresh temporary directory and
 // connects a publisher to it.
 func startHookjet(ctx context.Context, spec hookjetSpec, logOut io.Writer) (*instance, error) {
@@ -120,7 +144,7 @@ func startHookjet(ctx context.Context, spec hookjetSpec, logOut io.Writer) (*ins
 		return nil, err
 	}
 	start := time.Now()
-	cfg, err := config.Parse([]byte(configYAML(dir, port, spec)), func(string) string { return "" })
+	cfg, err := config.Parse([]byte(configYAML(dir, port, spec)), benchEnv(spec))
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}

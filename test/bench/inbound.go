@@ -92,7 +92,7 @@ func startInbound(ctx context.Context, logOut io.Writer, sync string) (*instance
 		return nil, "", err
 	}
 	yaml := configYAML(dir, port, hookjetSpec{maxInFlight: 16, concurrency: 16, sync: sync}) + inboundSource
-	cfg, err := config.Parse([]byte(yaml), func(string) string { return "" })
+	cfg, err := config.Parse([]byte(yaml), benchEnv(hookjetSpec{}))
 	if err != nil {
 		h.stop()
 		return nil, "", fmt.Errorf("config: %w", err)

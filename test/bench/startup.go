@@ -92,6 +92,10 @@ func (b *bench) startup(ctx context.Context, name, sync, dir string, restart boo
 	}
 	out := &testkit.LockedBuffer{}
 	cmd := exec.Command(bin, "serve", "--config", cfgPath)
+	cmd.Env = os.Environ()
+	for key, v := range benchLimits {
+		cmd.Env = append(cmd.Env, key+"="+v)
+	}
 	cmd.Stdout, cmd.Stderr = out, out
 	b.say("%s: starting the binary with %d endpoints", name, startupEndpoints)
 	start := time.Now()

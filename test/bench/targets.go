@@ -100,6 +100,14 @@ func idleChecks(what string, r *result, need string, ready bool) []check {
 		rss.detail = "VmRSS at the end of the idle window; includes the harness's receiver and publisher"
 		cpu.value, cpu.ok = r.IdleCPUPercent, ptr(r.IdleCPUPercent <= 1)
 		cpu.detail = "no traffic, whole process"
+		if r.SharedSeconds > 0 {
+			shared := fmt.Sprintf("; after the file's endpoints were stored for other processes (%.1f s after start-up)", r.SharedSeconds)
+			if r.Endpoints >= bulkShared {
+				shared += fmt.Sprintf(" and the store's garbage was handed back (%s later)", bulkSettle)
+			}
+			rss.detail += shared
+			cpu.detail += shared
+		}
 	}
 	return append(cs, rss, cpu)
 }
