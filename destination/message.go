@@ -70,8 +70,8 @@ func Expand(template string, r *Request) string {
 	if tenant == "" {
 		tenant = NoTenant
 	}
-	// A scan, not a strings.Replacer: building one per message cost more
-	// than the rest of a NATS publish's preparation.
+	// A scan, not a strings.Replacer: building one per message took
+	// nearly half of what preparing a NATS publish cost.
 	var b strings.Builder
 	b.Grow(len(template) + len(r.EventType) + len(tenant))
 	for {
