@@ -56,7 +56,11 @@ type hookjetProc struct {
 func hookjetConfig(dir, natsURL, admin string, rec *receiver, maxInFlight int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "data_dir: %s\nnats:\n  url: %q\nstreams:\n  replicas: 3\n", dir, natsURL)
-	fmt.Fprintf(&b, "admin:\n  listen: %s\nlog:\n  format: json\n  level: info\n", admin)
+	// Small reservations: every node reserves each R3 stream's max_bytes
+	// against its disk, and the defaults (35 GiB in all, for production)
+	// refuse to start where the three nodes share less than ~50 GB free.
+	b.WriteString("  max_bytes: 268435456\n  tasks_max_bytes: 268435456\n  dlq_max_bytes: 67108864\n")
+	fmt.Fprintf(&b, "admin:\n  listen: %s\nlog:\n  format: json\n  level: info\n  max_bytes: 67108864\n", admin)
 	fmt.Fprintf(&b, "security:\n  allow_private_networks: true\n  secret_key: %s\n", secretKey)
 	b.WriteString("worker:\n  shutdown_grace: 5s\n")
 	fmt.Fprintf(&b, "defaults:\n  timeout: 5s\n  max_in_flight: %d\n", maxInFlight)
