@@ -40,6 +40,24 @@ type parser struct {
 	i int
 }
 
+// next reads what follows a member or an element, after white space: a
+// comma (more), the closing close (the end), or anything else (not ok).
+func (p *parser) next(close byte) (more, ok bool) {
+	p.space()
+	if p.i >= len(p.b) {
+		return false, false
+	}
+	switch p.b[p.i] {
+	case ',':
+		p.i++
+		return true, true
+	case close:
+		p.i++
+		return false, true
+	}
+	return false, false
+}
+
 func (p *parser) space() {
 	for p.i < len(p.b) {
 		switch p.b[p.i] {
@@ -161,18 +179,10 @@ func (p *parser) object(depth int) (any, bool) {
 			return nil, false
 		}
 		m[k] = v
-		p.space()
-		if p.i >= len(p.b) {
+		if more, ok := p.next('}'); !ok {
 			return nil, false
-		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
+		} else if !more {
 			return m, true
-		default:
-			return nil, false
 		}
 	}
 }
@@ -191,18 +201,10 @@ func (p *parser) array(depth int) (any, bool) {
 			return nil, false
 		}
 		a = append(a, v)
-		p.space()
-		if p.i >= len(p.b) {
+		if more, ok := p.next(']'); !ok {
 			return nil, false
-		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
+		} else if !more {
 			return a, true
-		default:
-			return nil, false
 		}
 	}
 }

@@ -428,18 +428,10 @@ func (c *checker) object(f *fastSchema, depth int) bool {
 		} else if !c.check(f.additional, depth, nil) {
 			return false
 		}
-		p.space()
-		if p.i >= len(p.b) {
+		if more, ok := p.next('}'); !ok {
 			return false
-		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
+		} else if !more {
 			return seen == f.allReq
-		default:
-			return false
 		}
 	}
 }
@@ -466,18 +458,10 @@ func (c *checker) array(f *fastSchema, depth int) bool {
 			return false
 		}
 		n++
-		p.space()
-		if p.i >= len(p.b) {
+		if more, ok := p.next(']'); !ok {
 			return false
-		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
+		} else if !more {
 			return done()
-		default:
-			return false
 		}
 	}
 }
